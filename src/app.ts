@@ -1,0 +1,57 @@
+// The application factory: builds the Fastify instance and registers the plugins. It never
+// listens; src/server.ts does.
+import { randomUUID } from 'node:crypto'
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import type { Config } from './config.js'
+import type { Database } from './db/client.js'
+import authPlugin from './plugins/auth.js'
+import configPlugin from './plugins/config.js'
+import databasePlugin from './plugins/database.js'
+import graphqlPlugin from './plugins/graphql.js'
+import operationsPlugin from './plugins/operations.js'
+
+export interface BuildOptions {
+  /** An open database owned by the caller; by default the app opens (and closes) its own. */
+  database?: Database
+  logger?: FastifyServerOptions['logger']
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/
+
+export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: options.logger ?? {
+      level: config.logLevel,
+      redact: ['req.headers.authorization', 'req.headers.cookie']
+    },
+    // Keep a caller's request id when it looks like one, so logs can be joined across services.
+    genReqId: (req) => {
+      const given = req.headers['x-request-id']
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
+    },
+    requestIdHeader: false,
+    bodyLimit: 1024 * 1024
+  })
+
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+  })
+
+  // Errors outside GraphQL (bad JSON, wrong content type, 404...): 4xx keep their message,
+  // 5xx are logged and answered generically.
+  app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
+    const statusCode = error.statusCode !== undefined && error.statusCode >= 400 ? error.statusCode : 500
+    if (statusCode >= 500) {
+      request.log.error({ err: error }, 'request failed')
+      return reply.code(statusCode).send({ statusCode, error: 'Internal Server Error', message: 'Internal server error', requestId: request.id })
+    }
+    return reply.code(statusCode).send({ statusCode, error: error.name, message: error.message })
+  })
+
+  await app.register(configPlugin, { config })
+  await app.register(databasePlugin, { database: options.database })
+  await app.register(authPlugin)
+  await app.register(graphqlPlugin)
+  await app.register(operationsPlugin)
+  return app
+}

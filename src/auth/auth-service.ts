@@ -1,0 +1,51 @@
+// Login, refresh and logout. The only code besides administration that uses the unscoped client.
+import type { FastifyInstance } from 'fastify'
+import type { PrismaClient } from '../generated/prisma/client.js'
+import { identify, type AccessTokenClaims, type Identity } from './identity.js'
+import { verifyPassword } from './passwords.js'
+import { findRefreshTokenOwner, issueRefreshToken, revokeRefreshToken } from './refresh-tokens.js'
+
+export interface AuthService {
+  identify (authorization: string | undefined): Identity
+  /** Tokens for valid credentials; null otherwise (unknown user and wrong password alike). */
+  login (username: string, password: string): Promise<{ accessToken: string, refreshToken: string } | null>
+  /** A new access token with the user's current school; null for a token that is not live. */
+  refresh (refreshToken: string): Promise<{ accessToken: string } | null>
+  logout (userId: string, refreshToken: string): Promise<boolean>
+}
+
+/** Usernames are compared trimmed, case-insensitively and in Unicode NFC form. */
+export function normalizeUsername (username: string): string {
+  return username.normalize('NFC').trim().toLowerCase()
+}
+
+export function createAuthService (app: FastifyInstance, prisma: PrismaClient, refreshTokenTtl: number): AuthService {
+  const signAccessToken = (userId: string, schoolId: string | null): string => {
+    const claims: AccessTokenClaims = schoolId === null ? { sub: userId } : { sub: userId, school: schoolId }
+    return app.jwt.sign(claims)
+  }
+
+  return {
+    identify: (authorization) => identify(app, authorization),
+
+    async login (username, password) {
+      const user = await prisma.user.findUnique({
+        where: { username: normalizeUsername(username) },
+        select: { id: true, passwordHash: true, schoolId: true }
+      })
+      if (!await verifyPassword(user?.passwordHash, password) || user === null) return null
+      return {
+        accessToken: signAccessToken(user.id, user.schoolId),
+        refreshToken: await issueRefreshToken(prisma, user.id, refreshTokenTtl)
+      }
+    },
+
+    async refresh (refreshToken) {
+      const owner = await findRefreshTokenOwner(prisma, refreshToken)
+      if (owner === null) return null
+      return { accessToken: signAccessToken(owner.userId, owner.schoolId) }
+    },
+
+    logout: (userId, refreshToken) => revokeRefreshToken(prisma, userId, refreshToken)
+  }
+}

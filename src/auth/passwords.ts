@@ -1,0 +1,49 @@
+// Password storage: argon2id with OWASP's minimum parameters (19 MiB, 2 passes, 1 lane).
+import { randomBytes } from 'node:crypto'
+import { hash, verify, type Options } from '@node-rs/argon2'
+
+// `Algorithm.Argon2id`; the package exports it as a const enum, which isolated modules cannot inline.
+const ARGON2ID = 2
+const OPTIONS: Options = { algorithm: ARGON2ID, memoryCost: 19_456, timeCost: 2, parallelism: 1 }
+
+/** Longer passwords are refused: hashing them would only cost time (a denial-of-service lever). */
+export const MAX_PASSWORD_LENGTH = 256
+export const MIN_PASSWORD_LENGTH = 8
+
+export class PasswordPolicyError extends Error {
+  override name = 'PasswordPolicyError'
+}
+
+export function checkPasswordPolicy (password: string): void {
+  if (password.length < MIN_PASSWORD_LENGTH) {
+    throw new PasswordPolicyError(`The password must have at least ${MIN_PASSWORD_LENGTH} characters`)
+  }
+  if (password.length > MAX_PASSWORD_LENGTH) {
+    throw new PasswordPolicyError(`The password must have at most ${MAX_PASSWORD_LENGTH} characters`)
+  }
+}
+
+export async function hashPassword (password: string): Promise<string> {
+  checkPasswordPolicy(password)
+  return await hash(password, OPTIONS)
+}
+
+let decoy: Promise<string> | undefined
+
+/**
+ * Checks a password against a stored hash, or, when there is no user, against a decoy hash of
+ * the same parameters, so an unknown username costs the same time as a wrong password.
+ */
+export async function verifyPassword (storedHash: string | undefined, password: string): Promise<boolean> {
+  if (password.length > MAX_PASSWORD_LENGTH) return false
+  if (storedHash === undefined) {
+    decoy ??= hash(randomBytes(32), OPTIONS)
+    await verify(await decoy, password)
+    return false
+  }
+  try {
+    return await verify(storedHash, password)
+  } catch {
+    return false
+  }
+}

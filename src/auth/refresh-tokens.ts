@@ -1,0 +1,44 @@
+// Refresh tokens are opaque random strings; only their SHA-256 is stored, so a database leak
+// does not leak usable tokens. A token stays usable until it expires or is revoked.
+import { createHash, randomBytes } from 'node:crypto'
+import type { PrismaClient } from '../generated/prisma/client.js'
+
+const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/
+
+function digest (token: string): Uint8Array<ArrayBuffer> {
+  return new Uint8Array(createHash('sha256').update(token).digest())
+}
+
+export async function issueRefreshToken (prisma: PrismaClient, userId: string, ttlSeconds: number): Promise<string> {
+  const token = randomBytes(32).toString('base64url')
+  await prisma.refreshToken.create({
+    data: { userId, tokenHash: digest(token), expiresAt: new Date(Date.now() + ttlSeconds * 1000) }
+  })
+  return token
+}
+
+export interface RefreshTokenOwner {
+  userId: string
+  schoolId: string | null
+}
+
+/** The owner of a live (known, unexpired, unrevoked) token with the user's current school, or null. */
+export async function findRefreshTokenOwner (prisma: PrismaClient, token: string): Promise<RefreshTokenOwner | null> {
+  if (!TOKEN_PATTERN.test(token)) return null
+  const row = await prisma.refreshToken.findUnique({
+    where: { tokenHash: digest(token) },
+    select: { expiresAt: true, revokedAt: true, user: { select: { id: true, schoolId: true } } }
+  })
+  if (row === null || row.revokedAt !== null || row.expiresAt.getTime() <= Date.now()) return null
+  return { userId: row.user.id, schoolId: row.user.schoolId }
+}
+
+/** Revokes a live token of `userId`; true when this call revoked it. */
+export async function revokeRefreshToken (prisma: PrismaClient, userId: string, token: string): Promise<boolean> {
+  if (!TOKEN_PATTERN.test(token)) return false
+  const { count } = await prisma.refreshToken.updateMany({
+    where: { tokenHash: digest(token), userId, revokedAt: null, expiresAt: { gt: new Date() } },
+    data: { revokedAt: new Date() }
+  })
+  return count === 1
+}

@@ -1,0 +1,112 @@
+// The one place that reads the environment. Everything else receives a validated Config.
+import { randomBytes } from 'node:crypto'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import envSchema from 'env-schema'
+
+export type Environment = 'sandbox' | 'production'
+
+export interface Config {
+  env: Environment
+  host: string
+  port: number
+  /** PostgreSQL server; undefined means the embedded database under dataDir. */
+  databaseUrl: string | undefined
+  dataDir: string
+  jwtSecret: string
+  accessTokenTtl: number
+  refreshTokenTtl: number
+  logLevel: string
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+const schema = {
+  type: 'object',
+  properties: {
+    SCHOOL_DATA_ENV: { type: 'string', enum: ['sandbox', 'production'], default: 'sandbox' },
+    HOST: { type: 'string', minLength: 1, default: '127.0.0.1' },
+    PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 4000 },
+    DATABASE_URL: { type: 'string', pattern: '^postgres(ql)?://' },
+    DATA_DIR: { type: 'string', minLength: 1, default: '.data' },
+    JWT_SECRET: { type: 'string', minLength: 32 },
+    ACCESS_TOKEN_TTL: { type: 'integer', minimum: 1, default: 900 },
+    REFRESH_TOKEN_TTL: { type: 'integer', minimum: 1, default: 604800 },
+    LOG_LEVEL: {
+      type: 'string',
+      enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+      default: 'info'
+    }
+  }
+}
+
+interface RawEnv {
+  SCHOOL_DATA_ENV: Environment
+  HOST: string
+  PORT: number
+  DATABASE_URL?: string
+  DATA_DIR: string
+  JWT_SECRET?: string
+  ACCESS_TOKEN_TTL: number
+  REFRESH_TOKEN_TTL: number
+  LOG_LEVEL: string
+}
+
+/**
+ * Validates the environment. Outside production a missing JWT_SECRET is generated once and kept
+ * in DATA_DIR, so tokens survive restarts of a developer's server. `needsSecret: false` is for
+ * commands that sign no tokens.
+ */
+export function loadConfig (env: NodeJS.ProcessEnv = process.env, { needsSecret = true } = {}): Config {
+  // Empty variables count as unset: `FOO= cmd` is a common way to clear one.
+  const data = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== ''))
+  let raw: RawEnv
+  try {
+    raw = envSchema<RawEnv>({ schema, data, env: false })
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration: ${(err as Error).message.replace(/env\//g, '')}`)
+  }
+  const dataDir = resolve(raw.DATA_DIR)
+  let jwtSecret = raw.JWT_SECRET
+  if (jwtSecret === undefined && !needsSecret) {
+    // Commands that issue no tokens (the CLI's data commands) neither need nor create a secret.
+    jwtSecret = ''
+  } else if (jwtSecret === undefined) {
+    if (raw.SCHOOL_DATA_ENV === 'production') {
+      throw new ConfigError('Invalid configuration: JWT_SECRET is required when SCHOOL_DATA_ENV=production (at least 32 characters)')
+    }
+    jwtSecret = localSecret(dataDir)
+  }
+  return {
+    env: raw.SCHOOL_DATA_ENV,
+    host: raw.HOST,
+    port: raw.PORT,
+    databaseUrl: raw.DATABASE_URL,
+    dataDir,
+    jwtSecret,
+    accessTokenTtl: raw.ACCESS_TOKEN_TTL,
+    refreshTokenTtl: raw.REFRESH_TOKEN_TTL,
+    logLevel: raw.LOG_LEVEL
+  }
+}
+
+function localSecret (dataDir: string): string {
+  const file = join(dataDir, 'jwt-secret')
+  try {
+    return readFileSync(file, 'utf8').trim()
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+  }
+  mkdirSync(dataDir, { recursive: true })
+  const secret = randomBytes(48).toString('base64url')
+  // 'wx' fails if another process created it first; then read theirs.
+  try {
+    writeFileSync(file, secret + '\n', { mode: 0o600, flag: 'wx' })
+    return secret
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+    return readFileSync(file, 'utf8').trim()
+  }
+}

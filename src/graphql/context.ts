@@ -1,0 +1,40 @@
+// The GraphQL context: who calls, and the only ways to reach data. Tenant data is reachable only
+// through `school()`, which checks the caller first and hands out the client confined to their school.
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { AuthService } from '../auth/auth-service.js'
+import type { Identity } from '../auth/identity.js'
+import type { TenantDb } from '../db/tenant.js'
+import { forbidden, unauthenticated } from './errors.js'
+
+export interface SchoolScope {
+  schoolId: string
+  db: TenantDb
+}
+
+declare module 'mercurius' {
+  interface MercuriusContext {
+    identity: Identity
+    auth: AuthService
+    /** The caller's user id; throws UNAUTHENTICATED without a valid access token. */
+    userId (): string
+    /** The caller's school and its scoped client; throws UNAUTHENTICATED or FORBIDDEN. */
+    school (): SchoolScope
+  }
+}
+
+export function buildContext (app: FastifyInstance, request: FastifyRequest) {
+  const identity = app.auth.identify(request.headers.authorization)
+  return {
+    identity,
+    auth: app.auth,
+    userId (): string {
+      if (identity.kind !== 'user') throw unauthenticated()
+      return identity.userId
+    },
+    school (): SchoolScope {
+      if (identity.kind !== 'user') throw unauthenticated()
+      if (identity.schoolId === null) throw forbidden()
+      return { schoolId: identity.schoolId, db: app.db.forSchool(identity.schoolId) }
+    }
+  }
+}

@@ -1,0 +1,76 @@
+// Coded errors and the one formatter that decides what a client sees.
+import { GraphQLError, type ExecutionResult, type FormattedExecutionResult, type GraphQLFormattedError } from 'graphql'
+import mercurius, { type MercuriusContext } from 'mercurius'
+
+const { ErrorWithProps } = mercurius
+
+export type ErrorCode =
+  | 'UNAUTHENTICATED'
+  | 'FORBIDDEN'
+  | 'INVALID_CREDENTIALS'
+  | 'INVALID_REFRESH_TOKEN'
+  | 'BAD_USER_INPUT'
+  | 'INTERNAL_SERVER_ERROR'
+
+export function codedError (code: ErrorCode, message: string): Error {
+  return new ErrorWithProps(message, { code })
+}
+
+export const unauthenticated = (): Error =>
+  codedError('UNAUTHENTICATED', 'Authentication required: send a valid access token as "Authorization: Bearer <ACCESS_TOKEN>"')
+export const forbidden = (): Error =>
+  codedError('FORBIDDEN', 'Your account is not assigned to a school')
+export const invalidCredentials = (): Error => codedError('INVALID_CREDENTIALS', 'Invalid credentials')
+export const invalidRefreshToken = (): Error =>
+  codedError('INVALID_REFRESH_TOKEN', 'Invalid or expired refresh token')
+export const badUserInput = (message: string): Error => codedError('BAD_USER_INPUT', message)
+
+const INTERNAL_MESSAGE = 'Internal server error'
+
+function flatten (errors: readonly GraphQLError[]): GraphQLError[] {
+  // Mercurius wraps validation errors in one error that holds them in `errors`.
+  return errors.flatMap((error) => {
+    const inner = (error.originalError as { errors?: unknown } | undefined)?.errors
+    return Array.isArray(inner) ? (inner as GraphQLError[]) : [error]
+  })
+}
+
+/**
+ * Coded errors pass as they are; errors of the GraphQL language (syntax, validation, variable
+ * coercion) keep message and locations; anything else is logged with the request id and shown as
+ * a generic error, so no stack, SQL or internal detail reaches a client.
+ */
+export function errorFormatter (
+  execution: ExecutionResult & Required<Pick<ExecutionResult, 'errors'>>,
+  context: MercuriusContext
+): { statusCode: number, response: FormattedExecutionResult } {
+  const log = context.reply?.log ?? context.app.log
+  const requestId = context.reply?.request.id
+  const errors = flatten(execution.errors).map((error): GraphQLFormattedError => {
+    const original = error.originalError
+    if (original === undefined || original === null || original instanceof GraphQLError) {
+      const { message, locations, path } = error
+      return { message, ...(locations && { locations }), ...(path && { path }) }
+    }
+    if (original instanceof ErrorWithProps) {
+      log.debug({ code: (original.extensions as { code?: string }).code, path: error.path }, original.message)
+      return error.toJSON()
+    }
+    log.error({ err: original, path: error.path }, 'unexpected error in a GraphQL operation')
+    return {
+      message: INTERNAL_MESSAGE,
+      ...(error.locations && { locations: error.locations }),
+      ...(error.path && { path: error.path }),
+      extensions: { code: 'INTERNAL_SERVER_ERROR', requestId }
+    }
+  })
+  // A request that never reached execution (syntax, validation, bad variables) is a 400;
+  // once execution ran, the response is 200 with `data` and `errors` (GraphQL over HTTP).
+  const executed = execution.data !== undefined && execution.data !== null
+    ? true
+    : errors.some((e) => e.path !== undefined)
+  return {
+    statusCode: executed ? 200 : 400,
+    response: { data: execution.data ?? null, errors }
+  }
+}

@@ -1,0 +1,20 @@
+import jwt from '@fastify/jwt'
+import fp from 'fastify-plugin'
+import { createAuthService, type AuthService } from '../auth/auth-service.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    auth: AuthService
+  }
+}
+
+export default fp(async (app) => {
+  const { jwtSecret, accessTokenTtl, refreshTokenTtl } = app.config
+  if (jwtSecret.length < 32) throw new Error('JWT_SECRET must have at least 32 characters')
+  await app.register(jwt, {
+    secret: jwtSecret,
+    sign: { algorithm: 'HS256', expiresIn: accessTokenTtl },
+    verify: { algorithms: ['HS256'], requiredClaims: ['sub', 'iat', 'exp'] }
+  })
+  app.decorate('auth', createAuthService(app, app.db.prisma, refreshTokenTtl))
+}, { name: 'auth', dependencies: ['config', 'database'] })

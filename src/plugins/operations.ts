@@ -1,0 +1,16 @@
+// Liveness and readiness for load balancers and orchestrators.
+import fp from 'fastify-plugin'
+
+export default fp(async (app) => {
+  app.get('/health', { logLevel: 'warn' }, async () => ({ status: 'ok' }))
+
+  app.get('/ready', { logLevel: 'warn' }, async (_request, reply) => {
+    try {
+      await app.db.ping()
+      return { status: 'ready' }
+    } catch (err) {
+      app.log.warn({ err }, 'readiness check: the database does not answer')
+      return await reply.code(503).send({ status: 'unavailable', reason: 'database' })
+    }
+  })
+}, { name: 'operations', dependencies: ['database'] })

@@ -1,0 +1,94 @@
+// The `school-data` command as a user runs it: a real child process on this file's database.
+import { spawn } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+import { build, gql, login, testDatabaseUrl } from './helper.js'
+
+const bin = fileURLToPath(new URL('../bin/school-data.js', import.meta.url))
+
+interface Run { code: number | null, stdout: string, stderr: string }
+
+let env: NodeJS.ProcessEnv
+
+async function cli (args: string[], input?: string): Promise<Run> {
+  const child = spawn(process.execPath, [bin, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (d: Buffer) => { stdout += d.toString() })
+  child.stderr.on('data', (d: Buffer) => { stderr += d.toString() })
+  child.stdin.end(input)
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
+  return { code, stdout, stderr }
+}
+
+const lastLine = (text: string): string => text.trimEnd().split('\n').at(-1) ?? ''
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+
+t.before(async () => {
+  const url = await testDatabaseUrl()
+  const dataDir = mkdtempSync(join(tmpdir(), 'sds-cli-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  // On PostgreSQL the CLI uses this file's database; otherwise its own embedded one in a temp folder.
+  env = { PATH: process.env.PATH, DATA_DIR: dataDir, ...(url !== undefined && { DATABASE_URL: url }) }
+})
+
+t.test('creating a school, a user and students prints each id alone on the last line', async (t) => {
+  const school = await cli(['school', 'create', '--name', 'CLI Academy'])
+  t.equal(school.code, 0, school.stderr)
+  const schoolId = lastLine(school.stdout)
+  t.match(schoolId, UUID)
+
+  const user = await cli(['user', 'create', '--username', 'cli-admin', '--school', schoolId], 'a long enough password\n')
+  t.equal(user.code, 0, user.stderr)
+  t.match(lastLine(user.stdout), UUID)
+
+  const student = await cli(['student', 'create', '--school', schoolId, '--full-name', 'Cli Student', '--classroom', 'Room 9'])
+  t.equal(student.code, 0, student.stderr)
+  const studentId = lastLine(student.stdout)
+  t.match(studentId, UUID)
+
+  const teacher = await cli(['teacher', 'create', '--school', schoolId, '--full-name', 'Cli Teacher'])
+  t.equal(teacher.code, 0, teacher.stderr)
+  t.match(lastLine(teacher.stdout), UUID)
+
+  if (env.DATABASE_URL !== undefined) {
+    // The same rows through the API.
+    const app = await build(t)
+    const { accessToken } = await login(app, 'cli-admin', 'a long enough password')
+    const res = await gql(app, '{ students { id fullName classroomName } }', { token: accessToken })
+    t.same(res.body.data!.students, [{ id: studentId, fullName: 'Cli Student', classroomName: 'Room 9' }])
+  }
+})
+
+t.test('user assign gives a user a school', async (t) => {
+  const schoolId = lastLine((await cli(['school', 'create', '--name', 'Assign School'])).stdout)
+  const created = await cli(['user', 'create', '--username', 'floater'], 'floating password\n')
+  t.equal(created.code, 0, created.stderr)
+  const assigned = await cli(['user', 'assign', '--username', 'floater', '--school', schoolId])
+  t.equal(assigned.code, 0, assigned.stderr)
+})
+
+t.test('errors go to standard error with a non-zero exit status', async (t) => {
+  const cases: Array<[string[], string | undefined, RegExp]> = [
+    [['school', 'create'], undefined, /required option '--name <name>'/],
+    [['student', 'create', '--school', 'not-a-uuid', '--full-name', 'X'], undefined, /is not a UUID/],
+    [['student', 'create', '--school', '00000000-0000-4000-8000-000000000000', '--full-name', 'X'], undefined, /does not exist/],
+    [['user', 'create', '--username', 'nopassword'], '', /No password on standard input/],
+    [['user', 'create', '--username', 'shortpw'], 'short\n', /at least 8 characters/],
+    [['user', 'assign', '--username', 'ghost', '--school', '00000000-0000-4000-8000-000000000000'], undefined, /does not exist/],
+    [['frobnicate'], undefined, /unknown command/]
+  ]
+  for (const [args, input, message] of cases) {
+    const run = await cli(args, input)
+    t.not(run.code, 0, args.join(' '))
+    t.match(run.stderr, message, args.join(' '))
+    t.equal(run.stdout, '', 'nothing on standard output')
+  }
+  await cli(['user', 'create', '--username', 'twice'], 'password one two\n')
+  const again = await cli(['user', 'create', '--username', 'TWICE'], 'password one two\n')
+  t.not(again.code, 0)
+  t.match(again.stderr, /Username "twice" is taken/)
+})

@@ -1,0 +1,55 @@
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { loadConfig } from '../src/config.js'
+
+const tempDir = (t: { teardown: (fn: () => void) => void }): string => {
+  const dir = mkdtempSync(join(tmpdir(), 'sds-config-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+t.test('defaults follow the contract', async (t) => {
+  const config = loadConfig({ DATA_DIR: tempDir(t) })
+  t.equal(config.env, 'sandbox')
+  t.equal(config.host, '127.0.0.1')
+  t.equal(config.port, 4000)
+  t.equal(config.accessTokenTtl, 900)
+  t.equal(config.refreshTokenTtl, 604800)
+  t.equal(config.databaseUrl, undefined)
+})
+
+t.test('values are read and coerced from the environment', async (t) => {
+  const config = loadConfig({
+    PORT: '8080', HOST: '0.0.0.0', ACCESS_TOKEN_TTL: '60', REFRESH_TOKEN_TTL: '3600',
+    DATABASE_URL: 'postgresql://app@db:5432/school', JWT_SECRET: 's'.repeat(32), SCHOOL_DATA_ENV: 'production'
+  })
+  t.match(config, { port: 8080, host: '0.0.0.0', accessTokenTtl: 60, refreshTokenTtl: 3600, env: 'production', databaseUrl: 'postgresql://app@db:5432/school' })
+})
+
+t.test('bad configuration stops with a message naming the variable', async (t) => {
+  const cases: Array<[Record<string, string>, RegExp]> = [
+    [{ PORT: 'eighty' }, /PORT/],
+    [{ PORT: '70000' }, /PORT/],
+    [{ ACCESS_TOKEN_TTL: '0' }, /ACCESS_TOKEN_TTL/],
+    [{ REFRESH_TOKEN_TTL: '-5' }, /REFRESH_TOKEN_TTL/],
+    [{ SCHOOL_DATA_ENV: 'staging' }, /SCHOOL_DATA_ENV/],
+    [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL/],
+    [{ JWT_SECRET: 'short' }, /JWT_SECRET/],
+    [{ SCHOOL_DATA_ENV: 'production' }, /JWT_SECRET is required/]
+  ]
+  for (const [env, message] of cases) {
+    t.throws(() => loadConfig({ DATA_DIR: tempDir(t), ...env }), { name: 'ConfigError', message }, JSON.stringify(env))
+  }
+})
+
+t.test('outside production a JWT secret is generated once and kept in the data folder', async (t) => {
+  const dir = tempDir(t)
+  const first = loadConfig({ DATA_DIR: dir })
+  const second = loadConfig({ DATA_DIR: dir })
+  t.ok(first.jwtSecret.length >= 32)
+  t.equal(second.jwtSecret, first.jwtSecret)
+  t.equal(readFileSync(join(dir, 'jwt-secret'), 'utf8').trim(), first.jwtSecret)
+  t.equal(statSync(join(dir, 'jwt-secret')).mode & 0o777, 0o600, 'readable by its owner only')
+})

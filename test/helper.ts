@@ -1,0 +1,178 @@
+// Test helpers: each test file runs on a fresh database of its own with the migrations applied,
+// on the PostgreSQL server of TEST_DATABASE_URL (or DATABASE_URL) when set, else on an
+// in-memory PGlite. Every test creates the schools and users it needs.
+import { createHash, randomBytes } from 'node:crypto'
+import { readdir, readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import pg from 'pg'
+import t from 'tap'
+import type { FastifyInstance } from 'fastify'
+import { createSchool, createStudent, createUser } from '../src/admin/records.js'
+import { buildApp } from '../src/app.js'
+import type { Config } from '../src/config.js'
+import { openDatabase, type Database } from '../src/db/client.js'
+import { applyMigrations, migrationsDir } from '../src/db/migrations/index.js'
+
+/** Admin URL of the PostgreSQL server tests create their databases on; undefined means PGlite. */
+export const serverUrl: string | undefined = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL
+
+export const PASSWORD = 'correct horse battery staple'
+
+export function testConfig (overrides: Partial<Config> = {}): Config {
+  return {
+    env: 'sandbox',
+    host: '127.0.0.1',
+    port: 0,
+    databaseUrl: undefined,
+    dataDir: '.data-test-unused',
+    jwtSecret: 'test-secret-that-is-long-enough-for-hs256-0123456789',
+    accessTokenTtl: 900,
+    refreshTokenTtl: 604800,
+    logLevel: 'silent',
+    ...overrides
+  }
+}
+
+function withDatabase (url: string, database: string): string {
+  const u = new URL(url)
+  u.pathname = '/' + database
+  return u.toString()
+}
+
+async function admin<T> (run: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: serverUrl })
+  await client.connect()
+  try {
+    return await run(client)
+  } finally {
+    await client.end()
+  }
+}
+
+/** A template database migrated once per version of the migrations; copies of it are cheap. */
+async function templateDatabase (): Promise<string> {
+  const hash = createHash('sha256')
+  for (const name of (await readdir(migrationsDir)).sort()) {
+    hash.update(name)
+    if (!name.endsWith('.toml')) hash.update(await readFile(join(migrationsDir, name, 'migration.sql')))
+  }
+  const template = `sds_template_${hash.digest('hex').slice(0, 16)}`
+  await admin(async (client) => {
+    // One test file builds it; the others wait on the lock, then find it there.
+    await client.query('SELECT pg_advisory_lock(727401)')
+    try {
+      const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [template])
+      if (rowCount === 0) {
+        const building = `${template}_building`
+        await client.query(`DROP DATABASE IF EXISTS ${building} WITH (FORCE)`)
+        await client.query(`CREATE DATABASE ${building}`)
+        await applyMigrations({ url: withDatabase(serverUrl!, building) })
+        await client.query(`ALTER DATABASE ${building} RENAME TO ${template}`)
+      }
+    } finally {
+      await client.query('SELECT pg_advisory_unlock(727401)')
+    }
+  })
+  return template
+}
+
+let shared: Promise<Database> | undefined
+
+/** The database of this test file, created on first use and dropped when the file ends. */
+export function testDatabase (): Promise<Database> {
+  shared ??= (async () => {
+    if (serverUrl === undefined) {
+      const db = await openDatabase({ migrate: true })
+      t.teardown(() => db.close())
+      return db
+    }
+    const template = await templateDatabase()
+    const name = `sds_test_${randomBytes(6).toString('hex')}`
+    await admin((client) => client.query(`CREATE DATABASE ${name} TEMPLATE ${template}`))
+    const db = await openDatabase({ url: withDatabase(serverUrl, name) })
+    t.teardown(async () => {
+      await db.close()
+      await admin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+    })
+    return db
+  })()
+  return shared
+}
+
+/** The URL of this test file's PostgreSQL database (undefined on PGlite). */
+export async function testDatabaseUrl (): Promise<string | undefined> {
+  const db = await testDatabase()
+  return 'url' in db.migrationTarget ? db.migrationTarget.url : undefined
+}
+
+/** An app on this file's database, closed when the test ends. */
+export async function build (
+  test: { teardown: (fn: () => unknown) => void },
+  overrides: Partial<Config> = {}
+): Promise<FastifyInstance> {
+  const app = await buildApp(testConfig(overrides), { database: await testDatabase(), logger: false })
+  test.teardown(() => app.close())
+  return app
+}
+
+export interface GraphQLResponse {
+  statusCode: number
+  headers: Record<string, unknown>
+  body: {
+    data?: Record<string, any> | null
+    errors?: Array<{ message: string, locations?: unknown, path?: unknown[], extensions?: Record<string, unknown> }>
+  }
+}
+
+export async function gql (
+  app: FastifyInstance,
+  query: string,
+  { variables, token }: { variables?: Record<string, unknown>, token?: string } = {}
+): Promise<GraphQLResponse> {
+  const res = await app.inject({
+    method: 'POST',
+    url: '/',
+    headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+    payload: { query, variables }
+  })
+  return { statusCode: res.statusCode, headers: res.headers, body: res.json() }
+}
+
+let counter = 0
+/** A name no other test of this file uses. */
+export function unique (prefix: string): string {
+  counter += 1
+  return `${prefix}-${process.pid}-${counter}-${randomBytes(3).toString('hex')}`
+}
+
+export interface SeededSchool {
+  schoolId: string
+  username: string
+  studentIds: string[]
+}
+
+/** A school with a user assigned to it and the given students (name, classroom). */
+export async function seedSchool (
+  name: string,
+  students: Array<[fullName: string, classroom?: string]> = []
+): Promise<SeededSchool> {
+  const db = await testDatabase()
+  const schoolId = await createSchool(db, name)
+  const username = unique('user')
+  await createUser(db, { username, password: PASSWORD, schoolId })
+  const studentIds: string[] = []
+  for (const [fullName, classroom] of students) {
+    studentIds.push(await createStudent(db, { schoolId, fullName, classroom }))
+  }
+  return { schoolId, username, studentIds }
+}
+
+export const LOGIN = `mutation Login($username: String!, $password: String!) {
+  login(username: $username, password: $password) { accessToken refreshToken }
+}`
+
+export async function login (app: FastifyInstance, username: string, password = PASSWORD): Promise<{ accessToken: string, refreshToken: string }> {
+  const res = await gql(app, LOGIN, { variables: { username, password } })
+  if (res.body.data?.login == null) throw new Error(`login failed: ${JSON.stringify(res.body)}`)
+  return res.body.data.login as { accessToken: string, refreshToken: string }
+}
