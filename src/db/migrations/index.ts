@@ -1,0 +1,164 @@
+// Migrations in Prisma's standard layout (prisma/migrations/<timestamp>_<name>/migration.sql plus
+// migration_lock.toml), created and applied by Prisma's own schema engine. The applied ones are
+// recorded in `_prisma_migrations`, so the folder stays usable by the regular Prisma CLI.
+import { existsSync } from 'node:fs'
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { PGlite } from '@electric-sql/pglite'
+import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils'
+import type { MigrationList, SchemaFilter } from '@prisma/schema-engine-wasm'
+import pg from 'pg'
+import { PGliteMigrationFactory, PostgresMigrationFactory } from './adapters.js'
+import { MigrationEngineError, withSchemaEngine } from './schema-engine.js'
+
+export { MigrationEngineError }
+
+/** A database to migrate: a PostgreSQL server by URL, or an open embedded PGlite. */
+export type MigrationTarget = { url: string } | { pglite: PGlite }
+
+// src/db/migrations and dist/db/migrations are both three levels below the project root.
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../../..')
+export const migrationsDir = join(root, 'prisma', 'migrations')
+export const schemaPath = join(root, 'prisma', 'schema.prisma')
+const LOCKFILE = 'migration_lock.toml'
+const NO_FILTER: SchemaFilter = { externalTables: [], externalEnums: [] }
+
+function factoryFor (target: MigrationTarget): SqlMigrationAwareDriverAdapterFactory {
+  return 'url' in target ? new PostgresMigrationFactory(target.url) : new PGliteMigrationFactory(target.pglite)
+}
+
+/** The migrations folder as the schema engine reads it. */
+export async function listMigrations (dir: string = migrationsDir): Promise<MigrationList> {
+  const names = existsSync(dir)
+    ? (await readdir(dir, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name).sort()
+    : []
+  const lockPath = join(dir, LOCKFILE)
+  return {
+    baseDir: dir,
+    lockfile: { path: LOCKFILE, content: existsSync(lockPath) ? await readFile(lockPath, 'utf8') : null },
+    shadowDbInitScript: '',
+    migrationDirectories: await Promise.all(names.map(async (name) => {
+      const file = join(dir, name, 'migration.sql')
+      let content: MigrationList['migrationDirectories'][number]['migrationFile']['content']
+      try {
+        content = { tag: 'ok', value: await readFile(file, 'utf8') }
+      } catch (err) {
+        content = { tag: 'error', value: `Could not read ${file}: ${(err as Error).message}` }
+      }
+      return { path: name, migrationFile: { path: 'migration.sql', content } }
+    }))
+  }
+}
+
+/** Applies the migrations the database has not recorded yet (`prisma migrate deploy`). */
+export async function applyMigrations (target: MigrationTarget, dir: string = migrationsDir): Promise<string[]> {
+  const migrationsList = await listMigrations(dir)
+  return await withSchemaEngine(factoryFor(target), {}, async (engine) => {
+    const { appliedMigrationNames } = await engine.applyMigrations({ migrationsList, filters: NO_FILTER })
+    return appliedMigrationNames
+  })
+}
+
+/**
+ * Names of the migrations in the folder that the database has not applied. A plain read of
+ * `_prisma_migrations`, so that a server start costs no schema-engine run.
+ */
+export async function pendingMigrations (target: MigrationTarget, dir: string = migrationsDir): Promise<string[]> {
+  const { migrationDirectories } = await listMigrations(dir)
+  const sql = `SELECT migration_name FROM _prisma_migrations
+    WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL`
+  const exists = "SELECT to_regclass('_prisma_migrations') IS NOT NULL AS present"
+  let applied: string[]
+  if ('url' in target) {
+    const client = new pg.Client({ connectionString: target.url })
+    await client.connect()
+    try {
+      const present = (await client.query<{ present: boolean }>(exists)).rows[0]?.present === true
+      applied = present ? (await client.query<{ migration_name: string }>(sql)).rows.map((r) => r.migration_name) : []
+    } finally {
+      await client.end()
+    }
+  } else {
+    const present = (await target.pglite.query<{ present: boolean }>(exists)).rows[0]?.present === true
+    applied = present ? (await target.pglite.query<{ migration_name: string }>(sql)).rows.map((r) => r.migration_name) : []
+  }
+  const done = new Set(applied)
+  return migrationDirectories.map((m) => m.path).filter((name) => !done.has(name))
+}
+
+export interface SchemaOptions {
+  /** Where the shadow database is made; an in-memory PGlite when absent. */
+  target?: MigrationTarget
+  schemaPath?: string
+  migrationsDir?: string
+}
+
+/** Runs `work` against `options.target`, or a throwaway in-memory PGlite. */
+async function withTarget<T> (options: SchemaOptions, work: (target: MigrationTarget) => Promise<T>): Promise<T> {
+  if (options.target !== undefined) return await work(options.target)
+  const pglite = new PGlite()
+  try {
+    await pglite.waitReady
+    return await work({ pglite })
+  } finally {
+    await pglite.close()
+  }
+}
+
+async function schemaFile (path: string): Promise<[string, string]> {
+  return [path, await readFile(path, 'utf8')]
+}
+
+/**
+ * The SQL that would bring a database built from the migrations to what `schema.prisma`
+ * describes; empty when they agree. The migrations are replayed in a shadow database.
+ */
+export async function diffMigrationsToSchema (options: SchemaOptions = {}): Promise<string> {
+  const schema = await schemaFile(options.schemaPath ?? schemaPath)
+  const migrationsList = await listMigrations(options.migrationsDir ?? migrationsDir)
+  return await withTarget(options, async (target) =>
+    await withSchemaEngine(factoryFor(target), { schema }, async (engine) => {
+      const result = await engine.diff({
+        from: { tag: 'migrations', ...migrationsList },
+        to: { tag: 'schemaDatamodel', files: [{ path: schema[0], content: schema[1] }] },
+        script: true,
+        exitCode: true,
+        filters: NO_FILTER
+      })
+      return result.exitCode === 2 ? (result.stdout ?? '').trim() : ''
+    }))
+}
+
+export const MIGRATION_NAME = /^[a-z0-9_]{1,200}$/
+
+const LOCKFILE_TEXT = '# Please do not edit this file manually\n' +
+  '# It should be added in your version-control system (e.g., Git)\n' +
+  'provider = "postgresql"\n'
+
+/** `20261123091500` for a UTC time, as Prisma names migration folders. */
+function timestamp (now: Date): string {
+  return now.toISOString().replace(/[-:T]/g, '').slice(0, 14)
+}
+
+/**
+ * Writes a new migration from the change between the migrations and `schema.prisma`
+ * (what `prisma migrate dev --create-only` does). Returns its folder, or null when there is no
+ * change. The engine's own createMigration needs a shadow-database URL that a driver adapter
+ * cannot give it, so the script comes from the same diff the drift check runs.
+ */
+export async function createMigration (name: string, options: SchemaOptions & { now?: Date } = {}): Promise<string | null> {
+  if (!MIGRATION_NAME.test(name)) {
+    throw new MigrationEngineError(`Invalid migration name "${name}": use lower-case letters, digits and underscores`)
+  }
+  const dir = options.migrationsDir ?? migrationsDir
+  await mkdir(dir, { recursive: true })
+  if (!existsSync(join(dir, LOCKFILE))) await writeFile(join(dir, LOCKFILE), LOCKFILE_TEXT)
+  const script = await diffMigrationsToSchema({ ...options, migrationsDir: dir })
+  if (script === '') return null
+  const folder = join(dir, `${timestamp(options.now ?? new Date())}_${name}`)
+  if (existsSync(folder)) throw new MigrationEngineError(`${folder} exists already`)
+  await mkdir(folder)
+  await writeFile(join(folder, 'migration.sql'), script + '\n')
+  return folder
+}
