@@ -40,14 +40,13 @@ export class PendingMigrationsError extends Error {
 export async function openDatabase (options: DatabaseOptions): Promise<Database> {
   if (options.url !== undefined) {
     const target: MigrationTarget = { url: options.url }
-    if (options.migrate === true) await applyMigrations(target)
-    else {
-      const pending = await pendingMigrations(target)
-      if (pending.length > 0) {
-        throw new PendingMigrationsError(
-          `The database has ${pending.length} pending migration(s) (${pending.join(', ')}): run \`school-data migrate\` first`
-        )
-      }
+    const pending = await pendingMigrations(target)
+    if (options.migrate === true) {
+      if (pending.length > 0) await applyMigrations(target)
+    } else if (pending.length > 0) {
+      throw new PendingMigrationsError(
+        `The database has ${pending.length} pending migration(s) (${pending.join(', ')}): run \`school-data migrate\` first`
+      )
     }
     const adapter = new PrismaPg({
       connectionString: options.url,
@@ -69,7 +68,10 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
   try {
     pglite = new PGlite(dataPath)
     await pglite.waitReady
-    if (options.migrate !== false) await applyMigrations({ pglite })
+    // Starting the schema engine takes seconds; a plain read tells whether it is needed.
+    if (options.migrate !== false && (await pendingMigrations({ pglite })).length > 0) {
+      await applyMigrations({ pglite })
+    }
   } catch (err) {
     await pglite?.close()
     unlock()

@@ -27,6 +27,18 @@ export const badUserInput = (message: string): Error => codedError('BAD_USER_INP
 
 const INTERNAL_MESSAGE = 'Internal server error'
 
+/** Fastify's and Mercurius's messages for a malformed request, made to say what to send. */
+function requestMessage (error: Error & { code?: string }): string {
+  switch (error.code) {
+    case 'MER_ERR_GQL_PERSISTED_QUERY_NOT_FOUND':
+      return 'Missing query: send a JSON body {"query": "...", "variables": {...}}'
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return 'Unsupported Content-Type: send application/json (or application/graphql)'
+    default:
+      return error.message
+  }
+}
+
 function flatten (errors: readonly GraphQLError[]): GraphQLError[] {
   // Mercurius wraps validation errors in one error that holds them in `errors`.
   return errors.flatMap((error) => {
@@ -46,6 +58,7 @@ export function errorFormatter (
 ): { statusCode: number, response: FormattedExecutionResult } {
   const log = context.reply?.log ?? context.app.log
   const requestId = context.reply?.request.id
+  let requestStatus: number | undefined
   const errors = flatten(execution.errors).map((error): GraphQLFormattedError => {
     const original = error.originalError
     if (original === undefined || original === null || original instanceof GraphQLError) {
@@ -55,6 +68,12 @@ export function errorFormatter (
     if (original instanceof ErrorWithProps) {
       log.debug({ code: (original.extensions as { code?: string }).code, path: error.path }, original.message)
       return error.toJSON()
+    }
+    const status = (original as { statusCode?: unknown }).statusCode
+    if (typeof status === 'number' && status >= 400 && status < 500) {
+      // An HTTP-level refusal by Fastify or Mercurius (body not JSON, no query, too large).
+      requestStatus = status
+      return { message: requestMessage(original) }
     }
     log.error({ err: original, path: error.path }, 'unexpected error in a GraphQL operation')
     return {
@@ -70,7 +89,7 @@ export function errorFormatter (
     ? true
     : errors.some((e) => e.path !== undefined)
   return {
-    statusCode: executed ? 200 : 400,
+    statusCode: requestStatus ?? (executed ? 200 : 400),
     response: { data: execution.data ?? null, errors }
   }
 }
