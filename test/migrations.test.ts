@@ -14,7 +14,7 @@ import {
   pendingMigrations,
   schemaPath
 } from '../src/db/migrations/index.js'
-import { testDatabaseUrl } from './helper.js'
+import { serverUrl, testDatabaseUrl } from './helper.js'
 
 t.test('schema.prisma and prisma/migrations agree (run `npm run db:migration -- --name NAME` if not)', async (t) => {
   const drift = await diffMigrationsToSchema()
@@ -69,12 +69,10 @@ t.test('applying on PGlite records every migration once', async (t) => {
   t.equal(rows[0]!.n, names.length)
 })
 
-t.test('applying on PostgreSQL is idempotent', async (t) => {
-  const url = await testDatabaseUrl()
-  if (url === undefined) {
-    t.skip('no PostgreSQL server configured (TEST_DATABASE_URL)')
-    return
-  }
+t.test('applying on PostgreSQL is idempotent', {
+  skip: serverUrl === undefined ? 'no PostgreSQL server configured (TEST_DATABASE_URL)' : false
+}, async (t) => {
+  const url = (await testDatabaseUrl())!
   t.same(await pendingMigrations({ url }), [])
   t.same(await applyMigrations({ url }), [], 'the test database is migrated already')
 })

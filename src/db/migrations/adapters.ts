@@ -7,6 +7,11 @@ import type { SqlDriverAdapter, SqlMigrationAwareDriverAdapterFactory } from '@p
 import pg from 'pg'
 import { PrismaPGlite } from 'pglite-prisma-adapter'
 
+export interface ClosableMigrationFactory extends SqlMigrationAwareDriverAdapterFactory {
+  /** Releases whatever the engine's connections left behind. */
+  close (): Promise<void>
+}
+
 const CHAR_OID = 18 // PostgreSQL's internal one-byte "char" type, used by the system catalogs
 const TEXT_OID = 25
 
@@ -56,37 +61,58 @@ function quoteIdent (name: string): string {
  * it while its pool still holds a connection and, given a connection string, points the shadow
  * pool at the main database instead.
  */
-export class PostgresMigrationFactory implements SqlMigrationAwareDriverAdapterFactory {
+export class PostgresMigrationFactory implements ClosableMigrationFactory {
   readonly provider = 'postgres' as const
   readonly adapterName = '@prisma/adapter-pg'
 
+  /** Open pools, each with the shadow database it serves (undefined for the main one). */
+  private readonly pools = new Map<pg.Pool, string | undefined>()
+
   constructor (private readonly url: string) {}
 
+  /** A pool this factory ends itself: the engine does not always dispose what it connected. */
+  private pool (shadowDatabase?: string): pg.Pool {
+    const pool = new pg.Pool(connectionConfig(this.url, shadowDatabase))
+    this.pools.set(pool, shadowDatabase)
+    return pool
+  }
+
+  private async release (pool: pg.Pool): Promise<void> {
+    if (!this.pools.has(pool)) return
+    const shadowDatabase = this.pools.get(pool)
+    this.pools.delete(pool)
+    await pool.end()
+    if (shadowDatabase !== undefined) await this.admin(`DROP DATABASE IF EXISTS ${quoteIdent(shadowDatabase)} WITH (FORCE)`)
+  }
+
+  private async admin (sql: string): Promise<void> {
+    const client = new pg.Client({ connectionString: this.url })
+    await client.connect()
+    try {
+      await client.query(sql)
+    } finally {
+      await client.end()
+    }
+  }
+
   async connect (): Promise<SqlDriverAdapter> {
-    return await new PrismaPg(new pg.Pool(connectionConfig(this.url)), { disposeExternalPool: true }).connect()
+    const pool = this.pool()
+    const adapter = await new PrismaPg(pool).connect()
+    adapter.dispose = async () => { await this.release(pool) }
+    return adapter
+  }
+
+  /** Ends every connection the engine left open and drops its shadow databases. */
+  async close (): Promise<void> {
+    await Promise.all([...this.pools.keys()].map(async (pool) => { await this.release(pool) }))
   }
 
   async connectToShadowDb (): Promise<SqlDriverAdapter> {
     const name = `prisma_migrate_shadow_db_${crypto.randomUUID().replaceAll('-', '')}`
-    const admin = new pg.Client({ connectionString: this.url })
-    await admin.connect()
-    try {
-      await admin.query(`CREATE DATABASE ${quoteIdent(name)}`)
-    } finally {
-      await admin.end()
-    }
-    const adapter = await new PrismaPg(new pg.Pool(connectionConfig(this.url, name)), { disposeExternalPool: true }).connect()
-    const dispose = adapter.dispose.bind(adapter)
-    adapter.dispose = async () => {
-      await dispose()
-      const dropper = new pg.Client({ connectionString: this.url })
-      await dropper.connect()
-      try {
-        await dropper.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`)
-      } finally {
-        await dropper.end()
-      }
-    }
+    await this.admin(`CREATE DATABASE ${quoteIdent(name)}`)
+    const pool = this.pool(name)
+    const adapter = await new PrismaPg(pool).connect()
+    adapter.dispose = async () => { await this.release(pool) }
     return adapter
   }
 }
@@ -95,11 +121,22 @@ export class PostgresMigrationFactory implements SqlMigrationAwareDriverAdapterF
  * The schema engine's factory for an embedded PGlite. The published adapter's shadow database is
  * a PGlite it never closes, which keeps the process alive; this one closes it on dispose.
  */
-export class PGliteMigrationFactory implements SqlMigrationAwareDriverAdapterFactory {
+export class PGliteMigrationFactory implements ClosableMigrationFactory {
   readonly provider = 'postgres' as const
   readonly adapterName = 'pglite-prisma-adapter'
 
+  private readonly shadows = new Set<PGlite>()
+
   constructor (private readonly pglite: PGlite) {}
+
+  /** Closes a shadow database the engine did not dispose; the main PGlite stays open. */
+  async close (): Promise<void> {
+    await Promise.all([...this.shadows].map(async (shadow) => { await this.closeShadow(shadow) }))
+  }
+
+  private async closeShadow (shadow: PGlite): Promise<void> {
+    if (this.shadows.delete(shadow)) await shadow.close()
+  }
 
   async connect (): Promise<SqlDriverAdapter> {
     return await new PrismaPGlite(this.pglite).connect()
@@ -107,13 +144,10 @@ export class PGliteMigrationFactory implements SqlMigrationAwareDriverAdapterFac
 
   async connectToShadowDb (): Promise<SqlDriverAdapter> {
     const shadow = new PGlite()
+    this.shadows.add(shadow)
     await shadow.waitReady
     const adapter = await new PrismaPGlite(shadow).connect()
-    const dispose = adapter.dispose.bind(adapter)
-    adapter.dispose = async () => {
-      await dispose()
-      await shadow.close()
-    }
+    adapter.dispose = async () => { await this.closeShadow(shadow) }
     return adapter
   }
 }

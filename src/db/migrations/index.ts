@@ -6,10 +6,9 @@ import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { PGlite } from '@electric-sql/pglite'
-import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils'
 import type { MigrationList, SchemaFilter } from '@prisma/schema-engine-wasm'
 import pg from 'pg'
-import { PGliteMigrationFactory, PostgresMigrationFactory } from './adapters.js'
+import { PGliteMigrationFactory, PostgresMigrationFactory, type ClosableMigrationFactory } from './adapters.js'
 import { MigrationEngineError, withSchemaEngine } from './schema-engine.js'
 
 export { MigrationEngineError }
@@ -24,7 +23,7 @@ export const schemaPath = join(root, 'prisma', 'schema.prisma')
 const LOCKFILE = 'migration_lock.toml'
 const NO_FILTER: SchemaFilter = { externalTables: [], externalEnums: [] }
 
-function factoryFor (target: MigrationTarget): SqlMigrationAwareDriverAdapterFactory {
+function factoryFor (target: MigrationTarget): ClosableMigrationFactory {
   return 'url' in target ? new PostgresMigrationFactory(target.url) : new PGliteMigrationFactory(target.pglite)
 }
 

@@ -75,7 +75,7 @@ export interface EngineOptions {
 
 /** Runs `work` with an engine connected through `adapterFactory`, then frees the engine. */
 export async function withSchemaEngine<T> (
-  adapterFactory: SqlMigrationAwareDriverAdapterFactory,
+  adapterFactory: SqlMigrationAwareDriverAdapterFactory & { close (): Promise<void> },
   options: EngineOptions,
   work: (engine: SchemaEngine) => Promise<T>
 ): Promise<T> {
@@ -88,6 +88,7 @@ export async function withSchemaEngine<T> (
       bindMigrationAwareSqlAdapterFactory(adapterFactory)
     )
   } catch (err) {
+    await adapterFactory.close()
     throw engineError(err)
   }
   try {
@@ -96,5 +97,6 @@ export async function withSchemaEngine<T> (
     throw engineError(err)
   } finally {
     engine.free()
+    await adapterFactory.close()
   }
 }
