@@ -14,7 +14,8 @@ import { openDatabase, type Database } from '../src/db/client.js'
 import { applyMigrations, migrationsDir } from '../src/db/migrations/index.js'
 
 /** Admin URL of the PostgreSQL server tests create their databases on; undefined means PGlite. */
-export const serverUrl: string | undefined = process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL
+export const serverUrl: string | undefined =
+  (process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL) || undefined
 
 export const PASSWORD = 'correct horse battery staple'
 
