@@ -9,13 +9,18 @@ import { PrismaPGlite } from 'pglite-prisma-adapter'
 import { PrismaClient } from '../generated/prisma/client.js'
 import { applyMigrations, pendingMigrations, type MigrationTarget } from './migrations/index.js'
 import { lockDataDir } from './embedded-lock.js'
-import { scopeToSchool, type TenantDb } from './tenant.js'
+import { scopeToSchool, tenantModelInfo, type ScopeOptions, type TenantDb } from './tenant.js'
 
 export interface Database {
   readonly kind: 'postgresql' | 'embedded'
   /** Unscoped: for authentication and administration only, never for resolvers. */
   readonly prisma: PrismaClient
   readonly migrationTarget: MigrationTarget
+  /**
+   * Whether PostgreSQL's row-level security applies to the service's connections (wall 2): false
+   * when the role connected is a superuser, has BYPASSRLS or owns the tenant tables.
+   */
+  readonly rowSecurity: boolean
   /** The client confined to one school; built once per school and reused. */
   forSchool (schoolId: string): TenantDb
   ping (): Promise<void>
@@ -31,7 +36,28 @@ export interface DatabaseOptions {
   migrate?: boolean
   /** Connections in the pool (PostgreSQL only). */
   poolSize?: number
+  /**
+   * Embedded only: run as the unprivileged role `school_data_service`, so that row-level security
+   * applies as it does on a server (default). Off only in tests that take wall 2 away.
+   */
+  serviceRole?: boolean
+  /** The tenant extension's filters (wall 1); off only in tests that take wall 1 away. */
+  tenantFilter?: boolean
 }
+
+/** The role the embedded database runs the service as; a server's role is the operator's choice. */
+export const EMBEDDED_SERVICE_ROLE = 'school_data_service'
+
+const TENANT_TABLES = ['classrooms', 'students', 'teachers', 'teacher_classrooms']
+
+// Whether the connected role is subject to row-level security on every tenant table.
+const ROW_SECURITY_CHECK = `
+  SELECT NOT (r.rolsuper OR r.rolbypassrls) AND NOT EXISTS (
+    SELECT 1 FROM pg_class c
+    WHERE c.oid = ANY (ARRAY[${TENANT_TABLES.map((t) => `to_regclass('${t}')`).join(', ')}])
+      AND (NOT c.relrowsecurity OR NOT c.relforcerowsecurity OR pg_has_role(current_user, c.relowner, 'USAGE'))
+  ) AS enforced
+  FROM pg_roles r WHERE r.rolname = current_user`
 
 export class PendingMigrationsError extends Error {
   override name = 'PendingMigrationsError'
@@ -54,7 +80,8 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
       // Fail fast instead of queueing forever when the server is gone.
       connectionTimeoutMillis: 5_000
     })
-    return wrap('postgresql', new PrismaClient({ adapter }), target, async () => {})
+    const prisma = new PrismaClient({ adapter })
+    return await wrap('postgresql', prisma, target, options, async () => {})
   }
 
   let dataPath: string | undefined
@@ -72,6 +99,7 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
     if (options.migrate !== false && (await pendingMigrations({ pglite })).length > 0) {
       await applyMigrations({ pglite })
     }
+    if (options.serviceRole !== false) await becomeServiceRole(pglite)
   } catch (err) {
     await pglite?.close()
     unlock()
@@ -79,27 +107,60 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
   }
   const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite) })
   const driver = pglite
-  return wrap('embedded', prisma, { pglite }, async () => {
+  return await wrap('embedded', prisma, { pglite }, options, async () => {
     await driver.close()
     unlock()
   })
 }
 
-function wrap (
+/**
+ * The embedded database runs as a superuser; the service drops to an unprivileged role for the
+ * rest of the session, so that row-level security applies as it does on a server.
+ */
+async function becomeServiceRole (pglite: PGlite): Promise<void> {
+  const role = EMBEDDED_SERVICE_ROLE
+  await pglite.exec(`
+    DO $$ BEGIN
+      IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${role}') THEN
+        CREATE ROLE ${role} NOLOGIN NOSUPERUSER NOBYPASSRLS;
+      END IF;
+    END $$;
+    GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role};
+    GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO ${role};
+    GRANT SELECT ON "_prisma_migrations" TO ${role};
+    REVOKE INSERT, UPDATE, DELETE ON "_prisma_migrations" FROM ${role};
+    SET ROLE ${role};
+  `)
+}
+
+async function wrap (
   kind: Database['kind'],
   prisma: PrismaClient,
   migrationTarget: MigrationTarget,
+  options: DatabaseOptions,
   closeDriver: () => Promise<void>
-): Database {
+): Promise<Database> {
+  let rowSecurity: boolean
+  try {
+    const [row] = await prisma.$queryRawUnsafe<Array<{ enforced: boolean | null }>>(ROW_SECURITY_CHECK)
+    rowSecurity = row?.enforced === true
+  } catch (err) {
+    await prisma.$disconnect()
+    await closeDriver()
+    throw err
+  }
+  const info = tenantModelInfo(prisma)
+  const scopeOptions: ScopeOptions = { filter: options.tenantFilter !== false }
   const scoped = new LRUCache<string, TenantDb>({ max: 10_000 })
   return {
     kind,
     prisma,
     migrationTarget,
+    rowSecurity,
     forSchool (schoolId) {
       let db = scoped.get(schoolId)
       if (db === undefined) {
-        db = scopeToSchool(prisma, schoolId)
+        db = scopeToSchool(prisma, schoolId, info, scopeOptions)
         scoped.set(schoolId, db)
       }
       return db

@@ -13,7 +13,7 @@ export const TENANT_MODELS: ReadonlySet<string> = new Set<Prisma.ModelName>([
 ])
 
 /** Models the scoped client never reaches; only authentication and administration code does. */
-export const PRIVATE_MODELS: ReadonlySet<string> = new Set<Prisma.ModelName>(['User', 'RefreshToken'])
+export const PRIVATE_MODELS: ReadonlySet<string> = new Set<Prisma.ModelName>(['User', 'RefreshToken', 'UserAccessChange'])
 
 const FILTER_ONLY = new Set([
   'findUnique', 'findUniqueOrThrow', 'findFirst', 'findFirstOrThrow', 'findMany',
@@ -31,43 +31,130 @@ export class TenantViolationError extends Error {
 
 type Args = Record<string, unknown> | undefined
 
+interface RuntimeDataModel {
+  models: Record<string, { fields: Array<{ name: string, kind: string, type: string }> }>
+}
+
+/** What the extension needs to know of the data model, read from the generated client. */
+export interface TenantModelInfo {
+  /** Relation fields of each model (nested writes through them are refused on tenant models). */
+  relations: ReadonlyMap<string, ReadonlySet<string>>
+  /** Names of relation fields that lead to a private model, anywhere in the data model. */
+  privateRelations: ReadonlySet<string>
+}
+
+export function tenantModelInfo (prisma: PrismaClient): TenantModelInfo {
+  const dataModel = (prisma as unknown as { _runtimeDataModel?: RuntimeDataModel })._runtimeDataModel
+  if (dataModel?.models === undefined) throw new Error('The Prisma client does not expose its data model')
+  const relations = new Map<string, Set<string>>()
+  const privateRelations = new Set<string>()
+  for (const [model, { fields }] of Object.entries(dataModel.models)) {
+    const names = new Set<string>()
+    for (const field of fields) {
+      if (field.kind !== 'object') continue
+      names.add(field.name)
+      if (PRIVATE_MODELS.has(field.type)) privateRelations.add(field.name)
+    }
+    relations.set(model, names)
+  }
+  return { relations, privateRelations }
+}
+
+function isPlainObject (value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object') return false
+  const proto = Object.getPrototypeOf(value)
+  return proto === Object.prototype || proto === null
+}
+
+/** Refuses a reference to a private relation (users, refresh tokens) anywhere in the arguments. */
+function checkNoPrivateRelation (value: unknown, privateRelations: ReadonlySet<string>): void {
+  if (Array.isArray(value)) {
+    for (const item of value) checkNoPrivateRelation(item, privateRelations)
+    return
+  }
+  if (!isPlainObject(value)) return
+  for (const [key, inner] of Object.entries(value)) {
+    if (privateRelations.has(key)) {
+      throw new TenantViolationError(`The relation ${key} is not available on a school-scoped client`)
+    }
+    checkNoPrivateRelation(inner, privateRelations)
+  }
+}
+
+/** Refuses any schoolId other than the caller's in a filter, cursor or written data, at any depth. */
+function checkSchoolIds (value: unknown, schoolId: string): void {
+  if (Array.isArray(value)) {
+    for (const item of value) checkSchoolIds(item, schoolId)
+    return
+  }
+  if (!isPlainObject(value)) return
+  for (const [key, inner] of Object.entries(value)) {
+    if (key === 'schoolId' && inner !== undefined && inner !== schoolId) {
+      throw new TenantViolationError("A schoolId other than the caller's school is refused")
+    }
+    checkSchoolIds(inner, schoolId)
+  }
+}
+
 function withFilter (where: unknown, field: string, schoolId: string): Record<string, unknown> {
   const current = (where ?? {}) as Record<string, unknown>
-  if (field in current && current[field] !== schoolId) {
+  if (field in current && current[field] !== undefined && current[field] !== schoolId) {
     throw new TenantViolationError(`A filter on ${field} other than the caller's school is refused`)
   }
   return { ...current, [field]: schoolId }
 }
 
-function withSchool (data: unknown, schoolId: string): Record<string, unknown> {
-  const row = (data ?? {}) as Record<string, unknown>
+function checkScalarWrite (data: unknown, model: string, info: TenantModelInfo): Record<string, unknown> {
+  if (!isPlainObject(data)) throw new TenantViolationError(`${model} data must be an object`)
+  const relations = info.relations.get(model)
+  for (const key of Object.keys(data)) {
+    if (relations?.has(key) === true) {
+      throw new TenantViolationError(
+        `Nested writes through ${model}.${key} are not available on a school-scoped client: write the foreign key instead`
+      )
+    }
+  }
+  return data
+}
+
+function withSchool (data: unknown, model: string, schoolId: string, info: TenantModelInfo): Record<string, unknown> {
+  const row = checkScalarWrite(data, model, info)
   if ('schoolId' in row && row.schoolId !== schoolId) {
     throw new TenantViolationError('Writing a row of another school is refused')
   }
   return { ...row, schoolId }
 }
 
-function checkNoMove (data: unknown, schoolId: string): unknown {
-  const row = (data ?? {}) as Record<string, unknown>
+function checkNoMove (data: unknown, model: string, schoolId: string, info: TenantModelInfo): Record<string, unknown> {
+  const row = checkScalarWrite(data, model, info)
   if ('schoolId' in row && row.schoolId !== schoolId) {
     throw new TenantViolationError('Moving a row to another school is refused')
   }
-  if ('school' in row) throw new TenantViolationError('Changing the school relation is refused')
-  return data
+  return row
 }
 
 /** The arguments an operation runs with on the client of `schoolId`; throws when it may not run. */
-export function scopeArgs (schoolId: string, model: string | undefined, operation: string, args: Args): Args {
+export function scopeArgs (
+  schoolId: string,
+  model: string | undefined,
+  operation: string,
+  args: Args,
+  info: TenantModelInfo
+): Args {
   if (model === undefined) {
     throw new TenantViolationError(`${operation} is not available on a school-scoped client`)
   }
+  if (model !== 'School' && !TENANT_MODELS.has(model)) {
+    throw new TenantViolationError(`${model} is not available on a school-scoped client`)
+  }
+  checkNoPrivateRelation(args, info.privateRelations)
   if (model === 'School') {
     if (!SCHOOL_READS.has(operation)) throw new TenantViolationError(`School.${operation} is not available on a school-scoped client`)
     return { ...args, where: withFilter(args?.where, 'id', schoolId) }
   }
-  if (!TENANT_MODELS.has(model)) {
-    throw new TenantViolationError(`${model} is not available on a school-scoped client`)
-  }
+  checkSchoolIds(args?.where, schoolId)
+  checkSchoolIds(args?.cursor, schoolId)
+  checkSchoolIds(args?.having, schoolId)
   if (FILTER_ONLY.has(operation)) {
     return { ...args, where: withFilter(args?.where, 'schoolId', schoolId) }
   }
@@ -75,36 +162,99 @@ export function scopeArgs (schoolId: string, model: string | undefined, operatio
     const data = args?.data
     return {
       ...args,
-      data: Array.isArray(data) ? data.map((row) => withSchool(row, schoolId)) : withSchool(data, schoolId)
+      data: Array.isArray(data) ? data.map((row) => withSchool(row, model, schoolId, info)) : withSchool(data, model, schoolId, info)
     }
   }
   if (UPDATE.has(operation)) {
-    return { ...args, where: withFilter(args?.where, 'schoolId', schoolId), data: checkNoMove(args?.data, schoolId) }
+    return {
+      ...args,
+      where: withFilter(args?.where, 'schoolId', schoolId),
+      data: checkNoMove(args?.data, model, schoolId, info)
+    }
   }
   if (operation === 'upsert') {
     return {
       ...args,
       where: withFilter(args?.where, 'schoolId', schoolId),
-      create: withSchool(args?.create, schoolId),
-      update: checkNoMove(args?.update, schoolId)
+      create: withSchool(args?.create, model, schoolId, info),
+      update: checkNoMove(args?.update, model, schoolId, info)
     }
   }
   throw new TenantViolationError(`${model}.${operation} is not available on a school-scoped client`)
 }
 
-export function tenantExtension (schoolId: string) {
-  return Prisma.defineExtension({
-    name: 'tenant',
-    query: {
-      $allOperations ({ model, operation, args, query }) {
-        return query(scopeArgs(schoolId, model, operation, args as Args) as typeof args)
-      }
-    }
-  })
+export interface ScopeOptions {
+  /**
+   * Wall 1 (the filters this extension adds). Off only in the isolation tests that show wall 2
+   * holds on its own; the school is still set for row-level security.
+   */
+  filter?: boolean
 }
 
-export function scopeToSchool (prisma: PrismaClient, schoolId: string) {
-  return prisma.$extends(tenantExtension(schoolId))
+// Wall 2, the application's half: every operation of a scoped client runs in a transaction that
+// first sets app.school_id for that transaction only (set_config(..., true)); the row-level
+// security policies of the tenant tables (migration tenant_walls) then admit that school's rows
+// only. The setting never outlives its transaction, so no pooled connection keeps a school.
+const SET_SCHOOL = "SELECT set_config('app.school_id', ?, true)"
+
+function setSchool (schoolId: string): Prisma.Sql {
+  return Prisma.sql`SELECT set_config('app.school_id', ${schoolId}, true)`
+}
+
+/** The one raw statement a scoped client runs: setting its own school at a transaction's start. */
+function isSetSchool (operation: string, args: unknown, schoolId: string): boolean {
+  if (operation !== '$executeRaw' || !(args instanceof Prisma.Sql)) return false
+  return args.sql.replace(/\$1/, '?') === SET_SCHOOL && args.values.length === 1 && args.values[0] === schoolId
+}
+
+interface HookParams {
+  __internalParams?: { transaction?: unknown }
+}
+
+type TransactionFn = (...args: unknown[]) => Promise<unknown>
+
+/**
+ * The client of one school: wall 1 adds the school to every operation, and every operation (and
+ * every transaction opened on it) runs with the school set for row-level security (wall 2).
+ */
+export function scopeToSchool (prisma: PrismaClient, schoolId: string, info: TenantModelInfo, options: ScopeOptions = {}) {
+  const filter = options.filter !== false
+  return prisma
+    .$extends({
+      name: 'tenant',
+      query: {
+        $allOperations (params) {
+          const { model, operation, args, query } = params
+          if (isSetSchool(operation, args, schoolId)) return query(args)
+          const scoped = (filter ? scopeArgs(schoolId, model, operation, args as Args, info) : args) as typeof args
+          // Inside a transaction of this client, the school was set when it began.
+          if ((params as HookParams).__internalParams?.transaction !== undefined) return query(scoped)
+          return prisma.$transaction([prisma.$executeRaw(setSchool(schoolId)), query(scoped)])
+            .then((results) => results[1])
+        }
+      }
+    })
+    .$extends({
+      name: 'tenant-transactions',
+      client: {
+        /** Transactions of the scoped client (interactive or batch) set the school first. */
+        $transaction (first: unknown, ...rest: unknown[]) {
+          const parent = Prisma.getExtensionContext(this).$parent as unknown as {
+            $transaction: TransactionFn
+            $executeRaw: (sql: Prisma.Sql) => Promise<number>
+          }
+          if (typeof first === 'function') {
+            return parent.$transaction(async (tx: { $executeRaw: (sql: Prisma.Sql) => Promise<number> }) => {
+              await tx.$executeRaw(setSchool(schoolId))
+              return await (first as (tx: unknown) => Promise<unknown>)(tx)
+            }, ...rest)
+          }
+          if (!Array.isArray(first)) throw new TenantViolationError('$transaction takes a function or an array of queries')
+          return parent.$transaction([parent.$executeRaw(setSchool(schoolId)), ...first], ...rest)
+            .then((results) => (results as unknown[]).slice(1))
+        }
+      }
+    })
 }
 
 /** The only database handle resolvers get: every query confined to one school. */

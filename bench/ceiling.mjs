@@ -1,0 +1,88 @@
+// The ceiling of `npm run bench`: the least a server must do to answer the benchmark's read
+// requests correctly. Fastify parses the same request body, @fastify/jwt verifies the same HS256
+// access token with the same secret, and a pg.Pool of the service's size runs one plain SQL
+// statement per request; the answer has the same JSON as the GraphQL one. The GraphQL text is
+// only used to pick the statement: no parsing, validation, resolvers or ORM.
+//
+// Started by bench/run.mjs with CEILING_DATABASE_URL, JWT_SECRET, PORT, HOST and POOL_SIZE.
+// It connects as the superuser: the statements filter by school themselves.
+import jwt from '@fastify/jwt'
+import Fastify from 'fastify'
+import pg from 'pg'
+import { FLAT_QUERY, NESTED_STUDENTS_QUERY, NESTED_TEACHERS_QUERY } from './workloads.mjs'
+
+const { CEILING_DATABASE_URL, JWT_SECRET, PORT, HOST = '127.0.0.1', POOL_SIZE = '10' } = process.env
+
+const FLAT_SQL = `SELECT s.id, s.full_name, c.name AS classroom_name
+  FROM students s LEFT JOIN classrooms c ON c.school_id = s.school_id AND c.id = s.classroom_id
+  WHERE s.school_id = $1 ORDER BY s.id LIMIT 20`
+
+const NESTED_STUDENTS_SQL = `SELECT s.id, s.full_name, c.id AS classroom_id, c.name AS classroom_name
+  FROM students s LEFT JOIN classrooms c ON c.school_id = s.school_id AND c.id = s.classroom_id
+  WHERE s.school_id = $1 ORDER BY s.id LIMIT 100`
+
+const NESTED_TEACHERS_SQL = `SELECT t.id, t.full_name,
+    COALESCE((SELECT json_agg(json_build_object('id', c.id, 'name', c.name) ORDER BY c.name)
+              FROM teacher_classrooms tc JOIN classrooms c ON c.school_id = tc.school_id AND c.id = tc.classroom_id
+              WHERE tc.school_id = t.school_id AND tc.teacher_id = t.id), '[]'::json) AS classrooms
+  FROM teachers t WHERE t.school_id = $1 ORDER BY t.id LIMIT 100`
+
+const pool = new pg.Pool({ connectionString: CEILING_DATABASE_URL, max: Number(POOL_SIZE) })
+
+// GraphQL text -> the statement and the shape of its answer.
+const HANDLERS = new Map([
+  [FLAT_QUERY, async (schoolId) => {
+    const { rows } = await pool.query(FLAT_SQL, [schoolId])
+    return { data: { students: rows.map((r) => ({ id: r.id, fullName: r.full_name, classroomName: r.classroom_name })) } }
+  }],
+  [NESTED_STUDENTS_QUERY, async (schoolId) => {
+    const { rows } = await pool.query(NESTED_STUDENTS_SQL, [schoolId])
+    return {
+      data: {
+        students: rows.map((r) => ({
+          id: r.id,
+          fullName: r.full_name,
+          classroom: r.classroom_id === null ? null : { id: r.classroom_id, name: r.classroom_name }
+        }))
+      }
+    }
+  }],
+  [NESTED_TEACHERS_QUERY, async (schoolId) => {
+    const { rows } = await pool.query(NESTED_TEACHERS_SQL, [schoolId])
+    return { data: { teachers: rows.map((r) => ({ id: r.id, fullName: r.full_name, classrooms: r.classrooms })) } }
+  }]
+])
+
+const app = Fastify({ logger: false })
+await app.register(jwt, {
+  secret: JWT_SECRET,
+  verify: { algorithms: ['HS256'], requiredClaims: ['sub', 'iat', 'exp'] }
+})
+
+const UNAUTHENTICATED = { data: null, errors: [{ message: 'Authentication required', extensions: { code: 'UNAUTHENTICATED' } }] }
+
+app.post('/', async (request, reply) => {
+  const handler = HANDLERS.get(request.body?.query)
+  if (handler === undefined) return await reply.code(400).send({ errors: [{ message: 'the ceiling serves only the benchmark queries' }] })
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')
+  let claims
+  try {
+    claims = match === null ? null : app.jwt.verify(match[1])
+  } catch {
+    claims = null
+  }
+  if (claims === null || typeof claims.school !== 'string') return UNAUTHENTICATED
+  return await handler(claims.school)
+})
+
+app.get('/ready', async () => {
+  await pool.query('SELECT 1')
+  return { status: 'ready' }
+})
+
+app.addHook('onClose', async () => { await pool.end() })
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => { app.close().then(() => process.exit(0), () => process.exit(1)) })
+}
+
+await app.listen({ host: HOST, port: Number(PORT) })

@@ -1,0 +1,190 @@
+// The benchmark database: created fresh, migrated with the project's own CLI, loaded with
+// set-based SQL as the superuser, and opened to the non-superuser role the service runs as.
+import { spawn } from 'node:child_process'
+import pg from 'pg'
+import { expectedFlat, expectedStudentsNested, expectedTeachersNested } from './workloads.mjs'
+
+export const SERVICE_ROLE = 'sds_bench_service'
+
+/** The URL of `database` on the server of `adminUrl`, optionally as another user. */
+export function databaseUrl (adminUrl, database, user, password) {
+  const url = new URL(adminUrl)
+  url.pathname = '/' + database
+  if (user !== undefined) {
+    url.username = user
+    url.password = password ?? ''
+  }
+  return url.toString()
+}
+
+const ident = (name) => '"' + name.replace(/"/g, '""') + '"'
+const literal = (text) => "'" + text.replace(/'/g, "''") + "'"
+
+export async function withClient (url, work) {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    return await work(client)
+  } finally {
+    await client.end()
+  }
+}
+
+export async function recreateDatabase (adminUrl, name) {
+  await withClient(adminUrl, async (client) => {
+    await client.query(`DROP DATABASE IF EXISTS ${ident(name)} WITH (FORCE)`)
+    await client.query(`CREATE DATABASE ${ident(name)}`)
+  })
+}
+
+/** `school-data migrate` of the project, as any operator runs it. */
+export function migrate (projectDir, url) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['bin/school-data.js', 'migrate'], {
+      cwd: projectDir,
+      env: { ...process.env, DATABASE_URL: url, LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe']
+    })
+    let output = ''
+    child.stdout.on('data', (d) => { output += d })
+    child.stderr.on('data', (d) => { output += d })
+    child.on('error', reject)
+    child.on('exit', (code) => {
+      if (code === 0) resolve(output)
+      else reject(new Error(`school-data migrate exited with ${code}:\n${output}`))
+    })
+  })
+}
+
+/**
+ * Loads `sizes.schools` schools, each with its classrooms, students, teachers, teacher-classroom
+ * assignments and one user (`bench-sNN`, all with the same password hash). Names encode the
+ * school (`S07 Student 0123`), so an answer can be checked for rows of another school.
+ */
+export async function loadDataset (url, sizes, passwordHash) {
+  const { schools, students, teachers, classrooms, assignments } = sizes
+  const schoolWidth = Math.max(2, String(schools).length)
+  const studentWidth = Math.max(4, String(students).length)
+  const teacherWidth = Math.max(3, String(teachers).length)
+  const roomWidth = Math.max(2, String(classrooms).length)
+  const pad = (expr, width) => `lpad((${expr})::text, ${width}, '0')`
+  return await withClient(url, async (client) => {
+    await client.query('BEGIN')
+    await client.query(`CREATE TEMP TABLE bench_schools ON COMMIT DROP AS
+      SELECT n, gen_random_uuid() AS id, 'S' || ${pad('n', schoolWidth)} AS tag
+      FROM generate_series(1, $1::int) n`, [schools])
+    await client.query(`INSERT INTO schools (id, name, updated_at)
+      SELECT id, 'Bench School ' || tag, now() FROM bench_schools`)
+    await client.query(`INSERT INTO classrooms (school_id, id, name, updated_at)
+      SELECT b.id, gen_random_uuid(), b.tag || ' Room ' || ${pad('r', roomWidth)}, now()
+      FROM bench_schools b, generate_series(1, $1::int) r`, [classrooms])
+    // Student i sits in room (i mod rooms) + 1; every 50th has no classroom (classroomName null).
+    await client.query(`INSERT INTO students (school_id, id, full_name, classroom_id, updated_at)
+      SELECT b.id, gen_random_uuid(), b.tag || ' Student ' || ${pad('i', studentWidth)},
+             CASE WHEN i % 50 = 0 THEN NULL ELSE c.id END, now()
+      FROM bench_schools b
+      CROSS JOIN generate_series(1, $1::int) i
+      JOIN classrooms c ON c.school_id = b.id AND c.name = b.tag || ' Room ' || ${pad(`i % ${classrooms} + 1`, roomWidth)}`,
+    [students])
+    await client.query(`INSERT INTO teachers (school_id, id, full_name, updated_at)
+      SELECT b.id, gen_random_uuid(), b.tag || ' Teacher ' || ${pad('t', teacherWidth)}, now()
+      FROM bench_schools b, generate_series(1, $1::int) t`, [teachers])
+    // Teacher t teaches `assignments` rooms spread over the school: (t + k * 7) mod rooms + 1.
+    await client.query(`INSERT INTO teacher_classrooms (school_id, teacher_id, classroom_id)
+      SELECT DISTINCT t.school_id, t.id, c.id
+      FROM teachers t
+      JOIN bench_schools b ON b.id = t.school_id
+      CROSS JOIN generate_series(0, $1::int - 1) k
+      JOIN classrooms c ON c.school_id = t.school_id
+        AND c.name = b.tag || ' Room ' || ${pad(`(substring(t.full_name from '[0-9]+$')::int + k * 7) % ${classrooms} + 1`, roomWidth)}`,
+    [assignments])
+    const users = await client.query(`INSERT INTO users (id, username, password_hash, school_id, updated_at)
+      SELECT gen_random_uuid(), 'bench-' || lower(b.tag), $1, b.id, now() FROM bench_schools b
+      RETURNING id, username, school_id`, [passwordHash])
+    const rows = (await client.query('SELECT n, id, tag FROM bench_schools ORDER BY n')).rows
+    await client.query('COMMIT')
+    await client.query('VACUUM ANALYZE')
+    const counts = (await client.query(`SELECT
+      (SELECT count(*) FROM schools)::int AS schools, (SELECT count(*) FROM students)::int AS students,
+      (SELECT count(*) FROM teachers)::int AS teachers, (SELECT count(*) FROM classrooms)::int AS classrooms,
+      (SELECT count(*) FROM teacher_classrooms)::int AS teacher_classrooms, (SELECT count(*) FROM users)::int AS users`)).rows[0]
+    const userBySchool = new Map(users.rows.map((u) => [u.school_id, u]))
+    return {
+      counts,
+      schools: rows.map((r) => ({
+        n: r.n,
+        id: r.id,
+        tag: r.tag,
+        username: userBySchool.get(r.id).username,
+        userId: userBySchool.get(r.id).id
+      }))
+    }
+  })
+}
+
+/** Creates (or resets) the non-superuser role the service connects as, and grants it the tables. */
+export async function prepareServiceRole (adminUrl, benchUrl, password) {
+  await withClient(adminUrl, async (client) => {
+    const exists = (await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [SERVICE_ROLE])).rowCount > 0
+    if (!exists) await client.query(`CREATE ROLE ${ident(SERVICE_ROLE)} LOGIN NOSUPERUSER NOBYPASSRLS`)
+    // A fresh password each run, kept in memory only (the server may not trust local connections).
+    await client.query(`ALTER ROLE ${ident(SERVICE_ROLE)} LOGIN NOSUPERUSER NOBYPASSRLS PASSWORD ${literal(password)}`)
+  })
+  await withClient(benchUrl, async (client) => {
+    await client.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${ident(SERVICE_ROLE)}`)
+    await client.query(`GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO ${ident(SERVICE_ROLE)}`)
+  })
+}
+
+/** Which tables have row-level security on, and how many policies. */
+export async function rowLevelSecurity (benchUrl) {
+  return await withClient(benchUrl, async (client) => {
+    const { rows } = await client.query(`SELECT c.relname AS table, c.relrowsecurity AS enabled,
+        c.relforcerowsecurity AS forced,
+        (SELECT count(*) FROM pg_policies p WHERE p.schemaname = 'public' AND p.tablename = c.relname)::int AS policies
+      FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
+      WHERE ns.nspname = 'public' AND c.relkind IN ('r', 'p') AND c.relname <> '_prisma_migrations'
+      ORDER BY c.relname`)
+    return rows
+  })
+}
+
+/**
+ * The expected answer of every read workload for every school, read as the superuser with
+ * plain SQL in the order the API promises (by id; a teacher's classrooms by name).
+ */
+export async function expectedPages (benchUrl, schools) {
+  return await withClient(benchUrl, async (client) => {
+    const pages = new Map()
+    for (const school of schools) {
+      const students = (await client.query(`SELECT s.id, s.full_name, c.id AS classroom_id, c.name AS classroom_name
+        FROM students s LEFT JOIN classrooms c ON c.school_id = s.school_id AND c.id = s.classroom_id
+        WHERE s.school_id = $1 ORDER BY s.id LIMIT 100`, [school.id])).rows
+      const teachers = (await client.query(`SELECT t.id, t.full_name,
+          COALESCE((SELECT json_agg(json_build_object('id', c.id, 'name', c.name) ORDER BY c.name)
+                    FROM teacher_classrooms tc JOIN classrooms c ON c.school_id = tc.school_id AND c.id = tc.classroom_id
+                    WHERE tc.school_id = t.school_id AND tc.teacher_id = t.id), '[]'::json) AS classrooms
+        FROM teachers t WHERE t.school_id = $1 ORDER BY t.id LIMIT 100`, [school.id])).rows
+      const page = {
+        flat: expectedFlat(students),
+        nestedStudents: expectedStudentsNested(students),
+        nestedTeachers: expectedTeachersNested(teachers)
+      }
+      pages.set(school.id, Object.fromEntries(Object.entries(page).map(([k, v]) => [k, { value: v, text: JSON.stringify(v) }])))
+    }
+    return pages
+  })
+}
+
+export async function serverInfo (adminUrl) {
+  return await withClient(adminUrl, async (client) => {
+    const { rows } = await client.query("SELECT current_setting('server_version') AS version, current_setting('max_connections') AS max_connections, current_setting('shared_buffers') AS shared_buffers")
+    return rows[0]
+  })
+}
+
+/** The most connections `user` holds to `database` right now. */
+export async function connectionCount (client, database, user) {
+  const { rows } = await client.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND usename = $2', [database, user])
+  return rows[0].n
+}

@@ -1,0 +1,187 @@
+// Child processes of the benchmark: started on a free port, watched (readiness, RSS, CPU) and
+// always stopped, also when the runner fails or is interrupted.
+import { spawn, execFile } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import http from 'node:http'
+import net from 'node:net'
+
+const running = new Set()
+
+function killAll () {
+  for (const child of running) {
+    try { child.kill('SIGKILL') } catch {}
+  }
+}
+process.on('exit', killAll)
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.once(signal, () => {
+    process.stderr.write(`\n${signal}: stopping the benchmark's processes\n`)
+    killAll()
+    process.exit(130)
+  })
+}
+
+export async function freePort () {
+  return await new Promise((resolve, reject) => {
+    const server = net.createServer()
+    server.unref()
+    server.on('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address()
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+/**
+ * Starts `node args...` with `env`; keeps the last lines of its output for error messages and
+ * passes warnings through to stderr with a prefix (at most `echoLines` of them).
+ */
+export function startNode (name, args, { cwd, env, echoLines = 20 }) {
+  const startedAt = performance.now()
+  const child = spawn(process.execPath, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
+  running.add(child)
+  const tail = []
+  let echoed = 0
+  const onData = (data) => {
+    for (const line of data.toString().split('\n')) {
+      if (line === '') continue
+      tail.push(line)
+      if (tail.length > 40) tail.shift()
+      if (echoed++ < echoLines) process.stderr.write(`  [${name}] ${line.slice(0, 400)}\n`)
+    }
+  }
+  child.stdout.on('data', onData)
+  child.stderr.on('data', onData)
+  const exited = new Promise((resolve) => {
+    child.on('exit', (code, signal) => {
+      running.delete(child)
+      resolve({ code, signal })
+    })
+  })
+  return { name, child, pid: child.pid, startedAt, exited, tail }
+}
+
+export async function stopNode (proc, graceMs = 10_000) {
+  if (proc.child.exitCode !== null || proc.child.signalCode !== null) return await proc.exited
+  proc.child.kill('SIGTERM')
+  const timer = setTimeout(() => proc.child.kill('SIGKILL'), graceMs)
+  const result = await proc.exited
+  clearTimeout(timer)
+  return result
+}
+
+function getStatus (port, path) {
+  return new Promise((resolve) => {
+    const req = http.get({ host: '127.0.0.1', port, path, agent: false }, (res) => {
+      res.resume()
+      res.on('end', () => resolve(res.statusCode))
+    })
+    req.on('error', () => resolve(0))
+    req.setTimeout(2_000, () => { req.destroy(); resolve(0) })
+  })
+}
+
+/** Polls GET /ready every 10 ms; returns the milliseconds from the process's start to the first 200. */
+export async function waitReady (proc, port, timeoutMs = 60_000) {
+  let exited = null
+  proc.exited.then((e) => { exited = e })
+  while (performance.now() - proc.startedAt < timeoutMs) {
+    if (exited !== null) {
+      throw new Error(`${proc.name} exited (${exited.code ?? exited.signal}) before it was ready:\n${proc.tail.join('\n')}`)
+    }
+    if (await getStatus(port, '/ready') === 200) return performance.now() - proc.startedAt
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  throw new Error(`${proc.name} was not ready after ${timeoutMs} ms:\n${proc.tail.join('\n')}`)
+}
+
+const CLOCK_TICKS = 100 // USER_HZ on Linux
+
+function procStatus (pid) {
+  try {
+    const text = readFileSync(`/proc/${pid}/status`, 'utf8')
+    const kb = (key) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN)
+    return { rss: kb('VmRSS'), hwm: kb('VmHWM') }
+  } catch {
+    return null
+  }
+}
+
+function procCpuSeconds (pid) {
+  try {
+    // Fields after the command name (which may hold spaces): utime is the 12th, stime the 13th.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS
+  } catch {
+    return NaN
+  }
+}
+
+function machineCpu () {
+  try {
+    const [, ...values] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/)
+    const n = values.map(Number)
+    const idle = n[3] + n[4]
+    return { total: n.reduce((a, b) => a + b, 0), idle }
+  } catch {
+    return null
+  }
+}
+
+function psRss (pid) {
+  return new Promise((resolve) => {
+    execFile('ps', ['-o', 'rss=', '-p', String(pid)], (err, stdout) => resolve(err ? NaN : Number(stdout.trim())))
+  })
+}
+
+/**
+ * Samples a process's resident memory every 100 ms (from /proc, or `ps` elsewhere). `window()`
+ * starts a measurement window; its `end()` gives the peak RSS, the process's CPU use and the
+ * machine's CPU use during the window.
+ */
+export function watchProcess (pid) {
+  const samples = [] // [time, rss kB]
+  let hwm = NaN
+  const useProc = procStatus(pid) !== null
+  const sample = async () => {
+    if (useProc) {
+      const status = procStatus(pid)
+      if (status === null) return
+      samples.push([performance.now(), status.rss])
+      hwm = status.hwm
+    } else {
+      samples.push([performance.now(), await psRss(pid)])
+    }
+  }
+  const timer = setInterval(sample, 100)
+  sample()
+  return {
+    window () {
+      const t0 = performance.now()
+      const cpu0 = procCpuSeconds(pid)
+      const machine0 = machineCpu()
+      return {
+        end () {
+          sample()
+          const t1 = performance.now()
+          const peakKb = Math.max(...samples.filter(([t]) => t >= t0 - 100 && t <= t1).map(([, kb]) => kb))
+          const machine1 = machineCpu()
+          const wall = (t1 - t0) / 1000
+          return {
+            peakRssMb: peakKb / 1024,
+            cpuCores: (procCpuSeconds(pid) - cpu0) / wall,
+            machineBusy: machine0 && machine1 ? 1 - (machine1.idle - machine0.idle) / (machine1.total - machine0.total) : NaN
+          }
+        }
+      }
+    },
+    /** Peak RSS over the whole life so far (VmHWM, or the highest sample). */
+    peakRssMb () {
+      sample()
+      const sampled = Math.max(...samples.map(([, kb]) => kb))
+      return (Number.isFinite(hwm) ? Math.max(hwm, sampled) : sampled) / 1024
+    },
+    stop () { clearInterval(timer) }
+  }
+}

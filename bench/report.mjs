@@ -1,0 +1,94 @@
+// Renders a benchmark result (the object written to bench/results/latest.json) as Markdown and
+// as an SVG bar chart (hand-written: no browser or chart library needed).
+
+const fmt = (n, digits = 0) => Number.isFinite(n) ? n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }) : 'n/a'
+const pct = (n) => Number.isFinite(n) ? `${(n * 100).toFixed(1)}%` : 'n/a'
+
+export const TARGET_LABELS = {
+  service: 'service (RLS role)',
+  superuser: 'service (superuser)',
+  ceiling: 'ceiling'
+}
+
+export function renderMarkdown (r) {
+  const lines = []
+  lines.push(`# Benchmark results (${r.finishedAt})`, '')
+  lines.push(`Commit ${r.git.commit}${r.git.dirty ? ' (with uncommitted changes)' : ''}; ${r.settings.connections} connections, ` +
+    `${r.settings.durationSeconds} s per workload after a ${r.settings.warmupSeconds} s warm-up; ` +
+    `${r.dataset.counts.schools} schools, ${fmt(r.dataset.counts.students)} students, ${fmt(r.dataset.counts.teachers)} teachers, ` +
+    `${fmt(r.dataset.counts.classrooms)} classrooms, ${fmt(r.dataset.counts.teacher_classrooms)} teacher-classroom assignments.`, '')
+  lines.push(`Machine: ${r.machine.cpus} CPU (${r.machine.cpuModel}), ${fmt(r.machine.memoryMb)} MB RAM, ` +
+    `Node ${r.machine.node}, PostgreSQL ${r.machine.postgres}. Load generator, service and PostgreSQL share the machine.`, '')
+  lines.push('| Workload | Server | req/s | p50 ms | p99 ms | errors / non-2xx / wrong | peak RSS MB | server CPU (cores) | vs ceiling |')
+  lines.push('|---|---|---:|---:|---:|---:|---:|---:|---:|')
+  for (const row of r.runs) {
+    lines.push(`| ${row.workload} | ${TARGET_LABELS[row.target]} | ${fmt(row.rps)} | ${fmt(row.p50, 1)} | ${fmt(row.p99, 1)} | ` +
+      `${row.errors + row.timeouts} / ${row.non2xx} / ${row.wrong} | ${fmt(row.peakRssMb, 0)} | ${fmt(row.cpuCores, 2)} | ` +
+      `${row.target === 'ceiling' ? '' : (Number.isFinite(row.ceilingRatio) ? fmt(row.ceilingRatio, 2) + '×' : '')} |`)
+  }
+  lines.push('')
+  lines.push(`Ready (process start to first 200 from /ready): service ${fmt(r.ready.service)} ms` +
+    (r.ready.superuser !== undefined ? `, service as superuser ${fmt(r.ready.superuser)} ms` : '') +
+    (r.ready.ceiling !== undefined ? `, ceiling ${fmt(r.ready.ceiling)} ms` : '') + '.')
+  lines.push(`Peak RSS over the whole run (VmHWM): service ${fmt(r.peakRssMb.service)} MB` +
+    (r.peakRssMb.superuser !== undefined ? `, service as superuser ${fmt(r.peakRssMb.superuser)} MB` : '') +
+    (r.peakRssMb.ceiling !== undefined ? `, ceiling ${fmt(r.peakRssMb.ceiling)} MB` : '') + '.')
+  lines.push(`Pool: ${r.pool.note}`)
+  lines.push(`Row-level security: ${r.rls.summary}`)
+  for (const [workload, cost] of Object.entries(r.rls.cost)) lines.push(`Row-level security cost (${workload}): ${pct(cost)}`)
+  lines.push('', '## Targets', '')
+  for (const t of r.targets) lines.push(`- ${t.status} ${t.name}: ${t.detail}`)
+  lines.push('', `## Correctness`, '', r.correct
+    ? `Every response was checked (${fmt(r.checkedResponses)} in all): the exact expected page of the token's school, or tokens of the right user.`
+    : `FAILED: ${r.failures.map((f) => `${f.workload} on ${TARGET_LABELS[f.target]}: ${f.message}`).join('; ')}`)
+  return lines.join('\n') + '\n'
+}
+
+const esc = (s) => String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+
+const COLORS = { service: '#2f6db5', superuser: '#8fb3e0', ceiling: '#b0b0b0' }
+
+/** Horizontal grouped bars: req/s of each workload, one bar per server that ran it. */
+export function renderSvg (r) {
+  const workloads = [...new Set(r.runs.map((row) => row.workload))]
+  const targets = ['service', 'superuser', 'ceiling']
+  const max = Math.max(...r.runs.map((row) => row.rps).filter(Number.isFinite), 1)
+  const left = 150
+  const barMax = 520
+  const barH = 18
+  const gap = 4
+  const groupGap = 18
+  const top = 70
+  let y = top
+  const parts = []
+  for (const workload of workloads) {
+    const rows = targets.map((t) => r.runs.find((row) => row.workload === workload && row.target === t)).filter(Boolean)
+    const groupH = rows.length * (barH + gap) - gap
+    parts.push(`<text x="${left - 10}" y="${y + groupH / 2 + 5}" text-anchor="end" font-weight="bold">${esc(workload)}</text>`)
+    for (const row of rows) {
+      const w = Math.max(1, (row.rps / max) * barMax)
+      parts.push(`<rect x="${left}" y="${y}" width="${w.toFixed(1)}" height="${barH}" fill="${COLORS[row.target]}"/>`)
+      const label = `${fmt(row.rps)} req/s · p50 ${fmt(row.p50, 1)} ms · p99 ${fmt(row.p99, 1)} ms`
+      parts.push(`<text x="${(left + w + 6).toFixed(1)}" y="${y + barH - 5}" font-size="11">${esc(label)}</text>`)
+      y += barH + gap
+    }
+    y += groupGap - gap
+  }
+  const legendY = y + 10
+  targets.forEach((t, i) => {
+    const x = left + i * 190
+    parts.push(`<rect x="${x}" y="${legendY}" width="12" height="12" fill="${COLORS[t]}"/>`)
+    parts.push(`<text x="${x + 18}" y="${legendY + 11}" font-size="12">${esc(TARGET_LABELS[t])}</text>`)
+  })
+  const height = legendY + 40
+  const width = left + barMax + 280
+  const subtitle = `${r.settings.connections} connections, ${r.settings.durationSeconds} s each; ${r.machine.cpus} CPU, Node ${r.machine.node}, PostgreSQL ${r.machine.postgres}; ${r.finishedAt.slice(0, 10)}`
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif" font-size="13">
+<rect width="100%" height="100%" fill="#ffffff"/>
+<text x="20" y="28" font-size="17" font-weight="bold">School Data Service: requests per second (higher is better)</text>
+<text x="20" y="48" font-size="12" fill="#555555">${esc(subtitle)}</text>
+<line x1="${left}" y1="${top - 6}" x2="${left}" y2="${y - groupGap + 6}" stroke="#333333"/>
+${parts.join('\n')}
+</svg>
+`
+}

@@ -1,0 +1,450 @@
+// `npm run bench`: builds a dataset on a real PostgreSQL, starts the built service in production
+// mode, loads it with autocannon, checks every answer, measures the ceiling (bench/ceiling.mjs)
+// on the same machine, and writes bench/results/latest.{json,md,svg}. See bench/README.md.
+//
+// Exit status: 0 when every response was correct (missed performance targets are reported, not
+// fatal); 1 when any response was wrong, an error or a non-2xx; 2 when the run itself failed.
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import { execFileSync } from 'node:child_process'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import autocannon from 'autocannon'
+import pg from 'pg'
+import {
+  SERVICE_ROLE, connectionCount, databaseUrl, expectedPages, loadDataset, migrate, prepareServiceRole,
+  recreateDatabase, rowLevelSecurity, serverInfo
+} from './dataset.mjs'
+import { freePort, startNode, stopNode, waitReady, watchProcess } from './processes.mjs'
+import { renderMarkdown, renderSvg } from './report.mjs'
+import { LOGIN_MUTATION, WORKLOADS, checkRead, checkTokens, requestBody } from './workloads.mjs'
+
+const projectDir = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+const resultsDir = join(projectDir, 'bench', 'results')
+
+// ---- Settings (environment) --------------------------------------------------------------------
+
+function intSetting (name, fallback, min = 1) {
+  const raw = process.env[name]
+  if (raw === undefined || raw === '') return fallback
+  const n = Number(raw)
+  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be an integer >= ${min} (got ${raw})`)
+  return n
+}
+
+const settings = {
+  adminUrl: process.env.BENCH_DATABASE_URL || 'postgresql://postgres@127.0.0.1:5432/postgres',
+  database: process.env.BENCH_DATABASE || 'sds_bench',
+  durationSeconds: intSetting('BENCH_DURATION', 10),
+  warmupSeconds: intSetting('BENCH_WARMUP', 2, 0),
+  connections: intSetting('BENCH_CONNECTIONS', 30),
+  poolSize: intSetting('BENCH_POOL_SIZE', 30),
+  workloads: (process.env.BENCH_WORKLOADS || WORKLOADS.map((w) => w.name).join(',')).split(',').map((s) => s.trim()).filter(Boolean),
+  sizes: {
+    schools: intSetting('BENCH_SCHOOLS', 50),
+    students: intSetting('BENCH_STUDENTS', 2000),
+    teachers: intSetting('BENCH_TEACHERS', 100),
+    classrooms: intSetting('BENCH_CLASSROOMS', 40),
+    assignments: intSetting('BENCH_ASSIGNMENTS', 3)
+  }
+}
+for (const name of settings.workloads) {
+  if (!WORKLOADS.some((w) => w.name === name)) throw new Error(`BENCH_WORKLOADS: unknown workload ${name} (known: ${WORKLOADS.map((w) => w.name).join(', ')})`)
+}
+if (settings.sizes.students < 100 || settings.sizes.teachers < 100) {
+  throw new Error('BENCH_STUDENTS and BENCH_TEACHERS must be at least 100 (the nested pages hold 100)')
+}
+
+const log = (message) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`)
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+// ---- The service's pool ------------------------------------------------------------------------
+
+/**
+ * The service's pool size: the configuration variable for it if the built service has one
+ * (a `...POOL...` key of the env schema in dist/config.js), otherwise the default in
+ * dist/db/client.js. The ceiling gets a pool of the same size.
+ */
+function servicePool () {
+  const configJs = readFileSync(join(projectDir, 'dist', 'config.js'), 'utf8')
+  const variable = /\b([A-Z][A-Z0-9_]*POOL[A-Z0-9_]*)\s*:\s*\{/.exec(configJs)?.[1] ?? null
+  if (variable !== null) {
+    return { variable, size: settings.poolSize, note: `the service's ${variable} is set to ${settings.poolSize}; the ceiling's pg.Pool has ${settings.poolSize} connections too.` }
+  }
+  const clientJs = readFileSync(join(projectDir, 'dist', 'db', 'client.js'), 'utf8')
+  const fixed = Number(/poolSize\s*\?\?\s*(\d+)/.exec(clientJs)?.[1] ?? 10)
+  return {
+    variable: null,
+    size: fixed,
+    note: `the service has no pool-size setting, so its pool keeps its built-in ${fixed} connections ` +
+      `(not the ${settings.poolSize} wanted); the ceiling's pg.Pool has ${fixed} too, to compare like with like.`
+  }
+}
+
+// ---- Tokens ------------------------------------------------------------------------------------
+
+function jwtVerifier (secret) {
+  return (token) => {
+    const [header, payload, signature] = token.split('.')
+    if (signature === undefined) return null
+    const want = createHmac('sha256', secret).update(`${header}.${payload}`).digest()
+    const got = Buffer.from(signature, 'base64url')
+    if (got.length !== want.length || !timingSafeEqual(got, want)) return null
+    if (JSON.parse(Buffer.from(header, 'base64url').toString()).alg !== 'HS256') return null
+    return JSON.parse(Buffer.from(payload, 'base64url').toString())
+  }
+}
+
+async function graphql (port, body, accessToken) {
+  const response = await fetch(`http://127.0.0.1:${port}/`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(accessToken ? { authorization: `Bearer ${accessToken}` } : {}) },
+    body: JSON.stringify(body)
+  })
+  return { status: response.status, body: await response.text() }
+}
+
+/** One login per school through the service; keeps each school's access and refresh token. */
+async function loginAll (port, schools, verify) {
+  const queue = [...schools]
+  await Promise.all(Array.from({ length: 4 }, async () => {
+    for (let school = queue.shift(); school !== undefined; school = queue.shift()) {
+      const { status, body } = await graphql(port, { query: LOGIN_MUTATION, variables: { username: school.username, password: school.password } })
+      const problem = status === 200 ? checkTokens(body, 'login', school, verify, true) : `HTTP ${status}: ${body.slice(0, 300)}`
+      if (problem !== null) throw new Error(`login of ${school.username} failed: ${problem}`)
+      const { accessToken, refreshToken } = JSON.parse(body).data.login
+      Object.assign(school, { accessToken, refreshToken })
+    }
+  }))
+}
+
+// ---- Load --------------------------------------------------------------------------------------
+
+/** The answer check of a workload: returns null when the body is right for the school. */
+function checker (workload, pages, verify) {
+  switch (workload.kind) {
+    case 'read': return (body, school) => {
+      const page = pages.get(school.id)[workload.expected]
+      return checkRead(body, page.text, page.value, school)
+    }
+    case 'login': return (body, school) => checkTokens(body, 'login', school, verify, true)
+    case 'refresh': return (body, school) => checkTokens(body, 'refreshToken', school, verify, false)
+    default: throw new Error(`unknown workload kind ${workload.kind}`)
+  }
+}
+
+/**
+ * Runs autocannon for `seconds` against POST / on `port`. Requests rotate over the schools; each
+ * response is checked against its request's school (autocannon keeps one request in flight per
+ * connection, so the connection's context holds the school of the answer being read).
+ */
+async function cannon (port, workload, schools, seconds, check) {
+  const bodies = new Map(schools.map((s) => [s.id, Buffer.from(requestBody(workload, s))]))
+  const headers = new Map(schools.map((s) => [s.id, {
+    'content-type': 'application/json',
+    ...(workload.kind === 'read' ? { authorization: `Bearer ${s.accessToken}` } : {})
+  }]))
+  let next = 0
+  let checked = 0
+  let wrong = 0
+  const examples = []
+  const fail = (message) => {
+    wrong++
+    if (examples.length < 5) examples.push(message)
+  }
+  const result = await autocannon({
+    url: `http://127.0.0.1:${port}`,
+    connections: settings.connections,
+    duration: seconds,
+    timeout: 30,
+    requests: [{
+      method: 'POST',
+      path: '/',
+      setupRequest (req, context) {
+        const school = schools[next++ % schools.length]
+        context.school = school
+        req.headers = headers.get(school.id)
+        req.body = bodies.get(school.id)
+        return req
+      },
+      onResponse (status, body, context) {
+        checked++
+        const school = context.school
+        if (status !== 200) return fail(`HTTP ${status} for ${school.tag}: ${String(body).slice(0, 200)}`)
+        const problem = check(body, school)
+        if (problem !== null) fail(`${school.tag}: ${problem}`)
+      }
+    }]
+  })
+  return { result, checked, wrong, examples }
+}
+
+/** Warm-up, then the measured run, with the server's RSS and CPU over the measured window. */
+async function measure (port, workload, target, schools, check, watch, connectionProbe) {
+  log(`${target}: ${workload.name}: warm-up ${settings.warmupSeconds} s, then ${settings.durationSeconds} s`)
+  const failures = []
+  let checkedResponses = 0
+  if (settings.warmupSeconds > 0) {
+    const warm = await cannon(port, workload, schools, settings.warmupSeconds, check)
+    checkedResponses += warm.checked
+    if (warm.wrong > 0) failures.push(...warm.examples.map((m) => `(warm-up) ${m}`))
+  }
+  const window = watch.window()
+  connectionProbe?.start()
+  const { result, checked, wrong, examples } = await cannon(port, workload, schools, settings.durationSeconds, check)
+  const usage = window.end()
+  const connections = connectionProbe === undefined ? undefined : await connectionProbe.stop()
+  checkedResponses += checked
+  failures.push(...examples)
+  const row = {
+    workload: workload.name,
+    target,
+    rps: result.requests.average,
+    requests: result.requests.total,
+    p50: result.latency.p50,
+    p90: result.latency.p90,
+    p99: result.latency.p99,
+    maxLatency: result.latency.max,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    non2xx: result.non2xx,
+    wrong,
+    checked,
+    peakRssMb: usage.peakRssMb,
+    cpuCores: usage.cpuCores,
+    machineCpuBusy: usage.machineBusy,
+    dbConnections: connections
+  }
+  log(`${target}: ${workload.name}: ${row.rps.toFixed(0)} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms, ` +
+    `errors ${row.errors + row.timeouts}, non-2xx ${row.non2xx}, wrong ${wrong}, RSS ${row.peakRssMb.toFixed(0)} MB, ` +
+    `server CPU ${row.cpuCores.toFixed(2)} cores`)
+  for (const f of failures) log(`  WRONG ANSWER: ${f}`)
+  return { row, failures, checkedResponses }
+}
+
+/** Samples the number of connections `user` holds to the bench database every 200 ms. */
+function connectionProbe (adminBenchUrl, user) {
+  let client
+  let timer
+  let max = 0
+  return {
+    start () {
+      client = new pg.Client({ connectionString: adminBenchUrl })
+      const ready = client.connect()
+      timer = setInterval(() => {
+        ready.then(() => connectionCount(client, settings.database, user)).then((n) => { max = Math.max(max, n) }, () => {})
+      }, 200)
+    },
+    async stop () {
+      clearInterval(timer)
+      await client.end().catch(() => {})
+      return max
+    }
+  }
+}
+
+// ---- Main --------------------------------------------------------------------------------------
+
+function serviceEnv (databaseUrlValue, port, jwtSecret, pool) {
+  const env = { ...process.env }
+  for (const key of ['DATABASE_URL', 'DATA_DIR', 'ACCESS_TOKEN_TTL', 'REFRESH_TOKEN_TTL']) delete env[key]
+  Object.assign(env, {
+    SCHOOL_DATA_ENV: 'production',
+    NODE_ENV: 'production',
+    DATABASE_URL: databaseUrlValue,
+    JWT_SECRET: jwtSecret,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn'
+  })
+  if (pool.variable !== null) env[pool.variable] = String(pool.size)
+  return env
+}
+
+function gitInfo () {
+  try {
+    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: projectDir, encoding: 'utf8' }).trim()
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'prisma', 'schema', 'package.json'], { cwd: projectDir, encoding: 'utf8' }).trim() !== ''
+    return { commit, dirty }
+  } catch {
+    return { commit: 'unknown', dirty: false }
+  }
+}
+
+async function main () {
+  const began = Date.now()
+  const selected = WORKLOADS.filter((w) => settings.workloads.includes(w.name))
+  const adminBenchUrl = databaseUrl(settings.adminUrl, settings.database)
+  const rolePassword = randomBytes(18).toString('base64url')
+  const serviceBenchUrl = databaseUrl(settings.adminUrl, settings.database, SERVICE_ROLE, rolePassword)
+  const jwtSecret = randomBytes(48).toString('base64url')
+  const verify = jwtVerifier(jwtSecret)
+  const pool = servicePool()
+
+  const pgInfo = await serverInfo(settings.adminUrl)
+  log(`PostgreSQL ${pgInfo.version}; recreating database ${settings.database}`)
+  await recreateDatabase(settings.adminUrl, settings.database)
+  log('migrating (school-data migrate)')
+  await migrate(projectDir, adminBenchUrl)
+
+  const { hashPassword } = await import(pathToFileURL(join(projectDir, 'dist', 'auth', 'passwords.js')).href)
+  const password = randomBytes(12).toString('base64url')
+  const passwordHash = await hashPassword(password)
+  const { sizes } = settings
+  log(`loading ${sizes.schools} schools x (${sizes.students} students, ${sizes.teachers} teachers, ${sizes.classrooms} classrooms)`)
+  const t0 = Date.now()
+  const dataset = await loadDataset(adminBenchUrl, sizes, passwordHash)
+  log(`loaded in ${((Date.now() - t0) / 1000).toFixed(1)} s: ${JSON.stringify(dataset.counts)}`)
+  const schools = dataset.schools.map((s) => ({ ...s, password }))
+  await prepareServiceRole(settings.adminUrl, adminBenchUrl, rolePassword)
+  const rls = await rowLevelSecurity(adminBenchUrl)
+  const rlsTables = rls.filter((t) => t.enabled)
+  const rlsSummary = rlsTables.length === 0
+    ? `not enabled on any table (${rls.length} tables, 0 policies): the service role and the superuser read the same way.`
+    : `enabled on ${rlsTables.map((t) => `${t.table} (${t.policies} polic${t.policies === 1 ? 'y' : 'ies'}${t.forced ? ', forced' : ''})`).join(', ')}.`
+  log(`row-level security: ${rlsSummary}`)
+  const pages = await expectedPages(adminBenchUrl, schools)
+  log(`pool: ${pool.note}`)
+
+  const runs = []
+  const failures = []
+  const ready = {}
+  const peakRssMb = {}
+  let checkedResponses = 0
+
+  /** Starts a server, runs `workloads` against it, stops it. */
+  async function against (target, args, env, workloads, user, before) {
+    const port = await freePort()
+    const proc = startNode(target, args, { cwd: projectDir, env: env(port) })
+    const watch = watchProcess(proc.pid)
+    try {
+      ready[target] = await waitReady(proc, port)
+      log(`${target}: ready ${ready[target].toFixed(0)} ms after the process started (pid ${proc.pid}, port ${port})`)
+      if (before !== undefined) await before(port)
+      for (const workload of workloads) {
+        const m = await measure(port, workload, target, schools, checker(workload, pages, verify), watch, connectionProbe(adminBenchUrl, user))
+        runs.push(m.row)
+        checkedResponses += m.checkedResponses
+        failures.push(...m.failures.map((message) => ({ workload: workload.name, target, message })))
+        if (m.row.errors + m.row.timeouts + m.row.non2xx > 0 && m.failures.length === 0) {
+          failures.push({ workload: workload.name, target, message: `${m.row.errors} errors, ${m.row.timeouts} timeouts, ${m.row.non2xx} non-2xx` })
+        }
+        await sleep(300)
+      }
+      peakRssMb[target] = watch.peakRssMb()
+    } finally {
+      watch.stop()
+      const exit = await stopNode(proc)
+      if (exit.code !== 0 && exit.code !== null) log(`${target}: exited with ${exit.code}`)
+    }
+  }
+
+  // (a) The reported configuration: the service as a non-superuser role, so row-level security applies.
+  const serviceArgs = [join('dist', 'server.js')]
+  await against('service', serviceArgs, (port) => serviceEnv(serviceBenchUrl, port, jwtSecret, pool), selected, SERVICE_ROLE,
+    async (port) => {
+      log(`logging in once per school (${schools.length} users)`)
+      await loginAll(port, schools, verify)
+    })
+
+  // (b) The same read workloads as the superuser (row-level security bypassed).
+  const rlsWorkloads = selected.filter((w) => w.rlsCompare)
+  if (rlsWorkloads.length > 0) {
+    await against('superuser', serviceArgs, (port) => serviceEnv(adminBenchUrl, port, jwtSecret, pool), rlsWorkloads, new URL(settings.adminUrl).username || 'postgres')
+  }
+
+  // The ceiling: the same requests answered by one SQL statement each.
+  const ceilingWorkloads = selected.filter((w) => w.ceiling)
+  if (ceilingWorkloads.length > 0) {
+    await against('ceiling', [join('bench', 'ceiling.mjs')], (port) => ({
+      ...process.env,
+      CEILING_DATABASE_URL: adminBenchUrl,
+      JWT_SECRET: jwtSecret,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      POOL_SIZE: String(pool.size),
+      NODE_ENV: 'production'
+    }), ceilingWorkloads, new URL(settings.adminUrl).username || 'postgres')
+  }
+
+  // ---- Figures and targets ----
+  const find = (workload, target) => runs.find((r) => r.workload === workload && r.target === target)
+  for (const row of runs) {
+    const ceiling = find(row.workload, 'ceiling')
+    row.ceilingRatio = row.target !== 'ceiling' && ceiling !== undefined ? row.rps / ceiling.rps : undefined
+  }
+  const rlsCost = {}
+  for (const w of rlsWorkloads) {
+    const a = find(w.name, 'service')
+    const b = find(w.name, 'superuser')
+    if (a && b) rlsCost[w.name] = 1 - a.rps / b.rps
+  }
+  const flat = find('flat', 'service')
+  const nested = find('nested', 'service')
+  const flatCeiling = find('flat', 'ceiling')
+  const target = (name, available, pass, detail) => ({ name, status: !available ? 'SKIP' : pass ? 'PASS' : 'FAIL', detail: available ? detail : 'not measured' })
+  const f1 = (n) => Number.isFinite(n) ? n.toFixed(1) : 'n/a'
+  const targets = [
+    target('flat >= 0.8 x ceiling', flat && flatCeiling, flat?.ceilingRatio >= 0.8,
+      `${flat?.rps.toFixed(0)} req/s = ${flat?.ceilingRatio?.toFixed(2)} x the ceiling's ${flatCeiling?.rps.toFixed(0)} req/s`),
+    target('nested p50 <= 2 x flat p50', flat && nested, nested?.p50 <= 2 * flat?.p50,
+      `nested p50 ${f1(nested?.p50)} ms vs flat p50 ${f1(flat?.p50)} ms (${(nested?.p50 / flat?.p50).toFixed(2)} x)`),
+    target('flat p99 < 30 ms', flat, flat?.p99 < 30, `flat p99 ${f1(flat?.p99)} ms`),
+    target('peak RSS < 200 MB', true, peakRssMb.service < 200, `service peak RSS ${f1(peakRssMb.service)} MB over the whole run`),
+    target('ready < 1 s', true, ready.service < 1000, `${ready.service.toFixed(0)} ms from process start to the first 200 from /ready`),
+    target('RLS cost <= 15%', rlsCost.flat !== undefined, rlsCost.flat <= 0.15,
+      `flat: 1 - ${flat?.rps.toFixed(0)} / ${find('flat', 'superuser')?.rps.toFixed(0)} = ${((rlsCost.flat ?? NaN) * 100).toFixed(1)}%` +
+      (rlsTables.length === 0 ? ' (no row-level security in the schema yet)' : ''))
+  ]
+
+  const results = {
+    finishedAt: new Date().toISOString(),
+    totalSeconds: Math.round((Date.now() - began) / 1000),
+    git: gitInfo(),
+    settings: {
+      connections: settings.connections,
+      durationSeconds: settings.durationSeconds,
+      warmupSeconds: settings.warmupSeconds,
+      workloads: settings.workloads,
+      sizes: settings.sizes
+    },
+    machine: {
+      cpus: os.availableParallelism(),
+      cpuModel: os.cpus()[0]?.model ?? 'unknown',
+      memoryMb: Math.round(os.totalmem() / 2 ** 20),
+      platform: `${os.type()} ${os.release()} ${os.arch()}`,
+      node: process.versions.node,
+      postgres: pgInfo.version,
+      postgresSharedBuffers: pgInfo.shared_buffers
+    },
+    dataset: { counts: dataset.counts },
+    pool: { variable: pool.variable, size: pool.size, note: pool.note },
+    rls: { tables: rls, summary: rlsSummary, cost: rlsCost },
+    ready,
+    peakRssMb,
+    runs,
+    targets,
+    correct: failures.length === 0,
+    checkedResponses,
+    failures
+  }
+  mkdirSync(resultsDir, { recursive: true })
+  writeFileSync(join(resultsDir, 'latest.json'), JSON.stringify(results, null, 2) + '\n')
+  const markdown = renderMarkdown(results)
+  writeFileSync(join(resultsDir, 'latest.md'), markdown)
+  writeFileSync(join(resultsDir, 'latest.svg'), renderSvg(results))
+  process.stdout.write('\n' + markdown)
+  log(`wrote bench/results/latest.{json,md,svg} (${results.totalSeconds} s in all)`)
+  if (failures.length > 0) {
+    log(`FAILED: ${failures.length} problem(s) with the answers; first: ${failures[0].workload} on ${failures[0].target}: ${failures[0].message}`)
+    process.exitCode = 1
+  }
+}
+
+try {
+  await main()
+} catch (err) {
+  log(`the benchmark could not run: ${err.stack ?? err}`)
+  process.exitCode = 2
+}

@@ -1,0 +1,165 @@
+// The workloads of `npm run bench`: the GraphQL text each sends, how the body is built for a
+// school, and what a correct answer is. Shared by the runner (bench/run.mjs) and the ceiling
+// server (bench/ceiling.mjs), so both answer and are checked against the same requests.
+
+// ---- Query texts: extend them here, in one place. -------------------------------------------
+
+export const FLAT_QUERY = '{ students(limit: 20) { id fullName classroomName } }'
+
+// A page of students with their classroom. When `Classroom.teachers` exists, extend this to
+// `classroom { id name teachers { id fullName } }` and teach `expectedStudentsNested` (below) and
+// the ceiling's NESTED_STUDENTS_SQL the same shape.
+export const NESTED_STUDENTS_QUERY = '{ students(limit: 100) { id fullName classroom { id name } } }'
+
+export const NESTED_TEACHERS_QUERY = '{ teachers(limit: 100) { id fullName classrooms { id name } } }'
+
+export const LOGIN_MUTATION =
+  'mutation Login($username: String!, $password: String!) { login(username: $username, password: $password) { accessToken refreshToken } }'
+
+export const REFRESH_MUTATION =
+  'mutation Refresh($refreshToken: String!) { refreshToken(refreshToken: $refreshToken) { accessToken } }'
+
+// Page sizes of the queries above, for the expected answers.
+export const FLAT_LIMIT = 20
+export const NESTED_STUDENTS_LIMIT = 100
+export const NESTED_TEACHERS_LIMIT = 100
+
+// ---- Workloads ---------------------------------------------------------------------------------
+// kind 'read': sends `query` with the school's access token; the answer must equal the expected
+//   page of that school (computed from the database before the load).
+// kind 'login' / 'refresh': no access token; the answer must carry tokens of the right user.
+// `ceiling`: whether bench/ceiling.mjs serves the same request (same body, same answer).
+
+export const WORKLOADS = [
+  { name: 'flat', kind: 'read', query: FLAT_QUERY, expected: 'flat', ceiling: true, rlsCompare: true },
+  { name: 'nested', kind: 'read', query: NESTED_STUDENTS_QUERY, expected: 'nestedStudents', ceiling: true, rlsCompare: true },
+  { name: 'nested-teachers', kind: 'read', query: NESTED_TEACHERS_QUERY, expected: 'nestedTeachers', ceiling: true, rlsCompare: false },
+  { name: 'login', kind: 'login', query: LOGIN_MUTATION, ceiling: false, rlsCompare: false },
+  { name: 'refresh', kind: 'refresh', query: REFRESH_MUTATION, ceiling: false, rlsCompare: false }
+  // Change feed / deep cursor (to come): add e.g.
+  //   { name: 'changes', kind: 'read', query: CHANGES_QUERY, expected: 'changes', ceiling: true, rlsCompare: true }
+  // with CHANGES_QUERY above, an `expected.changes` page per school in bench/dataset.mjs
+  // (expectedPages) and, for the ceiling, a SQL handler keyed by the same query text.
+]
+
+/** The JSON body a workload sends for one school. */
+export function requestBody (workload, school) {
+  switch (workload.kind) {
+    case 'read': return JSON.stringify({ query: workload.query })
+    case 'login': return JSON.stringify({ query: workload.query, variables: { username: school.username, password: school.password } })
+    case 'refresh': return JSON.stringify({ query: workload.query, variables: { refreshToken: school.refreshToken } })
+    default: throw new Error(`unknown workload kind ${workload.kind}`)
+  }
+}
+
+// ---- Expected answers -----------------------------------------------------------------------
+// Built from rows read directly from the database (as the superuser), in the field order of the
+// queries, so a correct body is usually byte-equal to JSON.stringify of the expected object.
+
+/** rows: { id, full_name, classroom_id, classroom_name } ordered by id. */
+export function expectedFlat (rows) {
+  return { data: { students: rows.slice(0, FLAT_LIMIT).map((r) => ({ id: r.id, fullName: r.full_name, classroomName: r.classroom_name })) } }
+}
+
+export function expectedStudentsNested (rows) {
+  return {
+    data: {
+      students: rows.slice(0, NESTED_STUDENTS_LIMIT).map((r) => ({
+        id: r.id,
+        fullName: r.full_name,
+        classroom: r.classroom_id === null ? null : { id: r.classroom_id, name: r.classroom_name }
+      }))
+    }
+  }
+}
+
+/** rows: { id, full_name, classrooms: [{ id, name }] } ordered by id, classrooms by name. */
+export function expectedTeachersNested (rows) {
+  return {
+    data: {
+      teachers: rows.slice(0, NESTED_TEACHERS_LIMIT).map((r) => ({
+        id: r.id,
+        fullName: r.full_name,
+        classrooms: r.classrooms.map((c) => ({ id: c.id, name: c.name }))
+      }))
+    }
+  }
+}
+
+// ---- Checking answers -----------------------------------------------------------------------
+
+/**
+ * Checks a read answer against the expected page of `school`. Returns null when correct, or a
+ * message. The fast path is a string comparison; on a difference the body is parsed to say what
+ * is wrong (and to accept the same JSON with another key order or spacing).
+ */
+export function checkRead (body, expectedText, expected, school) {
+  if (body === expectedText) return null
+  let parsed
+  try {
+    parsed = JSON.parse(body)
+  } catch {
+    return `not JSON: ${body.slice(0, 200)}`
+  }
+  if (parsed.errors !== undefined) return `errors: ${JSON.stringify(parsed.errors).slice(0, 300)}`
+  const [field] = Object.keys(expected.data)
+  const list = parsed.data?.[field]
+  if (!Array.isArray(list)) return `no data.${field} list: ${body.slice(0, 200)}`
+  const want = expected.data[field]
+  if (list.length !== want.length) return `${list.length} ${field} instead of ${want.length}`
+  for (const item of list) {
+    // Names encode the school (`S07 Student 0123`): a row of another school is a tenant leak.
+    if (typeof item.fullName === 'string' && !item.fullName.startsWith(school.tag + ' ')) {
+      return `tenant leak: ${field} "${item.fullName}" in an answer for ${school.tag}`
+    }
+    const rooms = item.classrooms ?? (item.classroom ? [item.classroom] : [])
+    for (const room of rooms) {
+      if (!room.name.startsWith(school.tag + ' ')) return `tenant leak: classroom "${room.name}" in an answer for ${school.tag}`
+    }
+    if (typeof item.classroomName === 'string' && !item.classroomName.startsWith(school.tag + ' ')) {
+      return `tenant leak: classroom "${item.classroomName}" in an answer for ${school.tag}`
+    }
+  }
+  const diff = firstDifference(parsed, expected, '')
+  return diff === null ? null : `answer differs from the expected page at ${diff}`
+}
+
+function firstDifference (actual, expected, path) {
+  if (expected === null || typeof expected !== 'object') {
+    return actual === expected ? null : `${path || '.'}: ${JSON.stringify(actual)} instead of ${JSON.stringify(expected)}`
+  }
+  if (actual === null || typeof actual !== 'object' || Array.isArray(actual) !== Array.isArray(expected)) {
+    return `${path || '.'}: ${JSON.stringify(actual)?.slice(0, 100)} instead of an ${Array.isArray(expected) ? 'array' : 'object'}`
+  }
+  const keys = new Set([...Object.keys(actual), ...Object.keys(expected)])
+  for (const key of keys) {
+    const d = firstDifference(actual[key], expected[key], `${path}.${key}`)
+    if (d !== null) return d
+  }
+  return null
+}
+
+/**
+ * Checks a login or refresh answer: tokens present, the access token signed with `verifySignature`
+ * and issued to the school's user with the school's id.
+ */
+export function checkTokens (body, field, school, verifySignature, wantRefreshToken) {
+  let parsed
+  try {
+    parsed = JSON.parse(body)
+  } catch {
+    return `not JSON: ${body.slice(0, 200)}`
+  }
+  if (parsed.errors !== undefined) return `errors: ${JSON.stringify(parsed.errors).slice(0, 300)}`
+  const payload = parsed.data?.[field]
+  if (payload === undefined || payload === null || typeof payload.accessToken !== 'string') {
+    return `no data.${field}.accessToken: ${body.slice(0, 200)}`
+  }
+  if (wantRefreshToken && !/^[A-Za-z0-9_-]{43}$/.test(payload.refreshToken ?? '')) return 'no well-formed refreshToken'
+  const claims = verifySignature(payload.accessToken)
+  if (claims === null) return 'access token with a bad signature'
+  if (claims.sub !== school.userId || claims.school !== school.id) {
+    return `access token for sub=${claims.sub} school=${claims.school} instead of the user of ${school.tag}`
+  }
+  return null
+}
