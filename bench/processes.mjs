@@ -1,7 +1,7 @@
 // Child processes of the benchmark: started on a free port, watched (readiness, RSS, CPU) and
 // always stopped, also when the runner fails or is interrupted.
 import { spawn, execFile } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import http from 'node:http'
 import net from 'node:net'
 
@@ -118,6 +118,28 @@ function procCpuSeconds (pid) {
   }
 }
 
+/** CPU seconds of all local PostgreSQL processes (NaN when there are none to see, e.g. a remote server). */
+function postgresCpuSeconds () {
+  let total = 0
+  let found = false
+  let pids
+  try {
+    pids = readdirSync('/proc').filter((name) => /^[0-9]+$/.test(name))
+  } catch {
+    return NaN
+  }
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      if (!stat.includes('(postgres)')) continue
+      const fields = stat.split(') ')[1].split(' ')
+      total += (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS
+      found = true
+    } catch {}
+  }
+  return found ? total : NaN
+}
+
 function machineCpu () {
   try {
     const [, ...values] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/)
@@ -137,8 +159,8 @@ function psRss (pid) {
 
 /**
  * Samples a process's resident memory every 100 ms (from /proc, or `ps` elsewhere). `window()`
- * starts a measurement window; its `end()` gives the peak RSS, the process's CPU use and the
- * machine's CPU use during the window.
+ * starts a measurement window; its `end()` gives the peak RSS, the process's CPU use, the local
+ * PostgreSQL's and the machine's during the window.
  */
 export function watchProcess (pid) {
   const samples = [] // [time, rss kB]
@@ -161,6 +183,7 @@ export function watchProcess (pid) {
       const t0 = performance.now()
       const cpu0 = procCpuSeconds(pid)
       const machine0 = machineCpu()
+      const postgres0 = postgresCpuSeconds()
       return {
         end () {
           sample()
@@ -171,6 +194,7 @@ export function watchProcess (pid) {
           return {
             peakRssMb: peakKb / 1024,
             cpuCores: (procCpuSeconds(pid) - cpu0) / wall,
+            postgresCores: (postgresCpuSeconds() - postgres0) / wall,
             machineBusy: machine0 && machine1 ? 1 - (machine1.idle - machine0.idle) / (machine1.total - machine0.total) : NaN
           }
         }

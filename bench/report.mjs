@@ -18,12 +18,14 @@ export function renderMarkdown (r) {
     `${r.dataset.counts.schools} schools, ${fmt(r.dataset.counts.students)} students, ${fmt(r.dataset.counts.teachers)} teachers, ` +
     `${fmt(r.dataset.counts.classrooms)} classrooms, ${fmt(r.dataset.counts.teacher_classrooms)} teacher-classroom assignments.`, '')
   lines.push(`Machine: ${r.machine.cpus} CPU (${r.machine.cpuModel}), ${fmt(r.machine.memoryMb)} MB RAM, ` +
-    `Node ${r.machine.node}, PostgreSQL ${r.machine.postgres}. Load generator, service and PostgreSQL share the machine.`, '')
-  lines.push('| Workload | Server | req/s | p50 ms | p99 ms | errors / non-2xx / wrong | peak RSS MB | server CPU (cores) | vs ceiling |')
-  lines.push('|---|---|---:|---:|---:|---:|---:|---:|---:|')
+    `Node ${r.machine.node}, PostgreSQL ${r.machine.postgres}. Load generator, service and PostgreSQL share the machine.` +
+    (r.settings.profile ? ' CPU profiling was on (BENCH_PROFILE=1): figures are lower than usual.' : ''), '')
+  lines.push('| Workload | Server | req/s | p50 ms | p99 ms | errors / non-2xx / wrong | peak RSS MB | CPU cores: server / PostgreSQL / load gen | machine CPU busy | vs ceiling |')
+  lines.push('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|')
   for (const row of r.runs) {
     lines.push(`| ${row.workload} | ${TARGET_LABELS[row.target]} | ${fmt(row.rps)} | ${fmt(row.p50, 1)} | ${fmt(row.p99, 1)} | ` +
-      `${row.errors + row.timeouts} / ${row.non2xx} / ${row.wrong} | ${fmt(row.peakRssMb, 0)} | ${fmt(row.cpuCores, 2)} | ` +
+      `${row.errors + row.timeouts} / ${row.non2xx} / ${row.wrong} | ${fmt(row.peakRssMb, 0)} | ` +
+      `${fmt(row.cpuCores, 2)} / ${fmt(row.postgresCores, 2)} / ${fmt(row.loadGenCores, 2)} | ${pct(row.machineCpuBusy)} | ` +
       `${row.target === 'ceiling' ? '' : (Number.isFinite(row.ceilingRatio) ? fmt(row.ceilingRatio, 2) + '×' : '')} |`)
   }
   lines.push('')
@@ -33,7 +35,7 @@ export function renderMarkdown (r) {
   lines.push(`Peak RSS over the whole run (VmHWM): service ${fmt(r.peakRssMb.service)} MB` +
     (r.peakRssMb.superuser !== undefined ? `, service as superuser ${fmt(r.peakRssMb.superuser)} MB` : '') +
     (r.peakRssMb.ceiling !== undefined ? `, ceiling ${fmt(r.peakRssMb.ceiling)} MB` : '') + '.')
-  lines.push(`Pool: ${r.pool.note}`)
+  lines.push(`Pool: ${r.pool.note} Most connections the service held during a workload: ${r.pool.observedMax ?? 'n/a'}.`)
   lines.push(`Row-level security: ${r.rls.summary}`)
   for (const [workload, cost] of Object.entries(r.rls.cost)) lines.push(`Row-level security cost (${workload}): ${pct(cost)}`)
   lines.push('', '## Targets', '')

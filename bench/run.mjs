@@ -40,6 +40,8 @@ const settings = {
   warmupSeconds: intSetting('BENCH_WARMUP', 2, 0),
   connections: intSetting('BENCH_CONNECTIONS', 30),
   poolSize: intSetting('BENCH_POOL_SIZE', 30),
+  // BENCH_PROFILE=1: each server writes a V8 CPU profile to bench/results/profiles/ (slows it down).
+  profile: process.env.BENCH_PROFILE === '1',
   workloads: (process.env.BENCH_WORKLOADS || WORKLOADS.map((w) => w.name).join(',')).split(',').map((s) => s.trim()).filter(Boolean),
   sizes: {
     schools: intSetting('BENCH_SCHOOLS', 50),
@@ -192,8 +194,12 @@ async function measure (port, workload, target, schools, check, watch, connectio
   }
   const window = watch.window()
   connectionProbe?.start()
+  const ownCpu = process.cpuUsage()
+  const ownStart = performance.now()
   const { result, checked, wrong, examples } = await cannon(port, workload, schools, settings.durationSeconds, check)
   const usage = window.end()
+  const own = process.cpuUsage(ownCpu)
+  const loadGenCores = (own.user + own.system) / 1000 / (performance.now() - ownStart)
   const connections = connectionProbe === undefined ? undefined : await connectionProbe.stop()
   checkedResponses += checked
   failures.push(...examples)
@@ -213,12 +219,14 @@ async function measure (port, workload, target, schools, check, watch, connectio
     checked,
     peakRssMb: usage.peakRssMb,
     cpuCores: usage.cpuCores,
+    loadGenCores,
+    postgresCores: usage.postgresCores,
     machineCpuBusy: usage.machineBusy,
     dbConnections: connections
   }
   log(`${target}: ${workload.name}: ${row.rps.toFixed(0)} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms, ` +
     `errors ${row.errors + row.timeouts}, non-2xx ${row.non2xx}, wrong ${wrong}, RSS ${row.peakRssMb.toFixed(0)} MB, ` +
-    `server CPU ${row.cpuCores.toFixed(2)} cores`)
+    `CPU cores: server ${row.cpuCores.toFixed(2)}, PostgreSQL ${row.postgresCores.toFixed(2)}, load generator ${loadGenCores.toFixed(2)}; machine ${(row.machineCpuBusy * 100).toFixed(0)}% busy`)
   for (const f of failures) log(`  WRONG ANSWER: ${f}`)
   return { row, failures, checkedResponses }
 }
@@ -264,8 +272,9 @@ function serviceEnv (databaseUrlValue, port, jwtSecret, pool) {
 
 function gitInfo () {
   try {
-    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: projectDir, encoding: 'utf8' }).trim()
-    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'prisma', 'schema', 'package.json'], { cwd: projectDir, encoding: 'utf8' }).trim() !== ''
+    const git = (...args) => execFileSync('git', args, { cwd: projectDir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim()
+    const commit = git('rev-parse', '--short', 'HEAD')
+    const dirty = git('status', '--porcelain', '--', 'src', 'prisma', 'schema', 'package.json') !== ''
     return { commit, dirty }
   } catch {
     return { commit: 'unknown', dirty: false }
@@ -316,7 +325,10 @@ async function main () {
   /** Starts a server, runs `workloads` against it, stops it. */
   async function against (target, args, env, workloads, user, before) {
     const port = await freePort()
-    const proc = startNode(target, args, { cwd: projectDir, env: env(port) })
+    const profileArgs = settings.profile
+      ? ['--cpu-prof', `--cpu-prof-dir=${join(resultsDir, 'profiles')}`, `--cpu-prof-name=${target}.cpuprofile`]
+      : []
+    const proc = startNode(target, [...profileArgs, ...args], { cwd: projectDir, env: env(port) })
     const watch = watchProcess(proc.pid)
     try {
       ready[target] = await waitReady(proc, port)
@@ -406,6 +418,7 @@ async function main () {
       connections: settings.connections,
       durationSeconds: settings.durationSeconds,
       warmupSeconds: settings.warmupSeconds,
+      profile: settings.profile,
       workloads: settings.workloads,
       sizes: settings.sizes
     },
@@ -419,7 +432,12 @@ async function main () {
       postgresSharedBuffers: pgInfo.shared_buffers
     },
     dataset: { counts: dataset.counts },
-    pool: { variable: pool.variable, size: pool.size, note: pool.note },
+    pool: {
+      variable: pool.variable,
+      size: pool.size,
+      note: pool.note,
+      observedMax: Math.max(0, ...runs.filter((r) => r.target === 'service').map((r) => r.dbConnections ?? 0))
+    },
     rls: { tables: rls, summary: rlsSummary, cost: rlsCost },
     ready,
     peakRssMb,

@@ -34,14 +34,18 @@ export function testConfig (overrides: Partial<Config> = {}): Config {
   }
 }
 
-function withDatabase (url: string, database: string): string {
+function withDatabase (url: string, database: string, user?: string): string {
   const u = new URL(url)
   u.pathname = '/' + database
+  if (user !== undefined) {
+    u.username = user
+    u.password = ''
+  }
   return u.toString()
 }
 
-async function admin<T> (run: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: serverUrl })
+async function admin<T> (run: (client: pg.Client) => Promise<T>, database?: string): Promise<T> {
+  const client = new pg.Client({ connectionString: database === undefined ? serverUrl : withDatabase(serverUrl!, database) })
   await client.connect()
   try {
     return await run(client)
@@ -50,9 +54,22 @@ async function admin<T> (run: (client: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * The role the tests' service connects as on PostgreSQL: neither superuser, owner nor BYPASSRLS,
+ * so row-level security applies (README, "Database roles"). Test clusters use trust authentication.
+ */
+export const SERVICE_ROLE = 'sds_test_service'
+
+/** The grants the README gives the service role, run on each test template after its migrations. */
+const SERVICE_GRANTS = `
+  GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${SERVICE_ROLE};
+  GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO ${SERVICE_ROLE};
+  REVOKE INSERT, UPDATE, DELETE ON _prisma_migrations FROM ${SERVICE_ROLE};`
+
 /** A template database migrated once per version of the migrations; copies of it are cheap. */
 async function templateDatabase (): Promise<string> {
   const hash = createHash('sha256')
+  hash.update(SERVICE_GRANTS)
   for (const name of (await readdir(migrationsDir)).sort()) {
     hash.update(name)
     if (!name.endsWith('.toml')) hash.update(await readFile(join(migrationsDir, name, 'migration.sql')))
@@ -62,12 +79,15 @@ async function templateDatabase (): Promise<string> {
     // One test file builds it; the others wait on the lock, then find it there.
     await client.query('SELECT pg_advisory_lock(727401)')
     try {
+      const role = await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [SERVICE_ROLE])
+      if (role.rowCount === 0) await client.query(`CREATE ROLE ${SERVICE_ROLE} LOGIN NOSUPERUSER NOBYPASSRLS`)
       const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [template])
       if (rowCount === 0) {
         const building = `${template}_building`
         await client.query(`DROP DATABASE IF EXISTS ${building} WITH (FORCE)`)
         await client.query(`CREATE DATABASE ${building}`)
         await applyMigrations({ url: withDatabase(serverUrl!, building) })
+        await admin((db) => db.query(SERVICE_GRANTS), building)
         await client.query(`ALTER DATABASE ${building} RENAME TO ${template}`)
       }
     } finally {
@@ -77,30 +97,51 @@ async function templateDatabase (): Promise<string> {
   return template
 }
 
-let shared: Promise<Database> | undefined
+export interface TestDatabaseOptions {
+  /**
+   * `service` (default): the unprivileged service role, under row-level security (wall 2).
+   * `owner`: the administrative role, which bypasses row-level security (wall 2 taken away).
+   */
+  role?: 'service' | 'owner'
+  /** Wall 1, the tenant extension's filters (default on). */
+  tenantFilter?: boolean
+}
 
-/** The database of this test file, created on first use and dropped when the file ends. */
-export function testDatabase (): Promise<Database> {
-  shared ??= (async () => {
-    if (serverUrl === undefined) {
-      const db = await openDatabase({ migrate: true })
-      t.teardown(() => db.close())
-      return db
-    }
-    const template = await templateDatabase()
-    const name = `sds_test_${randomBytes(6).toString('hex')}`
-    await admin((client) => client.query(`CREATE DATABASE ${name} TEMPLATE ${template}`))
-    const db = await openDatabase({ url: withDatabase(serverUrl, name) })
-    t.teardown(async () => {
-      await db.close()
-      await admin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
-    })
-    return db
-  })()
+export interface TestDatabase extends Database {
+  /** The URL of this database for the administrative role (undefined on PGlite). */
+  ownerUrl: string | undefined
+}
+
+/** A new database with the migrations applied, dropped when the test file ends. */
+export async function createTestDatabase (options: TestDatabaseOptions = {}): Promise<TestDatabase> {
+  const role = options.role ?? 'service'
+  if (serverUrl === undefined) {
+    const db = await openDatabase({ migrate: true, serviceRole: role === 'service', tenantFilter: options.tenantFilter })
+    t.teardown(() => db.close())
+    return Object.assign(db, { ownerUrl: undefined })
+  }
+  const template = await templateDatabase()
+  const name = `sds_test_${randomBytes(6).toString('hex')}`
+  await admin((client) => client.query(`CREATE DATABASE ${name} TEMPLATE ${template}`))
+  const ownerUrl = withDatabase(serverUrl, name)
+  const url = role === 'service' ? withDatabase(serverUrl, name, SERVICE_ROLE) : ownerUrl
+  const db = await openDatabase({ url, tenantFilter: options.tenantFilter })
+  t.teardown(async () => {
+    await db.close()
+    await admin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+  })
+  return Object.assign(db, { ownerUrl })
+}
+
+let shared: Promise<TestDatabase> | undefined
+
+/** The database of this test file (both walls on), created on first use and dropped when the file ends. */
+export function testDatabase (): Promise<TestDatabase> {
+  shared ??= createTestDatabase()
   return shared
 }
 
-/** The URL of this test file's PostgreSQL database (undefined on PGlite). */
+/** The URL of this test file's PostgreSQL database as the service role (undefined on PGlite). */
 export async function testDatabaseUrl (): Promise<string | undefined> {
   const db = await testDatabase()
   return 'url' in db.migrationTarget ? db.migrationTarget.url : undefined

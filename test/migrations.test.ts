@@ -14,7 +14,7 @@ import {
   pendingMigrations,
   schemaPath
 } from '../src/db/migrations/index.js'
-import { serverUrl, testDatabaseUrl } from './helper.js'
+import { serverUrl, testDatabase } from './helper.js'
 
 t.test('schema.prisma and prisma/migrations agree (run `npm run db:migration -- --name NAME` if not)', async (t) => {
   const drift = await diffMigrationsToSchema()
@@ -72,7 +72,7 @@ t.test('applying on PGlite records every migration once', async (t) => {
 t.test('applying on PostgreSQL is idempotent', {
   skip: serverUrl === undefined ? 'no PostgreSQL server configured (TEST_DATABASE_URL)' : false
 }, async (t) => {
-  const url = (await testDatabaseUrl())!
+  const url = (await testDatabase()).ownerUrl!
   t.same(await pendingMigrations({ url }), [])
   t.same(await applyMigrations({ url }), [], 'the test database is migrated already')
 })

@@ -1,9 +1,9 @@
 // Driver adapter factories for the schema engine: PostgreSQL through @prisma/adapter-pg, and the
-// embedded PGlite. Each mends one defect of the published adapter (see the comments), with no
+// embedded PGlite. Each mends defects of the published adapter (see the comments), with no
 // change to how the application's own Prisma client connects.
 import { PGlite } from '@electric-sql/pglite'
 import { PrismaPg } from '@prisma/adapter-pg'
-import type { SqlDriverAdapter, SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils'
+import { DriverAdapterError, type SqlDriverAdapter, type SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils'
 import pg from 'pg'
 import { PrismaPGlite } from 'pglite-prisma-adapter'
 
@@ -48,6 +48,34 @@ function connectionConfig (url: string, database?: string): pg.PoolConfig {
   if (database !== undefined) parsed.pathname = '/' + encodeURIComponent(database)
   // One connection is all the engine uses; a second covers the rare overlap.
   return { connectionString: parsed.toString(), max: 2, Client: CatalogClient }
+}
+
+/**
+ * @prisma/adapter-pg runs a script by splitting it at every semicolon, which breaks a function
+ * body or a DO block. PostgreSQL runs a multi-statement simple query whole, as one transaction,
+ * as the native engine does; this sends the script that way.
+ */
+function runScriptsWhole (adapter: SqlDriverAdapter, pool: pg.Pool): SqlDriverAdapter {
+  adapter.executeScript = async (script: string) => {
+    const client = await pool.connect()
+    try {
+      await client.query(script)
+    } catch (err) {
+      const e = err as pg.DatabaseError
+      throw new DriverAdapterError({
+        kind: 'postgres',
+        code: e.code ?? 'N/A',
+        severity: e.severity ?? 'ERROR',
+        message: e.message,
+        detail: e.detail,
+        column: e.column,
+        hint: e.hint
+      })
+    } finally {
+      client.release()
+    }
+  }
+  return adapter
 }
 
 function quoteIdent (name: string): string {
@@ -97,7 +125,7 @@ export class PostgresMigrationFactory implements ClosableMigrationFactory {
 
   async connect (): Promise<SqlDriverAdapter> {
     const pool = this.pool()
-    const adapter = await new PrismaPg(pool).connect()
+    const adapter = runScriptsWhole(await new PrismaPg(pool).connect(), pool)
     adapter.dispose = async () => { await this.release(pool) }
     return adapter
   }
@@ -111,7 +139,7 @@ export class PostgresMigrationFactory implements ClosableMigrationFactory {
     const name = `prisma_migrate_shadow_db_${crypto.randomUUID().replaceAll('-', '')}`
     await this.admin(`CREATE DATABASE ${quoteIdent(name)}`)
     const pool = this.pool(name)
-    const adapter = await new PrismaPg(pool).connect()
+    const adapter = runScriptsWhole(await new PrismaPg(pool).connect(), pool)
     adapter.dispose = async () => { await this.release(pool) }
     return adapter
   }
