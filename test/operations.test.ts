@@ -11,7 +11,7 @@ t.test('GET /health answers 200', async (t) => {
 })
 
 t.test('GET /ready answers 200 while the database answers, 503 when it does not', async (t) => {
-  const database = await openDatabase({ migrate: false })
+  const database = await openDatabase({ migrate: true })
   const app = await buildApp(testConfig(), { database, logger: false })
   t.teardown(() => app.close())
   t.equal((await app.inject({ method: 'GET', url: '/ready' })).statusCode, 200)

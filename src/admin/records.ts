@@ -52,20 +52,38 @@ export async function createUser (
   }
 }
 
-/** Assigns a user to a school; a move to another school revokes the user's refresh tokens. */
+/**
+ * Assigns a user to a school. A move from one school to another revokes the user's refresh tokens
+ * and ends their access to the former school on every API node (trigger users_access_changed).
+ */
 export async function assignUser (db: Database, username: string, schoolId: string): Promise<string> {
   const school = await requireSchool(db, schoolId)
+  return await updateUser(db, username, { schoolId: school })
+}
+
+/** Disables a user: no login or refresh, refresh tokens revoked, access tokens refused at once. */
+export async function disableUser (db: Database, username: string): Promise<string> {
   const name = normalizeUsername(username)
-  return await db.prisma.$transaction(async (tx) => {
-    const user = await tx.user.findUnique({ where: { username: name }, select: { id: true, schoolId: true } })
-    if (user === null) throw new AdminError(`User "${name}" does not exist`)
-    if (user.schoolId === school) return user.id
-    await tx.user.update({ where: { id: user.id }, data: { schoolId: school } })
-    if (user.schoolId !== null) {
-      await tx.refreshToken.updateMany({ where: { userId: user.id, revokedAt: null }, data: { revokedAt: new Date() } })
-    }
-    return user.id
-  })
+  const user = await db.prisma.user.findUnique({ where: { username: name }, select: { disabledAt: true } })
+  if (user?.disabledAt != null) return await updateUser(db, username, {})
+  return await updateUser(db, username, { disabledAt: new Date() })
+}
+
+/** Enables a disabled user again; they log in anew (their former tokens stay revoked). */
+export async function enableUser (db: Database, username: string): Promise<string> {
+  return await updateUser(db, username, { disabledAt: null })
+}
+
+async function updateUser (
+  db: Database,
+  username: string,
+  data: { schoolId?: string, disabledAt?: Date | null }
+): Promise<string> {
+  const name = normalizeUsername(username)
+  const user = await db.prisma.user.findUnique({ where: { username: name }, select: { id: true } })
+  if (user === null) throw new AdminError(`User "${name}" does not exist`)
+  if (Object.keys(data).length > 0) await db.prisma.user.update({ where: { id: user.id }, data })
+  return user.id
 }
 
 export async function createStudent (

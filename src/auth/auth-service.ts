@@ -1,12 +1,16 @@
 // Login, refresh and logout. The only code besides administration that uses the unscoped client.
 import type { FastifyInstance } from 'fastify'
 import type { PrismaClient } from '../generated/prisma/client.js'
+import type { AccessChanges } from './access-changes.js'
 import { identify, type AccessTokenClaims, type Identity } from './identity.js'
 import { verifyPassword } from './passwords.js'
 import { findRefreshTokenOwner, issueRefreshToken, revokeRefreshToken } from './refresh-tokens.js'
 
 export interface AuthService {
+  /** The caller of a request; an access token of a user since moved or disabled is invalid. */
   identify (authorization: string | undefined): Identity
+  /** False while changes of users' schools may be missed (the notification connection is down). */
+  readonly accessChangesLive: boolean
   /** Tokens for valid credentials; null otherwise (unknown user and wrong password alike). */
   login (username: string, password: string): Promise<{ accessToken: string, refreshToken: string } | null>
   /** A new access token with the user's current school; null for a token that is not live. */
@@ -19,21 +23,35 @@ export function normalizeUsername (username: string): string {
   return username.normalize('NFC').trim().toLowerCase()
 }
 
-export function createAuthService (app: FastifyInstance, prisma: PrismaClient, refreshTokenTtl: number): AuthService {
+const INVALID: Identity = { kind: 'invalid' }
+
+export function createAuthService (
+  app: FastifyInstance,
+  prisma: PrismaClient,
+  refreshTokenTtl: number,
+  accessChanges: AccessChanges
+): AuthService {
   const signAccessToken = (userId: string, schoolId: string | null): string => {
     const claims: AccessTokenClaims = schoolId === null ? { sub: userId } : { sub: userId, school: schoolId }
     return app.jwt.sign(claims)
   }
 
   return {
-    identify: (authorization) => identify(app, authorization),
+    identify (authorization) {
+      const identity = identify(app, authorization)
+      if (identity.kind === 'user' && accessChanges.revoked(identity.userId, identity.schoolId)) return INVALID
+      return identity
+    },
+
+    get accessChangesLive () { return accessChanges.live },
 
     async login (username, password) {
       const user = await prisma.user.findUnique({
         where: { username: normalizeUsername(username) },
-        select: { id: true, passwordHash: true, schoolId: true }
+        select: { id: true, passwordHash: true, schoolId: true, disabledAt: true }
       })
-      if (!await verifyPassword(user?.passwordHash, password) || user === null) return null
+      // The password is checked for a disabled user too, so that the answer takes the same time.
+      if (!await verifyPassword(user?.passwordHash, password) || user === null || user.disabledAt !== null) return null
       return {
         accessToken: signAccessToken(user.id, user.schoolId),
         refreshToken: await issueRefreshToken(prisma, user.id, refreshTokenTtl)

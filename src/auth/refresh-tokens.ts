@@ -27,9 +27,9 @@ export async function findRefreshTokenOwner (prisma: PrismaClient, token: string
   if (!TOKEN_PATTERN.test(token)) return null
   const row = await prisma.refreshToken.findUnique({
     where: { tokenHash: digest(token) },
-    select: { expiresAt: true, revokedAt: true, user: { select: { id: true, schoolId: true } } }
+    select: { expiresAt: true, revokedAt: true, user: { select: { id: true, schoolId: true, disabledAt: true } } }
   })
-  if (row === null || row.revokedAt !== null || row.expiresAt.getTime() <= Date.now()) return null
+  if (row === null || row.revokedAt !== null || row.expiresAt.getTime() <= Date.now() || row.user.disabledAt !== null) return null
   return { userId: row.user.id, schoolId: row.user.schoolId }
 }
 

@@ -1,7 +1,15 @@
 // The `school-data` command line. Each `create` prints the new id alone on the last line of
 // standard output; errors go to standard error with a non-zero exit status.
 import { Command, CommanderError } from 'commander'
-import { assignUser, createSchool, createStudent, createTeacher, createUser } from '../admin/records.js'
+import {
+  assignUser,
+  createSchool,
+  createStudent,
+  createTeacher,
+  createUser,
+  disableUser,
+  enableUser
+} from '../admin/records.js'
 import { loadConfig } from '../config.js'
 import { openDatabase, type Database } from '../db/client.js'
 import { applyMigrations } from '../db/migrations/index.js'
@@ -70,6 +78,20 @@ export function buildProgram (): Command {
     .action(async ({ username, school }: { username: string, school: string }) => {
       await withDatabase((db) => assignUser(db, username, school))
       process.stderr.write(`Assigned ${username} to school ${school}\n`)
+    })
+  user.command('disable')
+    .description('disable a user: no login or refresh, and their access tokens stop working at once')
+    .requiredOption('--username <username>', 'login name')
+    .action(async ({ username }: { username: string }) => {
+      await withDatabase((db) => disableUser(db, username))
+      process.stderr.write(`Disabled ${username}\n`)
+    })
+  user.command('enable')
+    .description('enable a disabled user again (they log in anew)')
+    .requiredOption('--username <username>', 'login name')
+    .action(async ({ username }: { username: string }) => {
+      await withDatabase((db) => enableUser(db, username))
+      process.stderr.write(`Enabled ${username}\n`)
     })
 
   program.command('student')

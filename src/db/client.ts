@@ -9,6 +9,7 @@ import { PrismaPGlite } from 'pglite-prisma-adapter'
 import { PrismaClient } from '../generated/prisma/client.js'
 import { applyMigrations, pendingMigrations, type MigrationTarget } from './migrations/index.js'
 import { lockDataDir } from './embedded-lock.js'
+import { listenPostgres, type Listener, type ListenHandlers } from './listen.js'
 import { scopeToSchool, tenantModelInfo, type ScopeOptions, type TenantDb } from './tenant.js'
 
 export interface Database {
@@ -24,6 +25,11 @@ export interface Database {
   /** The client confined to one school; built once per school and reused. */
   forSchool (schoolId: string): TenantDb
   ping (): Promise<void>
+  /**
+   * Notifications of `channel` (PostgreSQL LISTEN), on a connection of their own that reconnects
+   * by itself; `listening` runs on start and after every reconnection.
+   */
+  listen (channel: string, handlers: ListenHandlers): Promise<Listener>
   close (): Promise<void>
 }
 
@@ -81,7 +87,11 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
       connectionTimeoutMillis: 5_000
     })
     const prisma = new PrismaClient({ adapter })
-    return await wrap('postgresql', prisma, target, options, async () => {})
+    const url = options.url
+    return await wrap('postgresql', prisma, target, options, {
+      listen: (channel, handlers) => listenPostgres(url, channel, handlers),
+      close: async () => {}
+    })
   }
 
   let dataPath: string | undefined
@@ -107,9 +117,24 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
   }
   const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite) })
   const driver = pglite
-  return await wrap('embedded', prisma, { pglite }, options, async () => {
-    await driver.close()
-    unlock()
+  return await wrap('embedded', prisma, { pglite }, options, {
+    async listen (channel, handlers) {
+      const stop = await driver.listen(channel, (payload) => { handlers.notify(payload) })
+      let live = true
+      await handlers.listening()
+      return {
+        get live () { return live },
+        async close () {
+          live = false
+          // Nothing to stop once the database itself is closed.
+          if (!driver.closed) await stop().catch(() => {})
+        }
+      }
+    },
+    async close () {
+      await driver.close()
+      unlock()
+    }
   })
 }
 
@@ -127,8 +152,11 @@ async function becomeServiceRole (pglite: PGlite): Promise<void> {
     END $$;
     GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role};
     GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO ${role};
-    GRANT SELECT ON "_prisma_migrations" TO ${role};
-    REVOKE INSERT, UPDATE, DELETE ON "_prisma_migrations" FROM ${role};
+    DO $$ BEGIN
+      IF to_regclass('_prisma_migrations') IS NOT NULL THEN
+        REVOKE INSERT, UPDATE, DELETE ON "_prisma_migrations" FROM ${role};
+      END IF;
+    END $$;
     SET ROLE ${role};
   `)
 }
@@ -138,8 +166,9 @@ async function wrap (
   prisma: PrismaClient,
   migrationTarget: MigrationTarget,
   options: DatabaseOptions,
-  closeDriver: () => Promise<void>
+  driver: { listen: Database['listen'], close: () => Promise<void> }
 ): Promise<Database> {
+  const closeDriver = driver.close
   let rowSecurity: boolean
   try {
     const [row] = await prisma.$queryRawUnsafe<Array<{ enforced: boolean | null }>>(ROW_SECURITY_CHECK)
@@ -165,6 +194,7 @@ async function wrap (
       }
       return db
     },
+    listen: driver.listen,
     async ping () {
       await prisma.$queryRaw`SELECT 1`
     },

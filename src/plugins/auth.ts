@@ -1,5 +1,6 @@
 import jwt from '@fastify/jwt'
 import fp from 'fastify-plugin'
+import { watchAccessChanges } from '../auth/access-changes.js'
 import { createAuthService, type AuthService } from '../auth/auth-service.js'
 
 declare module 'fastify' {
@@ -16,5 +17,7 @@ export default fp(async (app) => {
     sign: { algorithm: 'HS256', expiresIn: accessTokenTtl },
     verify: { algorithms: ['HS256'], requiredClaims: ['sub', 'iat', 'exp'] }
   })
-  app.decorate('auth', createAuthService(app, app.db.prisma, refreshTokenTtl))
+  const accessChanges = await watchAccessChanges(app.db, accessTokenTtl, app.log)
+  app.addHook('onClose', async () => { await accessChanges.close() })
+  app.decorate('auth', createAuthService(app, app.db.prisma, refreshTokenTtl, accessChanges))
 }, { name: 'auth', dependencies: ['config', 'database'] })

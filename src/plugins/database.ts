@@ -20,6 +20,16 @@ export default fp<DatabasePluginOptions>(async (app, { database }) => {
   const { databaseUrl, dataDir } = app.config
   // The embedded default applies its migrations on start; a server is migrated as its own step.
   const db = await openDatabase({ url: databaseUrl, dataDir, migrate: databaseUrl === undefined })
+  if (!db.rowSecurity) {
+    const message = 'DATABASE_URL connects as a role that bypasses row-level security (a superuser, a BYPASSRLS ' +
+      'role or the owner of the tables), so only one of the two tenant walls stands: connect as the service ' +
+      'role described in the README ("Database roles")'
+    if (app.config.env === 'production') {
+      await db.close()
+      throw new Error(message)
+    }
+    app.log.warn(message)
+  }
   app.decorate('db', db)
   app.addHook('onClose', async () => { await db.close() })
 }, { name: 'database', dependencies: ['config'] })

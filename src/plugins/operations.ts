@@ -7,10 +7,14 @@ export default fp(async (app) => {
   app.get('/ready', { logLevel: 'warn' }, async (_request, reply) => {
     try {
       await app.db.ping()
-      return { status: 'ready' }
     } catch (err) {
       app.log.warn({ err }, 'readiness check: the database does not answer')
       return await reply.code(503).send({ status: 'unavailable', reason: 'database' })
     }
+    // Without the notifications, a user moved to another school could keep the old one here.
+    if (!app.auth.accessChangesLive) {
+      return await reply.code(503).send({ status: 'unavailable', reason: 'user access notifications' })
+    }
+    return { status: 'ready' }
   })
-}, { name: 'operations', dependencies: ['database'] })
+}, { name: 'operations', dependencies: ['database', 'auth'] })
