@@ -21,6 +21,10 @@ export type Classroom = {
   id: Scalars['ID']['output'];
   /** Name of the classroom, unique within the school. */
   name: Scalars['String']['output'];
+  /** Students in the classroom, by full name (a classroom's whole roster). */
+  students: Array<Student>;
+  /** Teachers assigned to the classroom, by full name. */
+  teachers: Array<Teacher>;
 };
 
 /** Tokens issued by `login`. */
@@ -91,14 +95,35 @@ export type MutationRefreshTokenArgs = {
  */
 export type Query = {
   __typename?: 'Query';
+  /**
+   * One classroom of the caller's school by id; null when not found in the caller's school. An id
+   * that is not a UUID is refused with `BAD_USER_INPUT`.
+   */
+  classroom?: Maybe<Classroom>;
+  /**
+   * Classrooms of the caller's school, by name. `limit` works as on `students`: default 100, at most
+   * 1000.
+   */
+  classrooms: Array<Classroom>;
   /** The caller's school. */
   school: School;
+  /**
+   * One student of the caller's school by id; null when the caller's school has no student with this
+   * id (a student of another school is not found either). An id that is not a UUID is refused with
+   * `BAD_USER_INPUT`.
+   */
+  student?: Maybe<Student>;
   /**
    * Students of the caller's school, in a stable order (by `id`, which follows creation order).
    * `limit` is the maximum number of records returned: default 100, at most 1000; 0 returns an empty
    * list; a negative value or one above 1000 is refused with `BAD_USER_INPUT`.
    */
   students: Array<Student>;
+  /**
+   * One teacher of the caller's school by id; null when not found in the caller's school. An id that
+   * is not a UUID is refused with `BAD_USER_INPUT`.
+   */
+  teacher?: Maybe<Teacher>;
   /**
    * Teachers of the caller's school, in a stable order (by `id`, which follows creation order).
    * `limit` works as on `students`: default 100, at most 1000.
@@ -111,8 +136,44 @@ export type Query = {
  * Read operations. Every result is scoped to the school of the authenticated user; an access token
  * is required (`Authorization: Bearer <ACCESS_TOKEN>`).
  */
+export type QueryClassroomArgs = {
+  id: Scalars['ID']['input'];
+};
+
+
+/**
+ * Read operations. Every result is scoped to the school of the authenticated user; an access token
+ * is required (`Authorization: Bearer <ACCESS_TOKEN>`).
+ */
+export type QueryClassroomsArgs = {
+  limit?: InputMaybe<Scalars['Int']['input']>;
+};
+
+
+/**
+ * Read operations. Every result is scoped to the school of the authenticated user; an access token
+ * is required (`Authorization: Bearer <ACCESS_TOKEN>`).
+ */
+export type QueryStudentArgs = {
+  id: Scalars['ID']['input'];
+};
+
+
+/**
+ * Read operations. Every result is scoped to the school of the authenticated user; an access token
+ * is required (`Authorization: Bearer <ACCESS_TOKEN>`).
+ */
 export type QueryStudentsArgs = {
   limit?: InputMaybe<Scalars['Int']['input']>;
+};
+
+
+/**
+ * Read operations. Every result is scoped to the school of the authenticated user; an access token
+ * is required (`Authorization: Bearer <ACCESS_TOKEN>`).
+ */
+export type QueryTeacherArgs = {
+  id: Scalars['ID']['input'];
 };
 
 
@@ -270,6 +331,8 @@ export type ResolversParentTypes = {
 export type ClassroomResolvers<ContextType = MercuriusContext, ParentType extends ResolversParentTypes['Classroom'] = ResolversParentTypes['Classroom']> = {
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  students?: Resolver<Array<ResolversTypes['Student']>, ParentType, ContextType>;
+  teachers?: Resolver<Array<ResolversTypes['Teacher']>, ParentType, ContextType>;
 };
 
 export type LoginPayloadResolvers<ContextType = MercuriusContext, ParentType extends ResolversParentTypes['LoginPayload'] = ResolversParentTypes['LoginPayload']> = {
@@ -284,8 +347,12 @@ export type MutationResolvers<ContextType = MercuriusContext, ParentType extends
 };
 
 export type QueryResolvers<ContextType = MercuriusContext, ParentType extends ResolversParentTypes['Query'] = ResolversParentTypes['Query']> = {
+  classroom?: Resolver<Maybe<ResolversTypes['Classroom']>, ParentType, ContextType, RequireFields<QueryClassroomArgs, 'id'>>;
+  classrooms?: Resolver<Array<ResolversTypes['Classroom']>, ParentType, ContextType, Partial<QueryClassroomsArgs>>;
   school?: Resolver<ResolversTypes['School'], ParentType, ContextType>;
+  student?: Resolver<Maybe<ResolversTypes['Student']>, ParentType, ContextType, RequireFields<QueryStudentArgs, 'id'>>;
   students?: Resolver<Array<ResolversTypes['Student']>, ParentType, ContextType, Partial<QueryStudentsArgs>>;
+  teacher?: Resolver<Maybe<ResolversTypes['Teacher']>, ParentType, ContextType, RequireFields<QueryTeacherArgs, 'id'>>;
   teachers?: Resolver<Array<ResolversTypes['Teacher']>, ParentType, ContextType, Partial<QueryTeachersArgs>>;
 };
 

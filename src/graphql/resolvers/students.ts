@@ -1,5 +1,6 @@
 import type { QueryResolvers, StudentResolvers } from '../generated.js'
 import type { StudentRow } from '../models.js'
+import { requireUuid } from '../ids.js'
 import { pageSize } from '../paging.js'
 import { prismaSelect, type SelectionMap } from '../selection.js'
 
@@ -12,7 +13,7 @@ const STUDENT_SELECT: SelectionMap = {
   classroom: CLASSROOM
 }
 
-export const studentQueries: Pick<QueryResolvers, 'students'> = {
+export const studentQueries: Pick<QueryResolvers, 'students' | 'student'> = {
   async students (_parent, { limit }, ctx, info) {
     const take = pageSize(limit)
     const { db } = ctx.school()
@@ -23,6 +24,15 @@ export const studentQueries: Pick<QueryResolvers, 'students'> = {
       select: prismaSelect(info, 'Student', STUDENT_SELECT)
       // The rows hold exactly the columns the query selected, which is all its resolvers read.
     }) as unknown as StudentRow[]
+  },
+
+  async student (_parent, { id }, ctx, info) {
+    const studentId = requireUuid(id)
+    const { db } = ctx.school()
+    return await db.student.findFirst({
+      where: { id: studentId },
+      select: prismaSelect(info, 'Student', STUDENT_SELECT)
+    }) as unknown as StudentRow | null
   }
 }
 

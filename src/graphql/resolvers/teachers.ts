@@ -1,6 +1,7 @@
 import type { MercuriusContext } from 'mercurius'
 import type { QueryResolvers } from '../generated.js'
 import type { ClassroomRow, TeacherRow } from '../models.js'
+import { requireUuid } from '../ids.js'
 import { pageSize } from '../paging.js'
 import { prismaSelect, type SelectionMap } from '../selection.js'
 
@@ -9,7 +10,7 @@ const TEACHER_SELECT: SelectionMap = {
   fullName: { fullName: true }
 }
 
-export const teacherQueries: Pick<QueryResolvers, 'teachers'> = {
+export const teacherQueries: Pick<QueryResolvers, 'teachers' | 'teacher'> = {
   async teachers (_parent, { limit }, ctx, info) {
     const take = pageSize(limit)
     const { db } = ctx.school()
@@ -20,6 +21,15 @@ export const teacherQueries: Pick<QueryResolvers, 'teachers'> = {
       select: prismaSelect(info, 'Teacher', TEACHER_SELECT)
       // The rows hold exactly the columns the query selected, which is all its resolvers read.
     }) as unknown as TeacherRow[]
+  },
+
+  async teacher (_parent, { id }, ctx, info) {
+    const teacherId = requireUuid(id)
+    const { db } = ctx.school()
+    return await db.teacher.findFirst({
+      where: { id: teacherId },
+      select: prismaSelect(info, 'Teacher', TEACHER_SELECT)
+    }) as unknown as TeacherRow | null
   }
 }
 
