@@ -43,6 +43,14 @@ CREATE POLICY "school_isolation" ON "teacher_classrooms"
   USING ("school_id" = NULLIF(current_setting('app.school_id', true), '')::uuid)
   WITH CHECK ("school_id" = NULLIF(current_setting('app.school_id', true), '')::uuid);
 
+-- Schools are not tenant rows (authentication and administration read them with no school set),
+-- but a transaction that has set its school sees only that school's row.
+ALTER TABLE "schools" ENABLE ROW LEVEL SECURITY;
+ALTER TABLE "schools" FORCE ROW LEVEL SECURITY;
+CREATE POLICY "own_school_when_set" ON "schools"
+  USING (NULLIF(current_setting('app.school_id', true), '') IS NULL
+         OR "id" = NULLIF(current_setting('app.school_id', true), '')::uuid);
+
 -- A user moved to another school, disabled or deleted: record the change, revoke the user's
 -- refresh tokens (unless the user only gained a first school), and tell every API node, which
 -- then refuses access tokens issued for the former state. Changes older than 30 days are pruned

@@ -1,0 +1,86 @@
+// Two mirrored schools for the isolation suite: the same school name, classrooms, teachers,
+// students and assignments in both, so that only ids tell them apart. The oracle: every object
+// in a response (anything with an `id`) must belong to the caller's school.
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../../src/app.js'
+import { createSchool, createStudent, createTeacher, createUser } from '../../src/admin/records.js'
+import type { Database } from '../../src/db/client.js'
+import { createClassroomAssignment } from '../fixtures.js'
+import { gql, login, PASSWORD, testConfig, unique, type GraphQLResponse } from '../helper.js'
+
+export interface MirrorSchool {
+  schoolId: string
+  token: string
+  studentIds: string[]
+  teacherIds: string[]
+  classroomIds: string[]
+  /** Every id of this school's records, the school's own included. */
+  ids: Set<string>
+}
+
+export interface Mirror {
+  app: FastifyInstance
+  a: MirrorSchool
+  b: MirrorSchool
+}
+
+const STUDENTS: Array<[string, string]> = [
+  ['Ada Lovelace', 'Room 1'], ['Alan Turing', 'Room 1'], ['Grace Hopper', 'Room 2'],
+  ['Edsger Dijkstra', 'Room 2'], ['Barbara Liskov', 'Room 3'], ['Donald Knuth', 'Room 3']
+]
+const TEACHERS: Array<[string, string[]]> = [['Ms Same', ['Room 1', 'Room 2']], ['Mr Same', ['Room 3']], ['Dr Same', []]]
+
+async function seed (db: Database, app: FastifyInstance): Promise<MirrorSchool> {
+  const schoolId = await createSchool(db, 'Mirror Academy')
+  const username = unique('mirror')
+  await createUser(db, { username, password: PASSWORD, schoolId })
+  const studentIds: string[] = []
+  for (const [fullName, classroom] of STUDENTS) studentIds.push(await createStudent(db, { schoolId, fullName, classroom }))
+  const teacherIds: string[] = []
+  for (const [fullName, rooms] of TEACHERS) {
+    const id = await createTeacher(db, { schoolId, fullName })
+    teacherIds.push(id)
+    for (const room of rooms) await createClassroomAssignment(db, schoolId, id, room)
+  }
+  const classrooms = await db.forSchool(schoolId).classroom.findMany({ select: { id: true } })
+  const classroomIds = classrooms.map((c) => c.id)
+  const { accessToken } = await login(app, username)
+  return {
+    schoolId,
+    token: accessToken,
+    studentIds,
+    teacherIds,
+    classroomIds,
+    ids: new Set([schoolId, ...studentIds, ...teacherIds, ...classroomIds])
+  }
+}
+
+/** An app on `db` with two mirrored schools; closed when the test ends. */
+export async function mirror (test: { teardown: (fn: () => unknown) => void }, db: Database): Promise<Mirror> {
+  const app = await buildApp(testConfig(), { database: db, logger: false })
+  test.teardown(() => app.close())
+  const a = await seed(db, app)
+  const b = await seed(db, app)
+  return { app, a, b }
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** Every id (any UUID-shaped string, whatever its key or alias) found in a value, at any depth. */
+export function idsIn (value: unknown, found: string[] = []): string[] {
+  if (typeof value === 'string') {
+    if (UUID.test(value)) found.push(value)
+  } else if (Array.isArray(value)) {
+    for (const item of value) idsIn(item, found)
+  } else if (value !== null && typeof value === 'object') {
+    for (const inner of Object.values(value)) idsIn(inner, found)
+  }
+  return found
+}
+
+/** Ids in a response that do not belong to `school`: a leak when not empty. */
+export function foreignIds (res: GraphQLResponse, school: MirrorSchool): string[] {
+  return idsIn(res.body.data).filter((id) => !school.ids.has(id))
+}
+
+export { gql }

@@ -1,0 +1,132 @@
+// Each wall on its own stops the leaks: the same probes run with both walls, with wall 1 alone
+// (a role that bypasses row-level security), with wall 2 alone (the extension's filters off), and,
+// as the control that shows the probes can fail, with neither.
+import pg from 'pg'
+import t from 'tap'
+import type { PGlite } from '@electric-sql/pglite'
+import { createTestDatabase, testDatabase, type TestDatabaseOptions } from '../helper.js'
+import { foreignIds, gql, mirror, type Mirror, type MirrorSchool } from './mirror.js'
+
+/** Responses to school A's probes that hold records of school B. */
+async function leaks (m: Mirror, caller: MirrorSchool, other: MirrorSchool): Promise<number> {
+  const queries = [
+    '{ school { id name } }',
+    '{ students(limit: 1000) { id fullName classroom { id students { id } teachers { id } } } }',
+    '{ teachers(limit: 1000) { id classrooms { id students { id } } } }',
+    '{ classrooms(limit: 1000) { id students { id } teachers { id } } }',
+    ...other.studentIds.map((id) => `{ student(id: "${id}") { id classroom { id } } }`),
+    ...other.teacherIds.map((id) => `{ teacher(id: "${id}") { id classrooms { id } } }`),
+    ...other.classroomIds.map((id) => `{ classroom(id: "${id}") { id students { id } } }`)
+  ]
+  let leaked = 0
+  for (const query of queries) {
+    const res = await gql(m.app, query, { token: caller.token })
+    if (foreignIds(res, caller).length > 0) leaked += 1
+  }
+  return leaked
+}
+
+const CONFIGURATIONS: Array<{ name: string, options: TestDatabaseOptions, rowSecurity: boolean, leaks: boolean }> = [
+  { name: 'both walls', options: {}, rowSecurity: true, leaks: false },
+  { name: 'wall 1 alone (role bypasses row-level security)', options: { role: 'owner' }, rowSecurity: false, leaks: false },
+  { name: 'wall 2 alone (tenant extension filters off)', options: { tenantFilter: false }, rowSecurity: true, leaks: false },
+  { name: 'no wall (control: the probes detect a leak)', options: { role: 'owner', tenantFilter: false }, rowSecurity: false, leaks: true }
+]
+
+for (const config of CONFIGURATIONS) {
+  t.test(config.name, async (t) => {
+    const db = await createTestDatabase(config.options)
+    t.equal(db.rowSecurity, config.rowSecurity, 'row-level security applies as configured')
+    const m = await mirror(t, db)
+    const found = (await leaks(m, m.a, m.b)) + (await leaks(m, m.b, m.a))
+    if (config.leaks) t.ok(found > 0, `without either wall, B's records reach A (${found} probes leaked)`)
+    else t.equal(found, 0, 'no probe returns a record of the other school')
+    // Positive control in every configuration: each school reads its own records.
+    const own = await gql(m.app, '{ students(limit: 1000) { id } }', { token: m.a.token })
+    t.ok(m.a.studentIds.every((id) => own.body.data?.students.some((s: { id: string }) => s.id === id)), 'A reads all of A')
+  })
+}
+
+// Wall 2 straight at the database, as the service role.
+
+interface Sql {
+  query (text: string, params?: unknown[]): Promise<{ rows: any[], count: number }>
+  close (): Promise<void>
+}
+
+async function serviceSql (): Promise<Sql> {
+  const db = await testDatabase()
+  if ('pglite' in db.migrationTarget) {
+    // The embedded database runs the whole session as the service role.
+    const pglite: PGlite = db.migrationTarget.pglite
+    return {
+      async query (text, params) {
+        const res = await pglite.query<any>(text, params)
+        return { rows: res.rows, count: res.affectedRows ?? res.rows.length }
+      },
+      async close () {}
+    }
+  }
+  const client = new pg.Client({ connectionString: db.migrationTarget.url })
+  await client.connect()
+  return {
+    async query (text, params) {
+      const res = await client.query(text, params)
+      return { rows: res.rows, count: res.rowCount ?? 0 }
+    },
+    close: () => client.end()
+  }
+}
+
+t.test('wall 2 at the database: the service role with no school sees and writes nothing', async (t) => {
+  const db = await testDatabase()
+  const m = await mirror(t, db)
+  const sql = await serviceSql()
+  t.teardown(() => sql.close())
+  for (const table of ['students', 'teachers', 'classrooms', 'teacher_classrooms']) {
+    const { rows } = await sql.query(`SELECT count(*)::int AS n FROM ${table}`)
+    t.equal(rows[0].n, 0, `no school set: ${table} reads 0 rows`)
+    const updated = await sql.query(`UPDATE ${table} SET created_at = created_at`)
+    t.equal(updated.count, 0, `no school set: ${table} updates 0 rows`)
+  }
+  await t.rejects(sql.query("INSERT INTO students (school_id, id, full_name, updated_at) VALUES ($1, gen_random_uuid(), 'Intruder', now())", [m.a.schoolId]),
+    /row-level security/, 'no school set: an insert is refused')
+})
+
+t.test('wall 2 at the database: with school A set, B\'s rows can be neither read nor written', async (t) => {
+  const db = await testDatabase()
+  const m = await mirror(t, db)
+  const sql = await serviceSql()
+  t.teardown(() => sql.close())
+  await sql.query('BEGIN')
+  try {
+    await sql.query("SELECT set_config('app.school_id', $1, true)", [m.a.schoolId])
+    const { rows } = await sql.query('SELECT DISTINCT school_id FROM students')
+    t.same(rows.map((r) => r.school_id), [m.a.schoolId], 'control: A reads only A')
+    const byId = await sql.query('SELECT id FROM students WHERE id = $1', [m.b.studentIds[0]])
+    t.equal(byId.rows.length, 0, "B's student by id is invisible")
+    const updated = await sql.query("UPDATE students SET full_name = 'Hacked' WHERE school_id = $1", [m.b.schoolId])
+    t.equal(updated.count, 0, "B's students cannot be updated")
+    const deleted = await sql.query('DELETE FROM teachers WHERE school_id = $1', [m.b.schoolId])
+    t.equal(deleted.count, 0, "B's teachers cannot be deleted")
+    const moved = sql.query('UPDATE students SET school_id = $1 WHERE id = $2', [m.b.schoolId, m.a.studentIds[0]])
+    await t.rejects(moved, /row-level security/, "A's student cannot be moved to B")
+  } finally {
+    await sql.query('ROLLBACK')
+  }
+  await sql.query('BEGIN')
+  try {
+    await sql.query("SELECT set_config('app.school_id', $1, true)", [m.a.schoolId])
+    await t.rejects(sql.query("INSERT INTO students (school_id, id, full_name, updated_at) VALUES ($1, gen_random_uuid(), 'Intruder', now())", [m.b.schoolId]),
+      /row-level security/, 'a row of B cannot be inserted')
+  } finally {
+    await sql.query('ROLLBACK')
+  }
+  // The setting lived only in its transaction.
+  const after = await sql.query("SELECT current_setting('app.school_id', true) AS school")
+  t.ok(after.rows[0].school === null || after.rows[0].school === '', 'the school does not outlive its transaction')
+  const count = await sql.query('SELECT count(*)::int AS n FROM students')
+  t.equal(count.rows[0].n, 0)
+  const still = await db.forSchool(m.b.schoolId).student.count()
+  t.equal(still, m.b.studentIds.length, "B's students are all still there")
+})
