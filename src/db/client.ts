@@ -6,10 +6,12 @@ import { PGlite } from '@electric-sql/pglite'
 import { PrismaPg } from '@prisma/adapter-pg'
 import { LRUCache } from 'lru-cache'
 import { PrismaPGlite } from 'pglite-prisma-adapter'
+import pg from 'pg'
 import { PrismaClient } from '../generated/prisma/client.js'
 import { applyMigrations, pendingMigrations, type MigrationTarget } from './migrations/index.js'
 import { lockDataDir } from './embedded-lock.js'
 import { listenPostgres, type Listener, type ListenHandlers } from './listen.js'
+import { SchoolSessionClient, withSchoolSessions } from './school-session.js'
 import { scopeToSchool, tenantModelInfo, type ScopeOptions, type TenantDb } from './tenant.js'
 
 export interface Database {
@@ -80,12 +82,15 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
         `The database has ${pending.length} pending migration(s) (${pending.join(', ')}): run \`school-data migrate\` first`
       )
     }
-    const adapter = new PrismaPg({
+    const pool = new pg.Pool({
       connectionString: options.url,
       max: options.poolSize ?? 10,
       // Fail fast instead of queueing forever when the server is gone.
-      connectionTimeoutMillis: 5_000
+      connectionTimeoutMillis: 5_000,
+      // BEGIN of a school's transaction sets the school in the same round trip.
+      Client: SchoolSessionClient
     })
+    const adapter = withSchoolSessions(new PrismaPg(pool, { disposeExternalPool: true }), true)
     const prisma = new PrismaClient({ adapter })
     const url = options.url
     return await wrap('postgresql', prisma, target, options, {
@@ -115,7 +120,7 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
     unlock()
     throw err
   }
-  const prisma = new PrismaClient({ adapter: new PrismaPGlite(pglite) })
+  const prisma = new PrismaClient({ adapter: withSchoolSessions(new PrismaPGlite(pglite)) })
   const driver = pglite
   return await wrap('embedded', prisma, { pglite }, options, {
     async listen (channel, handlers) {

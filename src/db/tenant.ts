@@ -3,6 +3,7 @@
 // their filter and written data, School is readable only as the caller's own row, and anything
 // else (users, tokens, raw SQL, unknown operations) is refused.
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js'
+import { schoolSession } from './school-session.js'
 
 /** Models whose rows belong to one school (primary key leads with schoolId). */
 export const TENANT_MODELS: ReadonlySet<string> = new Set<Prisma.ModelName>([
@@ -41,15 +42,19 @@ export interface TenantModelInfo {
   relations: ReadonlyMap<string, ReadonlySet<string>>
   /** Names of relation fields that lead to a private model, anywhere in the data model. */
   privateRelations: ReadonlySet<string>
+  /** Scalar fields of each model. */
+  scalars: ReadonlyMap<string, ReadonlySet<string>>
 }
 
 export function tenantModelInfo (prisma: PrismaClient): TenantModelInfo {
   const dataModel = (prisma as unknown as { _runtimeDataModel?: RuntimeDataModel })._runtimeDataModel
   if (dataModel?.models === undefined) throw new Error('The Prisma client does not expose its data model')
   const relations = new Map<string, Set<string>>()
+  const scalars = new Map<string, Set<string>>()
   const privateRelations = new Set<string>()
   for (const [model, { fields }] of Object.entries(dataModel.models)) {
     const names = new Set<string>()
+    scalars.set(model, new Set(fields.filter((f) => f.kind !== 'object').map((f) => f.name)))
     for (const field of fields) {
       if (field.kind !== 'object') continue
       names.add(field.name)
@@ -57,7 +62,7 @@ export function tenantModelInfo (prisma: PrismaClient): TenantModelInfo {
     }
     relations.set(model, names)
   }
-  return { relations, privateRelations }
+  return { relations, privateRelations, scalars }
 }
 
 function isPlainObject (value: unknown): value is Record<string, unknown> {
@@ -191,31 +196,30 @@ export interface ScopeOptions {
   filter?: boolean
 }
 
-// Wall 2, the application's half: every operation of a scoped client runs in a transaction that
-// first sets app.school_id for that transaction only (set_config(..., true)); the row-level
-// security policies of the tenant tables (migration tenant_walls) then admit that school's rows
-// only. The setting never outlives its transaction, so no pooled connection keeps a school.
-const SET_SCHOOL = "SELECT set_config('app.school_id', ?, true)"
-
-function setSchool (schoolId: string): Prisma.Sql {
-  return Prisma.sql`SELECT set_config('app.school_id', ${schoolId}, true)`
-}
-
-/** The one raw statement a scoped client runs: setting its own school at a transaction's start. */
-function isSetSchool (operation: string, args: unknown, schoolId: string): boolean {
-  if (operation !== '$executeRaw' || !(args instanceof Prisma.Sql)) return false
-  return args.sql.replace(/\$1/, '?') === SET_SCHOOL && args.values.length === 1 && args.values[0] === schoolId
-}
-
 interface HookParams {
   __internalParams?: { transaction?: unknown }
 }
 
-type TransactionFn = (...args: unknown[]) => Promise<unknown>
+/** `{ schoolId_id: { schoolId, id } }` (a compound unique key) as the plain filter `{ schoolId, id }`. */
+function uniqueAsFilter (where: unknown, scalars: ReadonlySet<string> | undefined): Record<string, unknown> {
+  const filter: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries((where ?? {}) as Record<string, unknown>)) {
+    if (scalars?.has(key) !== true && isPlainObject(value) && Object.keys(value).every((k) => scalars?.has(k) === true)) {
+      Object.assign(filter, value)
+    } else {
+      filter[key] = value
+    }
+  }
+  return filter
+}
+
+const same = <T>(value: T): T => value
+
+const lowerFirst = (name: string): string => name.charAt(0).toLowerCase() + name.slice(1)
 
 /**
- * The client of one school: wall 1 adds the school to every operation, and every operation (and
- * every transaction opened on it) runs with the school set for row-level security (wall 2).
+ * The client of one school: wall 1 adds the school to every operation, and every operation runs
+ * with the school set for row-level security (wall 2, see school-session.ts).
  */
 export function scopeToSchool (prisma: PrismaClient, schoolId: string, info: TenantModelInfo, options: ScopeOptions = {}) {
   const filter = options.filter !== false
@@ -225,33 +229,32 @@ export function scopeToSchool (prisma: PrismaClient, schoolId: string, info: Ten
       query: {
         $allOperations (params) {
           const { model, operation, args, query } = params
-          if (isSetSchool(operation, args, schoolId)) return query(args)
           const scoped = (filter ? scopeArgs(schoolId, model, operation, args as Args, info) : args) as typeof args
           // Inside a transaction of this client, the school was set when it began.
           if ((params as HookParams).__internalParams?.transaction !== undefined) return query(scoped)
-          return prisma.$transaction([prisma.$executeRaw(setSchool(schoolId)), query(scoped)])
-            .then((results) => results[1])
+          if (model !== undefined && (operation === 'findUnique' || operation === 'findUniqueOrThrow')) {
+            // Prisma gathers the findUnique calls of one tick and runs them under the async context
+            // of the first caller, which may be another school's: findFirst runs on the caller's own.
+            const delegate = (prisma as unknown as Record<string, Record<string, (a: unknown) => Promise<unknown>>>)[lowerFirst(model)]!
+            const where = uniqueAsFilter((scoped as Args)?.where, info.scalars.get(model))
+            const findFirst = operation === 'findUnique' ? delegate.findFirst! : delegate.findFirstOrThrow!
+            return schoolSession.run(schoolId, () => findFirst({ ...(scoped as Args), where }).then(same))
+          }
+          // Prisma's promises are lazy: `then` inside run() starts the query in the school's context.
+          return schoolSession.run(schoolId, () => query(scoped).then(same))
         }
       }
     })
     .$extends({
       name: 'tenant-transactions',
       client: {
-        /** Transactions of the scoped client (interactive or batch) set the school first. */
+        /** Interactive transactions of the scoped client begin by setting the school. */
         $transaction (first: unknown, ...rest: unknown[]) {
-          const parent = Prisma.getExtensionContext(this).$parent as unknown as {
-            $transaction: TransactionFn
-            $executeRaw: (sql: Prisma.Sql) => Promise<number>
+          if (typeof first !== 'function') {
+            throw new TenantViolationError('A school-scoped client runs interactive transactions only: $transaction(async (tx) => ...)')
           }
-          if (typeof first === 'function') {
-            return parent.$transaction(async (tx: { $executeRaw: (sql: Prisma.Sql) => Promise<number> }) => {
-              await tx.$executeRaw(setSchool(schoolId))
-              return await (first as (tx: unknown) => Promise<unknown>)(tx)
-            }, ...rest)
-          }
-          if (!Array.isArray(first)) throw new TenantViolationError('$transaction takes a function or an array of queries')
-          return parent.$transaction([parent.$executeRaw(setSchool(schoolId)), ...first], ...rest)
-            .then((results) => (results as unknown[]).slice(1))
+          const parent = Prisma.getExtensionContext(this).$parent as unknown as { $transaction: (...a: unknown[]) => Promise<unknown> }
+          return schoolSession.run(schoolId, () => parent.$transaction(first, ...rest).then(same))
         }
       }
     })

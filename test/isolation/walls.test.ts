@@ -41,6 +41,18 @@ for (const config of CONFIGURATIONS) {
     const found = (await leaks(m, m.a, m.b)) + (await leaks(m, m.b, m.a))
     if (config.leaks) t.ok(found > 0, `without either wall, B's records reach A (${found} probes leaked)`)
     else t.equal(found, 0, 'no probe returns a record of the other school')
+    if (!config.leaks) {
+      // Interleaved concurrent requests of both schools: each runs under its own school, never the other's.
+      const responses = await Promise.all(Array.from({ length: 200 }, async (_, i) => {
+        const [caller, other] = i % 2 === 0 ? [m.a, m.b] : [m.b, m.a]
+        const res = await gql(m.app, `{ school { id } students(limit: 1000) { id } other: student(id: "${other.studentIds[0]}") { id }
+          own: classroom(id: "${caller.classroomIds[0]}") { id students { id } } }`, { token: caller.token })
+        return { res, caller }
+      }))
+      t.equal(responses.filter(({ res, caller }) => foreignIds(res, caller).length > 0).length, 0, 'concurrent requests never mix schools')
+      t.equal(responses.filter(({ res, caller }) => res.body.data?.students?.length !== caller.studentIds.length ||
+        res.body.data?.own?.id !== caller.classroomIds[0]).length, 0, 'and each reads all of its own')
+    }
     // Positive control in every configuration: each school reads its own records.
     const own = await gql(m.app, '{ students(limit: 1000) { id } }', { token: m.a.token })
     t.ok(m.a.studentIds.every((id) => own.body.data?.students.some((s: { id: string }) => s.id === id)), 'A reads all of A')
