@@ -12,6 +12,8 @@ export interface Config {
   port: number
   /** PostgreSQL server; undefined means the embedded database under dataDir. */
   databaseUrl: string | undefined
+  /** Connections in the PostgreSQL pool of each API process. */
+  databasePoolSize: number
   dataDir: string
   jwtSecret: string
   accessTokenTtl: number
@@ -30,6 +32,7 @@ const schema = {
     HOST: { type: 'string', minLength: 1, default: '127.0.0.1' },
     PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 4000 },
     DATABASE_URL: { type: 'string', pattern: '^postgres(ql)?://' },
+    DATABASE_POOL_SIZE: { type: 'integer', minimum: 1, maximum: 1000, default: 10 },
     DATA_DIR: { type: 'string', minLength: 1, default: '.data' },
     JWT_SECRET: { type: 'string', minLength: 32 },
     ACCESS_TOKEN_TTL: { type: 'integer', minimum: 1, default: 900 },
@@ -47,6 +50,7 @@ interface RawEnv {
   HOST: string
   PORT: number
   DATABASE_URL?: string
+  DATABASE_POOL_SIZE: number
   DATA_DIR: string
   JWT_SECRET?: string
   ACCESS_TOKEN_TTL: number
@@ -84,6 +88,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, { needsSecret 
     host: raw.HOST,
     port: raw.PORT,
     databaseUrl: raw.DATABASE_URL,
+    databasePoolSize: raw.DATABASE_POOL_SIZE,
     dataDir,
     jwtSecret,
     accessTokenTtl: raw.ACCESS_TOKEN_TTL,

@@ -23,9 +23,10 @@ t.test('defaults follow the contract', async (t) => {
 t.test('values are read and coerced from the environment', async (t) => {
   const config = loadConfig({
     PORT: '8080', HOST: '0.0.0.0', ACCESS_TOKEN_TTL: '60', REFRESH_TOKEN_TTL: '3600',
-    DATABASE_URL: 'postgresql://app@db:5432/school', JWT_SECRET: 's'.repeat(32), SCHOOL_DATA_ENV: 'production'
+    DATABASE_URL: 'postgresql://app@db:5432/school', JWT_SECRET: 's'.repeat(32), SCHOOL_DATA_ENV: 'production',
+    DATABASE_POOL_SIZE: '30'
   })
-  t.match(config, { port: 8080, host: '0.0.0.0', accessTokenTtl: 60, refreshTokenTtl: 3600, env: 'production', databaseUrl: 'postgresql://app@db:5432/school' })
+  t.match(config, { port: 8080, host: '0.0.0.0', accessTokenTtl: 60, refreshTokenTtl: 3600, env: 'production', databaseUrl: 'postgresql://app@db:5432/school', databasePoolSize: 30 })
 })
 
 t.test('bad configuration stops with a message naming the variable', async (t) => {
@@ -36,6 +37,7 @@ t.test('bad configuration stops with a message naming the variable', async (t) =
     [{ REFRESH_TOKEN_TTL: '-5' }, /REFRESH_TOKEN_TTL/],
     [{ SCHOOL_DATA_ENV: 'staging' }, /SCHOOL_DATA_ENV/],
     [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL/],
+    [{ DATABASE_POOL_SIZE: '0' }, /DATABASE_POOL_SIZE/],
     [{ JWT_SECRET: 'short' }, /JWT_SECRET/],
     [{ SCHOOL_DATA_ENV: 'production' }, /JWT_SECRET is required/]
   ]

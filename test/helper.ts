@@ -25,6 +25,7 @@ export function testConfig (overrides: Partial<Config> = {}): Config {
     host: '127.0.0.1',
     port: 0,
     databaseUrl: undefined,
+    databasePoolSize: 10,
     dataDir: '.data-test-unused',
     jwtSecret: 'test-secret-that-is-long-enough-for-hs256-0123456789',
     accessTokenTtl: 900,
