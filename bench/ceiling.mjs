@@ -17,9 +17,18 @@ const FLAT_SQL = `SELECT s.id, s.full_name, c.name AS classroom_name
   FROM students s LEFT JOIN classrooms c ON c.school_id = s.school_id AND c.id = s.classroom_id
   WHERE s.school_id = $1 ORDER BY s.id LIMIT 20`
 
-const NESTED_STUDENTS_SQL = `SELECT s.id, s.full_name, c.id AS classroom_id, c.name AS classroom_name
-  FROM students s LEFT JOIN classrooms c ON c.school_id = s.school_id AND c.id = s.classroom_id
-  WHERE s.school_id = $1 ORDER BY s.id LIMIT 100`
+// The page, then each of its classrooms once with its teachers as JSON.
+const NESTED_STUDENTS_SQL = `WITH page AS (
+    SELECT id, full_name, classroom_id FROM students WHERE school_id = $1 ORDER BY id LIMIT 100
+  ), rooms AS (
+    SELECT c.id, c.name,
+      COALESCE((SELECT json_agg(json_build_object('id', t.id, 'fullName', t.full_name) ORDER BY t.full_name, t.id)
+                FROM teacher_classrooms tc JOIN teachers t ON t.school_id = tc.school_id AND t.id = tc.teacher_id
+                WHERE tc.school_id = $1 AND tc.classroom_id = c.id), '[]'::json) AS teachers
+    FROM classrooms c WHERE c.school_id = $1 AND c.id IN (SELECT classroom_id FROM page)
+  )
+  SELECT p.id, p.full_name, r.id AS classroom_id, r.name AS classroom_name, r.teachers
+  FROM page p LEFT JOIN rooms r ON r.id = p.classroom_id ORDER BY p.id`
 
 const NESTED_TEACHERS_SQL = `SELECT t.id, t.full_name,
     COALESCE((SELECT json_agg(json_build_object('id', c.id, 'name', c.name) ORDER BY c.name)
@@ -42,7 +51,7 @@ const HANDLERS = new Map([
         students: rows.map((r) => ({
           id: r.id,
           fullName: r.full_name,
-          classroom: r.classroom_id === null ? null : { id: r.classroom_id, name: r.classroom_name }
+          classroom: r.classroom_id === null ? null : { id: r.classroom_id, name: r.classroom_name, teachers: r.teachers }
         }))
       }
     }

@@ -157,7 +157,10 @@ export async function expectedPages (benchUrl, schools) {
   return await withClient(benchUrl, async (client) => {
     const pages = new Map()
     for (const school of schools) {
-      const students = (await client.query(`SELECT s.id, s.full_name, c.id AS classroom_id, c.name AS classroom_name
+      const students = (await client.query(`SELECT s.id, s.full_name, c.id AS classroom_id, c.name AS classroom_name,
+          COALESCE((SELECT json_agg(json_build_object('id', t.id, 'full_name', t.full_name) ORDER BY t.full_name, t.id)
+                    FROM teacher_classrooms tc JOIN teachers t ON t.school_id = tc.school_id AND t.id = tc.teacher_id
+                    WHERE tc.school_id = c.school_id AND tc.classroom_id = c.id), '[]'::json) AS classroom_teachers
         FROM students s LEFT JOIN classrooms c ON c.school_id = s.school_id AND c.id = s.classroom_id
         WHERE s.school_id = $1 ORDER BY s.id LIMIT 100`, [school.id])).rows
       const teachers = (await client.query(`SELECT t.id, t.full_name,
@@ -183,8 +186,9 @@ export async function serverInfo (adminUrl) {
   })
 }
 
-/** The most connections `user` holds to `database` right now. */
+/** The connections `user` holds to `database` right now (this one left out). */
 export async function connectionCount (client, database, user) {
-  const { rows } = await client.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND usename = $2', [database, user])
+  const { rows } = await client.query(`SELECT count(*)::int AS n FROM pg_stat_activity
+    WHERE datname = $1 AND usename = $2 AND pid <> pg_backend_pid()`, [database, user])
   return rows[0].n
 }

@@ -4,6 +4,7 @@ import { spawn, execFile } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import http from 'node:http'
 import net from 'node:net'
+import os from 'node:os'
 
 const running = new Set()
 
@@ -118,36 +119,74 @@ function procCpuSeconds (pid) {
   }
 }
 
-/** CPU seconds of all local PostgreSQL processes (NaN when there are none to see, e.g. a remote server). */
-function postgresCpuSeconds () {
-  let total = 0
-  let found = false
+const BACKEND_TITLE = /^postgres: (?:\S+: )?(\S+) (\S+) /
+
+/**
+ * CPU seconds of each local PostgreSQL backend serving `database` (found by its process title), by
+ * pid; null when there is no /proc to read.
+ */
+function postgresCpuByPid (database) {
   let pids
   try {
     pids = readdirSync('/proc').filter((name) => /^[0-9]+$/.test(name))
   } catch {
-    return NaN
+    return null
   }
+  const cpu = new Map()
   for (const pid of pids) {
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
       if (!stat.includes('(postgres)')) continue
+      const title = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ')
+      // `postgres: [CLUSTER: ]USER DATABASE ...`; Debian names the cluster (`15/main:`).
+      if (BACKEND_TITLE.exec(title)?.[2] !== database) continue
       const fields = stat.split(') ')[1].split(' ')
-      total += (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS
-      found = true
+      cpu.set(pid, (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS)
     } catch {}
   }
-  return found ? total : NaN
+  return cpu
+}
+
+/**
+ * CPU seconds the backends used between two readings: backends started since count from zero;
+ * backends that ended in between (a pool closing idle connections) are left out, as their last
+ * figures are gone. NaN when no backend was seen (a remote server).
+ */
+function postgresCpuBetween (before, after) {
+  if (before === null || after === null || (before.size === 0 && after.size === 0)) return NaN
+  let total = 0
+  for (const [pid, seconds] of after) total += seconds - (before.get(pid) ?? 0)
+  return total
 }
 
 function machineCpu () {
   try {
     const [, ...values] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/)
-    const n = values.map(Number)
-    const idle = n[3] + n[4]
-    return { total: n.reduce((a, b) => a + b, 0), idle }
+    const [user, nice, system, idle, iowait, irq, softirq, steal] = values.map(Number)
+    // Interrupt time counts as busy: Linux also charges it to the process it interrupted. Time
+    // stolen by the hypervisor is neither busy nor idle for us.
+    const busy = user + nice + system + irq + softirq
+    return { total: busy + idle + iowait, busy }
   } catch {
     return null
+  }
+}
+
+/**
+ * Waits until the machine is quiet (at most `maxCores` busy over half a second) or `budgetMs`
+ * has passed; returns the milliseconds waited. Other programs' load skews every figure.
+ */
+export async function waitForQuiet (maxCores, budgetMs, onBusy) {
+  const start = performance.now()
+  for (;;) {
+    const a = machineCpu()
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    const b = machineCpu()
+    if (a === null || b === null) return 0
+    const busy = (b.busy - a.busy) / (b.total - a.total) * os.cpus().length
+    const waited = performance.now() - start
+    if (busy <= maxCores || waited >= budgetMs) return waited
+    onBusy(busy)
   }
 }
 
@@ -159,10 +198,10 @@ function psRss (pid) {
 
 /**
  * Samples a process's resident memory every 100 ms (from /proc, or `ps` elsewhere). `window()`
- * starts a measurement window; its `end()` gives the peak RSS, the process's CPU use, the local
- * PostgreSQL's and the machine's during the window.
+ * starts a measurement window; its `end()` gives the peak RSS, the process's CPU use, that of the
+ * local PostgreSQL backends of `database`, and the machine's during the window.
  */
-export function watchProcess (pid) {
+export function watchProcess (pid, database) {
   const samples = [] // [time, rss kB]
   let hwm = NaN
   const useProc = procStatus(pid) !== null
@@ -183,7 +222,7 @@ export function watchProcess (pid) {
       const t0 = performance.now()
       const cpu0 = procCpuSeconds(pid)
       const machine0 = machineCpu()
-      const postgres0 = postgresCpuSeconds()
+      const postgres0 = postgresCpuByPid(database)
       return {
         end () {
           sample()
@@ -194,8 +233,9 @@ export function watchProcess (pid) {
           return {
             peakRssMb: peakKb / 1024,
             cpuCores: (procCpuSeconds(pid) - cpu0) / wall,
-            postgresCores: (postgresCpuSeconds() - postgres0) / wall,
-            machineBusy: machine0 && machine1 ? 1 - (machine1.idle - machine0.idle) / (machine1.total - machine0.total) : NaN
+            postgresCores: postgresCpuBetween(postgres0, postgresCpuByPid(database)) / wall,
+            machineBusy: machine0 && machine1 ? (machine1.busy - machine0.busy) / (machine1.total - machine0.total) : NaN,
+            wallSeconds: wall
           }
         }
       }

@@ -2,6 +2,8 @@
 // as an SVG bar chart (hand-written: no browser or chart library needed).
 
 const fmt = (n, digits = 0) => Number.isFinite(n) ? n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }) : 'n/a'
+// Latencies: autocannon's are whole milliseconds mostly; show a decimal only when there is one.
+const ms = (n) => Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: 1 }) : 'n/a'
 const pct = (n) => Number.isFinite(n) ? `${(n * 100).toFixed(1)}%` : 'n/a'
 
 export const TARGET_LABELS = {
@@ -20,13 +22,25 @@ export function renderMarkdown (r) {
   lines.push(`Machine: ${r.machine.cpus} CPU (${r.machine.cpuModel}), ${fmt(r.machine.memoryMb)} MB RAM, ` +
     `Node ${r.machine.node}, PostgreSQL ${r.machine.postgres}. Load generator, service and PostgreSQL share the machine.` +
     (r.settings.profile ? ' CPU profiling was on (BENCH_PROFILE=1): figures are lower than usual.' : ''), '')
-  lines.push('| Workload | Server | req/s | p50 ms | p99 ms | errors / non-2xx / wrong | peak RSS MB | CPU cores: server / PostgreSQL / load gen | machine CPU busy | vs ceiling |')
-  lines.push('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|')
+  lines.push('| Workload | Server | req/s | p50 ms | p99 ms | errors / non-2xx / wrong | peak RSS MB | CPU cores: server / PostgreSQL / load gen / other | vs ceiling |')
+  lines.push('|---|---|---:|---:|---:|---:|---:|---:|---:|')
   for (const row of r.runs) {
-    lines.push(`| ${row.workload} | ${TARGET_LABELS[row.target]} | ${fmt(row.rps)} | ${fmt(row.p50, 1)} | ${fmt(row.p99, 1)} | ` +
+    lines.push(`| ${row.workload} | ${TARGET_LABELS[row.target]} | ${fmt(row.rps)} | ${ms(row.p50)} | ${ms(row.p99)} | ` +
       `${row.errors + row.timeouts} / ${row.non2xx} / ${row.wrong} | ${fmt(row.peakRssMb, 0)} | ` +
-      `${fmt(row.cpuCores, 2)} / ${fmt(row.postgresCores, 2)} / ${fmt(row.loadGenCores, 2)} | ${pct(row.machineCpuBusy)} | ` +
+      `${fmt(row.cpuCores, 2)} / ${fmt(row.postgresCores, 2)} / ${fmt(row.loadGenCores, 2)} / ${fmt(Math.max(0, row.otherCores), 2)} | ` +
       `${row.target === 'ceiling' ? '' : (Number.isFinite(row.ceilingRatio) ? fmt(row.ceilingRatio, 2) + '×' : '')} |`)
+  }
+  lines.push('')
+  lines.push('CPU: cores used during the measured window by the server process, by the PostgreSQL backends of the bench ' +
+    'database, by the load generator (autocannon and the answer checks, in the runner), and by anything else on the machine.')
+  const repeated = r.runs.filter((row) => row.attempts > 1)
+  if (repeated.length > 0) {
+    lines.push(`Measured again because other programs were busy: ${repeated.map((row) => `${row.workload} (${TARGET_LABELS[row.target]}, ${row.attempts} attempts)`).join(', ')}; the least disturbed attempt is shown.`)
+  }
+  const disturbed = r.runs.filter((row) => row.otherCores > r.settings.disturbedCores)
+  if (disturbed.length > 0) {
+    lines.push(`**Disturbed**: other processes used more than ${r.settings.disturbedCores} cores during ` +
+      `${disturbed.map((row) => `${row.workload} (${TARGET_LABELS[row.target]})`).join(', ')}; rerun on a quiet machine for reliable figures.`)
   }
   lines.push('')
   lines.push(`Ready (process start to first 200 from /ready): service ${fmt(r.ready.service)} ms` +
@@ -37,6 +51,9 @@ export function renderMarkdown (r) {
     (r.peakRssMb.ceiling !== undefined ? `, ceiling ${fmt(r.peakRssMb.ceiling)} MB` : '') + '.')
   lines.push(`Pool: ${r.pool.note} Most connections the service held during a workload: ${r.pool.observedMax ?? 'n/a'}.`)
   lines.push(`Row-level security: ${r.rls.summary}`)
+  if (r.modes?.superuser !== undefined && r.modes.superuser !== 'production') {
+    lines.push(`The superuser comparison ran in ${r.modes.superuser} mode: production mode refuses a role that bypasses row-level security.`)
+  }
   for (const [workload, cost] of Object.entries(r.rls.cost)) lines.push(`Row-level security cost (${workload}): ${pct(cost)}`)
   lines.push('', '## Targets', '')
   for (const t of r.targets) lines.push(`- ${t.status} ${t.name}: ${t.detail}`)
@@ -70,7 +87,8 @@ export function renderSvg (r) {
     for (const row of rows) {
       const w = Math.max(1, (row.rps / max) * barMax)
       parts.push(`<rect x="${left}" y="${y}" width="${w.toFixed(1)}" height="${barH}" fill="${COLORS[row.target]}"/>`)
-      const label = `${fmt(row.rps)} req/s · p50 ${fmt(row.p50, 1)} ms · p99 ${fmt(row.p99, 1)} ms`
+      const ratio = Number.isFinite(row.ceilingRatio) ? ` (${fmt(row.ceilingRatio, 2)}× ceiling)` : ''
+      const label = `${fmt(row.rps)} req/s${ratio} · p50 ${ms(row.p50)} ms · p99 ${ms(row.p99)} ms`
       parts.push(`<text x="${(left + w + 6).toFixed(1)}" y="${y + barH - 5}" font-size="11">${esc(label)}</text>`)
       y += barH + gap
     }

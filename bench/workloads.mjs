@@ -6,10 +6,11 @@
 
 export const FLAT_QUERY = '{ students(limit: 20) { id fullName classroomName } }'
 
-// A page of students with their classroom. When `Classroom.teachers` exists, extend this to
-// `classroom { id name teachers { id fullName } }` and teach `expectedStudentsNested` (below) and
-// the ceiling's NESTED_STUDENTS_SQL the same shape.
-export const NESTED_STUDENTS_QUERY = '{ students(limit: 100) { id fullName classroom { id name } } }'
+// A page of students with their classroom and the classroom's teachers (by full name). To change
+// its shape, change `expectedStudentsNested` (below), the expected rows in bench/dataset.mjs and the
+// ceiling's NESTED_STUDENTS_SQL with it.
+export const NESTED_STUDENTS_QUERY =
+  '{ students(limit: 100) { id fullName classroom { id name teachers { id fullName } } } }'
 
 export const NESTED_TEACHERS_QUERY = '{ teachers(limit: 100) { id fullName classrooms { id name } } }'
 
@@ -61,13 +62,20 @@ export function expectedFlat (rows) {
   return { data: { students: rows.slice(0, FLAT_LIMIT).map((r) => ({ id: r.id, fullName: r.full_name, classroomName: r.classroom_name })) } }
 }
 
+/** rows as for expectedFlat, plus classroom_teachers: [{ id, full_name }] by full name, then id. */
 export function expectedStudentsNested (rows) {
   return {
     data: {
       students: rows.slice(0, NESTED_STUDENTS_LIMIT).map((r) => ({
         id: r.id,
         fullName: r.full_name,
-        classroom: r.classroom_id === null ? null : { id: r.classroom_id, name: r.classroom_name }
+        classroom: r.classroom_id === null
+          ? null
+          : {
+              id: r.classroom_id,
+              name: r.classroom_name,
+              teachers: r.classroom_teachers.map((t) => ({ id: t.id, fullName: t.full_name }))
+            }
       }))
     }
   }
@@ -115,6 +123,9 @@ export function checkRead (body, expectedText, expected, school) {
     const rooms = item.classrooms ?? (item.classroom ? [item.classroom] : [])
     for (const room of rooms) {
       if (!room.name.startsWith(school.tag + ' ')) return `tenant leak: classroom "${room.name}" in an answer for ${school.tag}`
+      for (const teacher of room.teachers ?? []) {
+        if (!teacher.fullName.startsWith(school.tag + ' ')) return `tenant leak: teacher "${teacher.fullName}" in an answer for ${school.tag}`
+      }
     }
     if (typeof item.classroomName === 'string' && !item.classroomName.startsWith(school.tag + ' ')) {
       return `tenant leak: classroom "${item.classroomName}" in an answer for ${school.tag}`
