@@ -6,12 +6,11 @@ import { PGlite } from '@electric-sql/pglite'
 import { PrismaPg } from '@prisma/adapter-pg'
 import { LRUCache } from 'lru-cache'
 import { PrismaPGlite } from 'pglite-prisma-adapter'
-import pg from 'pg'
 import { PrismaClient } from '../generated/prisma/client.js'
 import { applyMigrations, pendingMigrations, type MigrationTarget } from './migrations/index.js'
 import { lockDataDir } from './embedded-lock.js'
 import { listenPostgres, type Listener, type ListenHandlers } from './listen.js'
-import { SchoolSessionClient, withSchoolSessions } from './school-session.js'
+import { SchoolSessionClient, SchoolSessionPool, withSchoolSessions } from './school-session.js'
 import { scopeToSchool, tenantModelInfo, type ScopeOptions, type TenantDb } from './tenant.js'
 
 export interface Database {
@@ -71,6 +70,27 @@ export class PendingMigrationsError extends Error {
   override name = 'PendingMigrationsError'
 }
 
+/**
+ * Names for the statements Prisma sends, so that each connection parses and plans a statement once
+ * and then only binds and executes it. Statements without parameters (BEGIN, COMMIT) stay unnamed:
+ * they run in the simple protocol, which lets BEGIN carry the school (school-session.ts).
+ */
+function preparedStatements (): (query: { sql: string, args: unknown[] }) => string {
+  const names = new LRUCache<string, string>({ max: 2_000 })
+  let next = 0
+  return (query) => {
+    // pg sends an unnamed statement for an undefined name (the adapter's type wants a string).
+    if (query.args.length === 0) return undefined as unknown as string
+    let name = names.get(query.sql)
+    if (name === undefined) {
+      next += 1
+      name = `sds_${next}`
+      names.set(query.sql, name)
+    }
+    return name
+  }
+}
+
 export async function openDatabase (options: DatabaseOptions): Promise<Database> {
   if (options.url !== undefined) {
     const target: MigrationTarget = { url: options.url }
@@ -82,7 +102,7 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
         `The database has ${pending.length} pending migration(s) (${pending.join(', ')}): run \`school-data migrate\` first`
       )
     }
-    const pool = new pg.Pool({
+    const pool = new SchoolSessionPool({
       connectionString: options.url,
       max: options.poolSize ?? 10,
       // Fail fast instead of queueing forever when the server is gone.
@@ -90,7 +110,7 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
       // BEGIN of a school's transaction sets the school in the same round trip.
       Client: SchoolSessionClient
     })
-    const adapter = withSchoolSessions(new PrismaPg(pool, { disposeExternalPool: true }), true)
+    const adapter = withSchoolSessions(new PrismaPg(pool, { disposeExternalPool: true, statementNameGenerator: preparedStatements() }), true)
     const prisma = new PrismaClient({ adapter })
     const url = options.url
     return await wrap('postgresql', prisma, target, options, {

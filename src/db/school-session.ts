@@ -9,10 +9,12 @@
 // The extension keeps every operation of a school on the direct path from its call to the
 // adapter (see there), so the store seen here is always that operation's school.
 //
-// Cost, in round trips to PostgreSQL: a statement of a school outside a transaction takes three
-// (BEGIN with set_config, the statement, COMMIT) where it would take one; a transaction takes one
-// more than it would, none on PostgreSQL, where BEGIN carries set_config.
-import { AsyncLocalStorage } from 'node:async_hooks'
+// Cost, in round trips to PostgreSQL: none. A statement of a school outside a transaction goes out
+// in one write with set_config before it and one Sync after both, so that the two run in one
+// implicit transaction (PostgreSQL's extended query protocol); a transaction's BEGIN carries
+// set_config. On the embedded PGlite (no network) a statement is BEGIN, set_config, the
+// statement, COMMIT.
+import { AsyncLocalStorage, AsyncResource } from 'node:async_hooks'
 import type {
   IsolationLevel,
   SqlDriverAdapter,
@@ -25,6 +27,9 @@ import pg from 'pg'
 
 /** The school of the operation being run, set by the tenant extension. */
 export const schoolSession = new AsyncLocalStorage<string>()
+
+/** Set by the adapter around one statement of a school that runs outside any transaction. */
+const singleStatement = new AsyncLocalStorage<true>()
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const COMMIT: SqlQuery = { sql: 'COMMIT', args: [], argTypes: [] }
@@ -44,18 +49,84 @@ function setSchool (schoolId: string): SqlQuery {
   }
 }
 
+// pg's own query class, extended below; its protocol methods are pg's public extension points for
+// custom queries ("submittables", as pg-cursor uses them).
+interface PgConnection {
+  parsedStatements: Record<string, string>
+  submittedNamedStatements: Record<string, string>
+  parse (message: { text: string, name: string, types: unknown[] }): void
+  bind (message: { portal: string, statement: string, values: unknown[], binary?: boolean }): void
+  execute (message: { portal: string, rows?: number }): void
+}
+interface PgQuery {
+  prepare (connection: PgConnection): void
+  handleDataRow (message: unknown): void
+  handleCommandComplete (message: unknown, connection: PgConnection): void
+}
+const PgQuery = (pg as unknown as { Query: new (config: unknown, values?: unknown, callback?: unknown) => PgQuery }).Query
+
+const SET_SCHOOL_STATEMENT = 'sds_set_school'
+const SET_SCHOOL_TEXT = "SELECT set_config('app.school_id', $1, true)"
+
 /**
- * A pg client whose `BEGIN`, sent for a school, also sets the school: one round trip instead of
- * two. The school is a validated UUID, so it is safe as a literal in the simple query protocol.
+ * One statement of a school outside a transaction: set_config, then the statement, then one Sync,
+ * in a single write. Between two Syncs PostgreSQL runs the statements as one implicit transaction,
+ * so the setting holds for the statement and ends with it. set_config's own row and completion
+ * are read and dropped; the statement's result is pg's usual one.
+ */
+class SchoolStatement extends PgQuery {
+  private preamble = true
+
+  constructor (config: unknown, values: unknown, callback: unknown, private readonly schoolId: string) {
+    super(config, values, callback)
+  }
+
+  requiresPreparation (): boolean {
+    return true
+  }
+
+  override prepare (connection: PgConnection): void {
+    if (connection.parsedStatements[SET_SCHOOL_STATEMENT] === undefined &&
+      connection.submittedNamedStatements[SET_SCHOOL_STATEMENT] === undefined) {
+      connection.parse({ text: SET_SCHOOL_TEXT, name: SET_SCHOOL_STATEMENT, types: [] })
+      connection.submittedNamedStatements[SET_SCHOOL_STATEMENT] = SET_SCHOOL_TEXT
+    }
+    connection.bind({ portal: '', statement: SET_SCHOOL_STATEMENT, values: [this.schoolId] })
+    connection.execute({ portal: '' })
+    super.prepare(connection)
+  }
+
+  override handleDataRow (message: unknown): void {
+    if (!this.preamble) super.handleDataRow(message)
+  }
+
+  override handleCommandComplete (message: unknown, connection: PgConnection): void {
+    if (this.preamble) {
+      this.preamble = false
+      return
+    }
+    super.handleCommandComplete(message, connection)
+  }
+}
+
+/**
+ * A pg client that runs a school's statements with the school set: a single statement as a
+ * SchoolStatement, and a transaction's `BEGIN` together with set_config (the school is a validated
+ * UUID, so it is safe as a literal in the simple query protocol).
  */
 export class SchoolSessionClient extends pg.Client {}
 const baseQuery = pg.Client.prototype.query as (...args: unknown[]) => unknown
 SchoolSessionClient.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-  const config = args[0] as { text?: unknown, values?: unknown[], name?: unknown } | undefined
-  if (typeof config === 'object' && config !== null && config.text === 'BEGIN' && config.name === undefined &&
-    (config.values === undefined || config.values.length === 0)) {
-    const schoolId = currentSchool()
-    if (schoolId !== undefined) {
+  const config = args[0] as { text?: unknown, values?: unknown[], name?: unknown, submit?: unknown } | undefined
+  const schoolId = currentSchool()
+  if (schoolId !== undefined && typeof config === 'object' && config !== null && typeof config.submit !== 'function') {
+    if (singleStatement.getStore() === true) {
+      const [, values, callback] = args
+      return baseQuery.call(this, typeof values === 'function'
+        ? new SchoolStatement(config, undefined, values, schoolId)
+        : new SchoolStatement(config, values, callback, schoolId))
+    }
+    if (config.text === 'BEGIN' && config.name === undefined && (config.values === undefined || config.values.length === 0)) {
       args[0] = { ...config, text: `BEGIN; SELECT set_config('app.school_id', '${schoolId}', true)` }
     }
   }
@@ -88,18 +159,20 @@ class SchoolSessionAdapter implements SqlDriverAdapter {
   readonly provider: SqlDriverAdapter['provider']
   readonly adapterName: string
 
-  constructor (private readonly inner: SqlDriverAdapter, private readonly beginSetsSchool: boolean) {
+  constructor (private readonly inner: SqlDriverAdapter, private readonly pgSessions: boolean) {
     this.provider = inner.provider
     this.adapterName = inner.adapterName
   }
 
   queryRaw (query: SqlQuery): Promise<SqlResultSet> {
     if (currentSchool() === undefined) return this.inner.queryRaw(query)
+    if (this.pgSessions) return singleStatement.run(true, () => this.inner.queryRaw(query))
     return this.inSchool((tx) => tx.queryRaw(query))
   }
 
   executeRaw (query: SqlQuery): Promise<number> {
     if (currentSchool() === undefined) return this.inner.executeRaw(query)
+    if (this.pgSessions) return singleStatement.run(true, () => this.inner.executeRaw(query))
     return this.inSchool((tx) => tx.executeRaw(query))
   }
 
@@ -115,10 +188,11 @@ class SchoolSessionAdapter implements SqlDriverAdapter {
     const schoolId = currentSchool()
     if (schoolId === undefined) return await this.inner.startTransaction(isolationLevel)
     // SET TRANSACTION ISOLATION LEVEL must come first in a transaction: then set the school after it.
-    const merged = this.beginSetsSchool && isolationLevel === undefined
+    const merged = this.pgSessions && isolationLevel === undefined
     const tx = merged
       ? await this.inner.startTransaction()
       : await schoolSession.exit(() => this.inner.startTransaction(isolationLevel))
+    // (A statement inside this transaction goes to the transaction itself, never to queryRaw above.)
     if (!merged) {
       try {
         await tx.queryRaw(setSchool(schoolId))
@@ -155,14 +229,28 @@ class SchoolSessionAdapter implements SqlDriverAdapter {
 
 /**
  * Wraps a driver adapter factory so that a school's operations run under row-level security.
- * `beginSetsSchool`: the factory's connections are `SchoolSessionClient`s.
+ * `pgSessions`: the factory's connections are `SchoolSessionClient`s.
  */
-export function withSchoolSessions (factory: SqlDriverAdapterFactory, beginSetsSchool = false): SqlDriverAdapterFactory {
+export function withSchoolSessions (factory: SqlDriverAdapterFactory, pgSessions = false): SqlDriverAdapterFactory {
   return {
     provider: factory.provider,
     adapterName: factory.adapterName,
     async connect () {
-      return new SchoolSessionAdapter(await factory.connect(), beginSetsSchool)
+      return new SchoolSessionAdapter(await factory.connect(), pgSessions)
     }
+  }
+}
+
+/**
+ * A pg pool whose queued requests resume in their caller's async context. pg-pool hands a freed
+ * connection to the next waiting caller from inside `release()`, that is in the context of the
+ * request that released it; without this, `pool.query` of one school could run in another's.
+ */
+export class SchoolSessionPool extends pg.Pool {
+  override connect (): Promise<pg.PoolClient>
+  override connect (callback: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void): void
+  override connect (callback?: (...args: any[]) => void): Promise<pg.PoolClient> | void {
+    if (callback === undefined) return super.connect()
+    super.connect(AsyncResource.bind(callback))
   }
 }

@@ -36,6 +36,7 @@ function groupBy<T> (rows: T[], key: (row: T) => string): Map<string, T[]> {
 async function classroomStudents (queries: Array<{ obj: ClassroomRow }>, ctx: MercuriusContext): Promise<StudentRow[][]> {
   const { db } = ctx.school()
   const rows = await db.student.findMany({
+    relationLoadStrategy: 'join',
     where: { classroomId: { in: queries.map((q) => q.obj.id) } },
     orderBy: [{ fullName: 'asc' }, { id: 'asc' }],
     select: { id: true, fullName: true, classroomId: true, classroom: { select: CLASSROOM_SELECT } }
@@ -48,6 +49,7 @@ async function classroomStudents (queries: Array<{ obj: ClassroomRow }>, ctx: Me
 async function classroomTeachers (queries: Array<{ obj: ClassroomRow }>, ctx: MercuriusContext): Promise<TeacherRow[][]> {
   const { db } = ctx.school()
   const rows = await db.teacherClassroom.findMany({
+    relationLoadStrategy: 'join',
     where: { classroomId: { in: queries.map((q) => q.obj.id) } },
     orderBy: [{ teacher: { fullName: 'asc' } }, { teacherId: 'asc' }],
     select: { classroomId: true, teacher: { select: { id: true, fullName: true } } }

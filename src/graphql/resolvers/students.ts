@@ -19,6 +19,7 @@ export const studentQueries: Pick<QueryResolvers, 'students' | 'student'> = {
     const { db } = ctx.school()
     if (take === 0) return []
     return await db.student.findMany({
+      relationLoadStrategy: 'join',
       take,
       orderBy: { id: 'asc' },
       select: prismaSelect(info, 'Student', STUDENT_SELECT)
@@ -30,6 +31,7 @@ export const studentQueries: Pick<QueryResolvers, 'students' | 'student'> = {
     const studentId = requireUuid(id)
     const { db } = ctx.school()
     return await db.student.findFirst({
+      relationLoadStrategy: 'join',
       where: { id: studentId },
       select: prismaSelect(info, 'Student', STUDENT_SELECT)
     }) as unknown as StudentRow | null

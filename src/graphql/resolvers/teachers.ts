@@ -40,6 +40,7 @@ async function teacherClassrooms (
 ): Promise<ClassroomRow[][]> {
   const { db } = ctx.school()
   const rows = await db.teacherClassroom.findMany({
+    relationLoadStrategy: 'join',
     where: { teacherId: { in: queries.map((q) => q.obj.id) } },
     select: { teacherId: true, classroom: { select: { id: true, name: true } } },
     orderBy: { classroom: { name: 'asc' } }
