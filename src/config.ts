@@ -19,6 +19,10 @@ export interface Config {
   accessTokenTtl: number
   refreshTokenTtl: number
   logLevel: string
+  /** Seconds an answer to a read may be reused (0: no response cache). */
+  responseCacheTtl: number
+  /** Megabytes of answers each API process may keep. */
+  responseCacheMb: number
 }
 
 export class ConfigError extends Error {
@@ -37,6 +41,8 @@ const schema = {
     JWT_SECRET: { type: 'string', minLength: 32 },
     ACCESS_TOKEN_TTL: { type: 'integer', minimum: 1, default: 900 },
     REFRESH_TOKEN_TTL: { type: 'integer', minimum: 1, default: 604800 },
+    RESPONSE_CACHE_TTL: { type: 'integer', minimum: 0, maximum: 86400, default: 60 },
+    RESPONSE_CACHE_MB: { type: 'integer', minimum: 1, maximum: 4096, default: 32 },
     LOG_LEVEL: {
       type: 'string',
       enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
@@ -56,6 +62,8 @@ interface RawEnv {
   ACCESS_TOKEN_TTL: number
   REFRESH_TOKEN_TTL: number
   LOG_LEVEL: string
+  RESPONSE_CACHE_TTL: number
+  RESPONSE_CACHE_MB: number
 }
 
 /**
@@ -93,7 +101,9 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, { needsSecret 
     jwtSecret,
     accessTokenTtl: raw.ACCESS_TOKEN_TTL,
     refreshTokenTtl: raw.REFRESH_TOKEN_TTL,
-    logLevel: raw.LOG_LEVEL
+    logLevel: raw.LOG_LEVEL,
+    responseCacheTtl: raw.RESPONSE_CACHE_TTL,
+    responseCacheMb: raw.RESPONSE_CACHE_MB
   }
 }
 

@@ -31,6 +31,9 @@ export function testConfig (overrides: Partial<Config> = {}): Config {
     accessTokenTtl: 900,
     refreshTokenTtl: 604800,
     logLevel: 'silent',
+    // Off unless a test is about it: tests write and read back at once, faster than a notification.
+    responseCacheTtl: 0,
+    responseCacheMb: 32,
     ...overrides
   }
 }

@@ -2,6 +2,7 @@ import fp from 'fastify-plugin'
 import mercurius from 'mercurius'
 import { buildContext } from '../graphql/context.js'
 import { errorFormatter } from '../graphql/errors.js'
+import { registerResponseCache } from '../graphql/response-cache.js'
 import { loaders, resolvers } from '../graphql/resolvers/index.js'
 import { loadSchema } from '../graphql/schema.js'
 
@@ -18,4 +19,8 @@ export default fp(async (app) => {
     allowBatchedQueries: false,
     graphiql: false
   })
+  const { responseCacheTtl, responseCacheMb } = app.config
+  if (responseCacheTtl > 0) {
+    await registerResponseCache(app, { ttlMs: responseCacheTtl * 1000, maxBytes: responseCacheMb * 1024 * 1024 })
+  }
 }, { name: 'graphql', dependencies: ['config', 'database', 'auth'] })

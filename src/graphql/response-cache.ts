@@ -1,0 +1,124 @@
+// A response cache for reads, per API node: an answer to a query is kept per school and reused for
+// the same document and variables from any user of that school, until a write to that school's
+// records (from any node, the CLI or SQL) removes it.
+//
+// - Keyed by school: the key starts with the caller's school, taken from a verified token that has
+//   passed the revocation check; only queries (never mutations) with no error in the answer are kept.
+// - Invalidated by writes: triggers on the tenant tables and on schools send
+//   NOTIFY school_data_changed '<school id>' (migration response_cache_notifications); each node
+//   drops that school's answers. A read that was running while a write landed is not kept (each
+//   school has a generation, bumped by every notification). While the notification connection is
+//   down nothing is served from or kept in the cache.
+// - Bounded: at most `maxBytes` of answers (least recently used out first), each for at most `ttlMs`.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { parse, type OperationDefinitionNode } from 'graphql'
+import { LRUCache } from 'lru-cache'
+import type { Listener } from '../db/listen.js'
+
+export const DATA_CHANGED_CHANNEL = 'school_data_changed'
+
+export interface ResponseCacheOptions {
+  maxBytes: number
+  ttlMs: number
+}
+
+interface GraphQLBody {
+  query?: unknown
+  variables?: unknown
+  operationName?: unknown
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Where the answer to this request is kept, when it may be. */
+    responseCacheSlot?: { schoolId: string, key: string, generation: number }
+  }
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+export async function registerResponseCache (app: FastifyInstance, options: ResponseCacheOptions): Promise<void> {
+  /** Keys kept per school, so that a write drops exactly that school's answers. */
+  const keysBySchool = new Map<string, Set<string>>()
+  const answers = new LRUCache<string, string>({
+    maxSize: options.maxBytes,
+    sizeCalculation: (value, key) => value.length + key.length,
+    ttl: options.ttlMs,
+    // Keys start with the school id (36 characters).
+    dispose: (_value, key) => { keysBySchool.get(key.slice(0, 36))?.delete(key) }
+  })
+  const generations = new Map<string, number>()
+  /** Whether a document (and operation name) is a query: parsed once per distinct text. */
+  const isQuery = new LRUCache<string, boolean>({ max: 1_000 })
+
+  function invalidate (schoolId: string): void {
+    generations.set(schoolId, (generations.get(schoolId) ?? 0) + 1)
+    const keys = keysBySchool.get(schoolId)
+    if (keys === undefined) return
+    keysBySchool.delete(schoolId)
+    for (const key of keys) answers.delete(key)
+  }
+
+  function invalidateAll (): void {
+    for (const schoolId of [...generations.keys(), ...keysBySchool.keys()]) invalidate(schoolId)
+    answers.clear()
+  }
+
+  const listener: Listener = await app.db.listen(DATA_CHANGED_CHANNEL, {
+    notify (payload) {
+      if (UUID.test(payload)) invalidate(payload.toLowerCase())
+    },
+    // Anything may have changed while not listening.
+    async listening () { invalidateAll() },
+    lost () { invalidateAll() }
+  })
+  app.addHook('onClose', async () => { await listener.close() })
+
+  function queryOperation (query: string, operationName: string | undefined): boolean {
+    const key = `${operationName ?? ''}\0${query}`
+    let answer = isQuery.get(key)
+    if (answer === undefined) {
+      try {
+        const operations = parse(query).definitions.filter((d): d is OperationDefinitionNode => d.kind === 'OperationDefinition')
+        const chosen = operationName === undefined
+          ? (operations.length === 1 ? operations[0] : undefined)
+          : operations.find((o) => o.name?.value === operationName)
+        answer = chosen?.operation === 'query'
+      } catch {
+        answer = false // a syntax error: GraphQL answers it
+      }
+      isQuery.set(key, answer)
+    }
+    return answer
+  }
+
+  app.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
+    if (request.method !== 'POST' || request.routeOptions.url !== '/' || !listener.live) return
+    const body = request.body as GraphQLBody | undefined
+    if (typeof body?.query !== 'string') return
+    const operationName = typeof body.operationName === 'string' ? body.operationName : undefined
+    if (!queryOperation(body.query, operationName)) return
+    const identity = app.auth.identify(request.headers.authorization)
+    if (identity.kind !== 'user' || identity.schoolId === null) return
+    const schoolId = identity.schoolId
+    const key = `${schoolId}\0${operationName ?? ''}\0${body.query}\0${JSON.stringify(body.variables ?? null)}`
+    const cached = answers.get(key)
+    if (cached !== undefined) {
+      return await reply.header('content-type', 'application/json; charset=utf-8').header('x-cache', 'hit').send(cached)
+    }
+    request.responseCacheSlot = { schoolId, key, generation: generations.get(schoolId) ?? 0 }
+  })
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    const slot = request.responseCacheSlot
+    if (slot === undefined || reply.statusCode !== 200 || typeof payload !== 'string') return payload
+    reply.header('x-cache', 'miss')
+    // A write landed while this read ran, or the answer holds an error: not kept.
+    if (!listener.live || (generations.get(slot.schoolId) ?? 0) !== slot.generation || payload.includes('"errors"')) return payload
+    answers.set(slot.key, payload)
+    let keys = keysBySchool.get(slot.schoolId)
+    if (keys === undefined) keysBySchool.set(slot.schoolId, keys = new Set())
+    keys.add(slot.key)
+    return payload
+  })
+}
