@@ -7,8 +7,9 @@ const ms = (n) => Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFracti
 const pct = (n) => Number.isFinite(n) ? `${(n * 100).toFixed(1)}%` : 'n/a'
 
 export const TARGET_LABELS = {
-  service: 'service (RLS role)',
-  superuser: 'service (superuser)',
+  service: 'service (RLS role, response cache on)',
+  uncached: 'service (RLS role, cache off)',
+  superuser: 'service (superuser, cache off)',
   ceiling: 'ceiling'
 }
 
@@ -65,12 +66,12 @@ export function renderMarkdown (r) {
 
 const esc = (s) => String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
 
-const COLORS = { service: '#2f6db5', superuser: '#8fb3e0', ceiling: '#b0b0b0' }
+const COLORS = { service: '#2f6db5', uncached: '#5b9bd5', superuser: '#8fb3e0', ceiling: '#b0b0b0' }
 
 /** Horizontal grouped bars: req/s of each workload, one bar per server that ran it. */
 export function renderSvg (r) {
   const workloads = [...new Set(r.runs.map((row) => row.workload))]
-  const targets = ['service', 'superuser', 'ceiling']
+  const targets = ['service', 'uncached', 'superuser', 'ceiling']
   const max = Math.max(...r.runs.map((row) => row.rps).filter(Number.isFinite), 1)
   const left = 150
   const barMax = 520
@@ -96,11 +97,12 @@ export function renderSvg (r) {
   }
   const legendY = y + 10
   targets.forEach((t, i) => {
-    const x = left + i * 190
-    parts.push(`<rect x="${x}" y="${legendY}" width="12" height="12" fill="${COLORS[t]}"/>`)
-    parts.push(`<text x="${x + 18}" y="${legendY + 11}" font-size="12">${esc(TARGET_LABELS[t])}</text>`)
+    const x = left + (i % 2) * 320
+    const ly = legendY + Math.floor(i / 2) * 20
+    parts.push(`<rect x="${x}" y="${ly}" width="12" height="12" fill="${COLORS[t]}"/>`)
+    parts.push(`<text x="${x + 18}" y="${ly + 11}" font-size="12">${esc(TARGET_LABELS[t])}</text>`)
   })
-  const height = legendY + 40
+  const height = legendY + 60
   const width = left + barMax + 280
   const subtitle = `${r.settings.connections} connections, ${r.settings.durationSeconds} s each; ${r.machine.cpus} CPU, Node ${r.machine.node}, PostgreSQL ${r.machine.postgres}; ${r.finishedAt.slice(0, 10)}`
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif" font-size="13">

@@ -2,10 +2,9 @@
 // embedded PGlite under the data folder. Both run the same migrations and the same SQL.
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { PGlite } from '@electric-sql/pglite'
+import type { PGlite } from '@electric-sql/pglite'
 import { PrismaPg } from '@prisma/adapter-pg'
 import { LRUCache } from 'lru-cache'
-import { PrismaPGlite } from 'pglite-prisma-adapter'
 import { PrismaClient } from '../generated/prisma/client.js'
 import { applyMigrations, pendingMigrations, type MigrationTarget } from './migrations/index.js'
 import { lockDataDir } from './embedded-lock.js'
@@ -128,6 +127,8 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
   }
   let pglite: PGlite | undefined
   try {
+    // The embedded database loads only when used.
+    const { PGlite } = await import('@electric-sql/pglite')
     pglite = new PGlite(dataPath)
     await pglite.waitReady
     // Starting the schema engine takes seconds; a plain read tells whether it is needed.
@@ -140,6 +141,7 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
     unlock()
     throw err
   }
+  const { PrismaPGlite } = await import('pglite-prisma-adapter')
   const prisma = new PrismaClient({ adapter: withSchoolSessions(new PrismaPGlite(pglite)) })
   const driver = pglite
   return await wrap('embedded', prisma, { pglite }, options, {

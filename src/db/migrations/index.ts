@@ -5,11 +5,16 @@ import { existsSync } from 'node:fs'
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { PGlite } from '@electric-sql/pglite'
+import type { PGlite } from '@electric-sql/pglite'
 import type { MigrationList, SchemaFilter } from '@prisma/schema-engine-wasm'
 import pg from 'pg'
-import { PGliteMigrationFactory, PostgresMigrationFactory, type ClosableMigrationFactory } from './adapters.js'
-import { MigrationEngineError, withSchemaEngine } from './schema-engine.js'
+import type { ClosableMigrationFactory } from './adapters.js'
+import { MigrationEngineError } from './errors.js'
+
+// The schema engine (WebAssembly) and the embedded database load only when a migration runs, so
+// that a service checking for pending migrations starts fast.
+const engine = async () => await import('./schema-engine.js')
+const adapters = async () => await import('./adapters.js')
 
 export { MigrationEngineError }
 
@@ -23,7 +28,8 @@ export const schemaPath = join(root, 'prisma', 'schema.prisma')
 const LOCKFILE = 'migration_lock.toml'
 const NO_FILTER: SchemaFilter = { externalTables: [], externalEnums: [] }
 
-function factoryFor (target: MigrationTarget): ClosableMigrationFactory {
+async function factoryFor (target: MigrationTarget): Promise<ClosableMigrationFactory> {
+  const { PGliteMigrationFactory, PostgresMigrationFactory } = await adapters()
   return 'url' in target ? new PostgresMigrationFactory(target.url) : new PGliteMigrationFactory(target.pglite)
 }
 
@@ -53,7 +59,8 @@ export async function listMigrations (dir: string = migrationsDir): Promise<Migr
 /** Applies the migrations the database has not recorded yet (`prisma migrate deploy`). */
 export async function applyMigrations (target: MigrationTarget, dir: string = migrationsDir): Promise<string[]> {
   const migrationsList = await listMigrations(dir)
-  return await withSchemaEngine(factoryFor(target), {}, async (engine) => {
+  const { withSchemaEngine } = await engine()
+  return await withSchemaEngine(await factoryFor(target), {}, async (engine) => {
     const { appliedMigrationNames } = await engine.applyMigrations({ migrationsList, filters: NO_FILTER })
     return appliedMigrationNames
   })
@@ -96,6 +103,7 @@ export interface SchemaOptions {
 /** Runs `work` against `options.target`, or a throwaway in-memory PGlite. */
 async function withTarget<T> (options: SchemaOptions, work: (target: MigrationTarget) => Promise<T>): Promise<T> {
   if (options.target !== undefined) return await work(options.target)
+  const { PGlite } = await import('@electric-sql/pglite')
   const pglite = new PGlite()
   try {
     await pglite.waitReady
@@ -116,8 +124,9 @@ async function schemaFile (path: string): Promise<[string, string]> {
 export async function diffMigrationsToSchema (options: SchemaOptions = {}): Promise<string> {
   const schema = await schemaFile(options.schemaPath ?? schemaPath)
   const migrationsList = await listMigrations(options.migrationsDir ?? migrationsDir)
+  const { withSchemaEngine } = await engine()
   return await withTarget(options, async (target) =>
-    await withSchemaEngine(factoryFor(target), { schema }, async (engine) => {
+    await withSchemaEngine(await factoryFor(target), { schema }, async (engine) => {
       const result = await engine.diff({
         from: { tag: 'migrations', ...migrationsList },
         to: { tag: 'schemaDatamodel', files: [{ path: schema[0], content: schema[1] }] },

@@ -6,6 +6,7 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import * as bg from '@prisma/schema-engine-wasm/schema_engine_bg'
 import type { SchemaEngine } from '@prisma/schema-engine-wasm'
+import { MigrationEngineError } from './errors.js'
 import {
   bindMigrationAwareSqlAdapterFactory,
   type SqlMigrationAwareDriverAdapterFactory
@@ -49,9 +50,7 @@ async function loadWasm (): Promise<typeof bg> {
   return await loaded
 }
 
-export class MigrationEngineError extends Error {
-  override name = 'MigrationEngineError'
-}
+export { MigrationEngineError }
 
 /** The engine's errors are plain objects or panics; give them a readable message. */
 export function engineError (err: unknown): MigrationEngineError {

@@ -1,0 +1,4 @@
+/** A migration could not be made or applied; the message says why. */
+export class MigrationEngineError extends Error {
+  override name = 'MigrationEngineError'
+}
