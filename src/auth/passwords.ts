@@ -1,10 +1,18 @@
 // Password storage: argon2id with OWASP's minimum parameters (19 MiB, 2 passes, 1 lane).
 import { randomBytes } from 'node:crypto'
+import { availableParallelism } from 'node:os'
 import { hash, verify, type Options } from '@node-rs/argon2'
+import pLimit from 'p-limit'
 
 // `Algorithm.Argon2id`; the package exports it as a const enum, which isolated modules cannot inline.
 const ARGON2ID = 2
 const OPTIONS: Options = { algorithm: ARGON2ID, memoryCost: 19_456, timeCost: 2, parallelism: 1 }
+
+/**
+ * Hashes run at most this many at once (each takes 19 MiB for tens of milliseconds); the others
+ * wait their turn. A burst of logins then costs bounded memory and leaves CPU for reads.
+ */
+const hashing = pLimit(Math.max(2, availableParallelism()))
 
 /** Longer passwords are refused: hashing them would only cost time (a denial-of-service lever). */
 export const MAX_PASSWORD_LENGTH = 256
@@ -25,7 +33,7 @@ export function checkPasswordPolicy (password: string): void {
 
 export async function hashPassword (password: string): Promise<string> {
   checkPasswordPolicy(password)
-  return await hash(password, OPTIONS)
+  return await hashing(() => hash(password, OPTIONS))
 }
 
 let decoy: Promise<string> | undefined
@@ -38,11 +46,12 @@ export async function verifyPassword (storedHash: string | undefined, password: 
   if (password.length > MAX_PASSWORD_LENGTH) return false
   if (storedHash === undefined) {
     decoy ??= hash(randomBytes(32), OPTIONS)
-    await verify(await decoy, password)
+    const decoyHash = await decoy
+    await hashing(() => verify(decoyHash, password))
     return false
   }
   try {
-    return await verify(storedHash, password)
+    return await hashing(() => verify(storedHash, password))
   } catch {
     return false
   }
