@@ -70,7 +70,7 @@ t.test('the database refuses a link between rows of two schools', async (t) => {
 // Wall 1, complete: every operation of every tenant model that the generated client offers.
 
 interface ModelProbe {
-  delegate: 'classroom' | 'student' | 'teacher' | 'teacherClassroom'
+  delegate: 'classroom' | 'student' | 'teacher' | 'teacherClassroom' | 'change'
   /** Data of a new row (no schoolId). */
   data (n: number, refs: Refs): Record<string, unknown>
   /** The primary key selector of a row. */
@@ -111,6 +111,13 @@ const PROBES: Record<string, ModelProbe> = {
     key: (r) => ({ schoolId_teacherId_classroomId: { schoolId: r.schoolId, teacherId: r.teacherId, classroomId: r.classroomId } }),
     match: (r) => ({ teacherId: r.teacherId }),
     change: { createdAt: new Date('2020-01-01T00:00:00Z') }
+  },
+  Change: {
+    delegate: 'change',
+    data: (n) => ({ seq: BigInt(1_000_000 + n), type: 'CREATED', recordType: 'STUDENT', recordId: '00000000-0000-4000-8000-000000000000' }),
+    key: (r) => ({ schoolId_seq: { schoolId: r.schoolId, seq: r.seq } }),
+    match: (r) => ({ seq: r.seq }),
+    change: { sourcedId: 'Renamed' }
   }
 }
 

@@ -10,7 +10,8 @@ export const TENANT_MODELS: ReadonlySet<string> = new Set<Prisma.ModelName>([
   'Classroom',
   'Student',
   'Teacher',
-  'TeacherClassroom'
+  'TeacherClassroom',
+  'Change'
 ])
 
 /** Models the scoped client never reaches; only authentication and administration code does. */
