@@ -9,6 +9,8 @@ import configPlugin from './plugins/config.js'
 import databasePlugin from './plugins/database.js'
 import graphqlPlugin from './plugins/graphql.js'
 import operationsPlugin from './plugins/operations.js'
+import rateLimitPlugin from './plugins/rate-limit.js'
+import redisPlugin from './plugins/redis.js'
 
 export interface BuildOptions {
   /** An open database owned by the caller; by default the app opens (and closes) its own. */
@@ -50,7 +52,9 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
 
   await app.register(configPlugin, { config })
   await app.register(databasePlugin, { database: options.database })
+  await app.register(redisPlugin)
   await app.register(authPlugin)
+  await app.register(rateLimitPlugin)
   await app.register(graphqlPlugin)
   await app.register(operationsPlugin)
   return app

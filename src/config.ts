@@ -23,6 +23,20 @@ export interface Config {
   responseCacheTtl: number
   /** Megabytes of answers each API process may keep. */
   responseCacheMb: number
+  /** Redis shared by the API nodes for rate-limit counters; undefined: counters in memory. */
+  redisUrl: string | undefined
+  /** Prefix of every Redis key of this service (deployments may share one Redis). */
+  redisKeyPrefix: string
+  /** Requests per minute per user, per school and per client address of anonymous calls (0: off). */
+  rateLimitUserPerMinute: number
+  rateLimitSchoolPerMinute: number
+  rateLimitAddressPerMinute: number
+  /** Failed logins per account and per client address before locks begin (0: off). */
+  loginFailuresPerAccount: number
+  loginFailuresPerAddress: number
+  /** Seconds after which failed logins are forgotten, and the longest lock. */
+  loginFailureWindow: number
+  loginLockMax: number
 }
 
 export class ConfigError extends Error {
@@ -43,6 +57,15 @@ const schema = {
     REFRESH_TOKEN_TTL: { type: 'integer', minimum: 1, default: 604800 },
     RESPONSE_CACHE_TTL: { type: 'integer', minimum: 0, maximum: 86400, default: 60 },
     RESPONSE_CACHE_MB: { type: 'integer', minimum: 1, maximum: 4096, default: 32 },
+    REDIS_URL: { type: 'string', pattern: '^rediss?://' },
+    REDIS_KEY_PREFIX: { type: 'string', pattern: '^[A-Za-z0-9_.:-]{0,64}$', default: 'sds:' },
+    RATE_LIMIT_USER_PER_MINUTE: { type: 'integer', minimum: 0, default: 600 },
+    RATE_LIMIT_SCHOOL_PER_MINUTE: { type: 'integer', minimum: 0, default: 6000 },
+    RATE_LIMIT_ADDRESS_PER_MINUTE: { type: 'integer', minimum: 0, default: 300 },
+    LOGIN_FAILURES_PER_ACCOUNT: { type: 'integer', minimum: 0, maximum: 1000, default: 5 },
+    LOGIN_FAILURES_PER_ADDRESS: { type: 'integer', minimum: 0, maximum: 100000, default: 100 },
+    LOGIN_FAILURE_WINDOW: { type: 'integer', minimum: 1, maximum: 86400, default: 900 },
+    LOGIN_LOCK_MAX: { type: 'integer', minimum: 1, maximum: 86400, default: 900 },
     LOG_LEVEL: {
       type: 'string',
       enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
@@ -64,6 +87,15 @@ interface RawEnv {
   LOG_LEVEL: string
   RESPONSE_CACHE_TTL: number
   RESPONSE_CACHE_MB: number
+  REDIS_URL?: string
+  REDIS_KEY_PREFIX: string
+  RATE_LIMIT_USER_PER_MINUTE: number
+  RATE_LIMIT_SCHOOL_PER_MINUTE: number
+  RATE_LIMIT_ADDRESS_PER_MINUTE: number
+  LOGIN_FAILURES_PER_ACCOUNT: number
+  LOGIN_FAILURES_PER_ADDRESS: number
+  LOGIN_FAILURE_WINDOW: number
+  LOGIN_LOCK_MAX: number
 }
 
 /**
@@ -103,7 +135,16 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, { needsSecret 
     refreshTokenTtl: raw.REFRESH_TOKEN_TTL,
     logLevel: raw.LOG_LEVEL,
     responseCacheTtl: raw.RESPONSE_CACHE_TTL,
-    responseCacheMb: raw.RESPONSE_CACHE_MB
+    responseCacheMb: raw.RESPONSE_CACHE_MB,
+    redisUrl: raw.REDIS_URL,
+    redisKeyPrefix: raw.REDIS_KEY_PREFIX,
+    rateLimitUserPerMinute: raw.RATE_LIMIT_USER_PER_MINUTE,
+    rateLimitSchoolPerMinute: raw.RATE_LIMIT_SCHOOL_PER_MINUTE,
+    rateLimitAddressPerMinute: raw.RATE_LIMIT_ADDRESS_PER_MINUTE,
+    loginFailuresPerAccount: raw.LOGIN_FAILURES_PER_ACCOUNT,
+    loginFailuresPerAddress: raw.LOGIN_FAILURES_PER_ADDRESS,
+    loginFailureWindow: raw.LOGIN_FAILURE_WINDOW,
+    loginLockMax: raw.LOGIN_LOCK_MAX
   }
 }
 

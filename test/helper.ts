@@ -34,6 +34,16 @@ export function testConfig (overrides: Partial<Config> = {}): Config {
     // Off unless a test is about it: tests write and read back at once, faster than a notification.
     responseCacheTtl: 0,
     responseCacheMb: 32,
+    redisUrl: undefined,
+    redisKeyPrefix: 'sds-test:',
+    // Limits and login throttling off unless a test is about them: tests share one client address.
+    rateLimitUserPerMinute: 0,
+    rateLimitSchoolPerMinute: 0,
+    rateLimitAddressPerMinute: 0,
+    loginFailuresPerAccount: 0,
+    loginFailuresPerAddress: 0,
+    loginFailureWindow: 900,
+    loginLockMax: 900,
     ...overrides
   }
 }

@@ -10,6 +10,7 @@ export type ErrorCode =
   | 'INVALID_CREDENTIALS'
   | 'INVALID_REFRESH_TOKEN'
   | 'BAD_USER_INPUT'
+  | 'TOO_MANY_REQUESTS'
   | 'INTERNAL_SERVER_ERROR'
 
 export function codedError (code: ErrorCode, message: string): Error {
@@ -24,6 +25,9 @@ export const invalidCredentials = (): Error => codedError('INVALID_CREDENTIALS',
 export const invalidRefreshToken = (): Error =>
   codedError('INVALID_REFRESH_TOKEN', 'Invalid or expired refresh token')
 export const badUserInput = (message: string): Error => codedError('BAD_USER_INPUT', message)
+/** A refusal by a limit; a response whose data is null because of it is a 429. */
+export const tooManyRequests = (message: string, retryAfter: number): Error =>
+  new ErrorWithProps(message, { code: 'TOO_MANY_REQUESTS', retryAfter }, 429)
 
 const INTERNAL_MESSAGE = 'Internal server error'
 
@@ -59,6 +63,7 @@ export function errorFormatter (
   const log = context.reply?.log ?? context.app.log
   const requestId = context.reply?.request.id
   let requestStatus: number | undefined
+  let refusedStatus: number | undefined
   const errors = flatten(execution.errors).map((error): GraphQLFormattedError => {
     const original = error.originalError
     if (original === undefined || original === null || original instanceof GraphQLError) {
@@ -66,6 +71,7 @@ export function errorFormatter (
       return { message, ...(locations && { locations }), ...(path && { path }) }
     }
     if (original instanceof ErrorWithProps) {
+      if (original.statusCode === 429) refusedStatus = 429
       log.debug({ code: (original.extensions as { code?: string }).code, path: error.path }, original.message)
       return error.toJSON()
     }
@@ -89,7 +95,8 @@ export function errorFormatter (
     ? true
     : errors.some((e) => e.path !== undefined)
   return {
-    statusCode: requestStatus ?? (executed ? 200 : 400),
+    // A refused field that left no data (a refused login) refuses the whole request.
+    statusCode: requestStatus ?? (refusedStatus !== undefined && execution.data == null ? refusedStatus : executed ? 200 : 400),
     response: { data: execution.data ?? null, errors }
   }
 }

@@ -1,0 +1,170 @@
+// Rate limits of the GraphQL endpoint and login throttling.
+//
+// Requests per minute are counted per verified user and per school (a request counts on both);
+// requests without a valid access token are counted per client address. A request over a limit is
+// answered 429 with `Retry-After`; every counted response carries the IETF draft's `RateLimit-*`
+// headers of the limit closest to exhaustion. Counters live in Redis when REDIS_URL is set, so every
+// API node counts the same requests; otherwise in this process's memory (no round trip).
+//
+// A Redis outage must not take the API down: a limit whose counter cannot be read lets the request
+// through (fail open), with a warning in the log and `sds_rate_limit_store_errors_total`.
+import rateLimit, { normalizeIP } from '@fastify/rate-limit'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { Counter, type Registry } from 'prom-client'
+import type { Identity } from '../auth/identity.js'
+import { createLoginThrottle, type LoginThrottle } from '../auth/login-throttle.js'
+
+export type LimitName = 'user' | 'school' | 'address' | 'login'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    limits: {
+      login: LoginThrottle
+      /** Counts a refusal by a limit (the metric). */
+      refused: (limit: LimitName) => void
+    }
+  }
+  interface FastifyRequest {
+    /** The caller as the rate limits saw it (set on GraphQL requests while limits are on). */
+    rateLimitIdentity: Identity | null
+  }
+}
+
+const WINDOW_MS = 60_000
+/** Keys each in-memory limit keeps (least recently used first out). */
+const MEMORY_KEYS = 50_000
+const LOG_EVERY_MS = 30_000
+
+type Check = ReturnType<FastifyInstance['createRateLimit']>
+type Result = Awaited<ReturnType<Check>>
+type Counted = Extract<Result, { isAllowed: false }>
+interface Limit { name: LimitName, max: number, policy: string, check: Check }
+
+export default fp(async (app) => {
+  const config = app.config
+  let refusals: Counter<'limit'> | undefined
+  let storeErrors: Counter<'use'> | undefined
+  // The metrics plugin may be registered after this one: look for it once all plugins are in.
+  app.addHook('onReady', async () => {
+    const metrics = (app as { metrics?: { registry: Registry } }).metrics
+    if (!app.hasDecorator('metrics') || metrics === undefined) return
+    refusals = new Counter({
+      name: 'sds_rate_limit_refusals_total',
+      help: 'Requests or logins refused by a rate limit or login throttling, by limit',
+      labelNames: ['limit'],
+      registers: [metrics.registry]
+    })
+    storeErrors = new Counter({
+      name: 'sds_rate_limit_store_errors_total',
+      help: 'Failures of the shared (Redis) counters: rate limits let the request through, login throttling counts in memory',
+      labelNames: ['use'],
+      registers: [metrics.registry]
+    })
+  })
+
+  let lastWarned = 0
+  const storeFailed = (use: 'rate_limit' | 'login', err: unknown): void => {
+    storeErrors?.inc({ use })
+    const now = Date.now()
+    if (now - lastWarned < LOG_EVERY_MS) return
+    lastWarned = now
+    app.log.warn({ err, use }, use === 'login'
+      ? 'shared login-throttle counters unavailable; counting in this process until Redis answers'
+      : 'shared rate-limit counters unavailable; letting requests through until Redis answers')
+  }
+  const refused = (limit: LimitName): void => { refusals?.inc({ limit }) }
+
+  app.decorate('limits', {
+    login: createLoginThrottle(app.redis, {
+      accountMax: config.loginFailuresPerAccount,
+      addressMax: config.loginFailuresPerAddress,
+      windowMs: config.loginFailureWindow * 1000,
+      lockMaxMs: config.loginLockMax * 1000,
+      onStoreError: (err) => { storeFailed('login', err) }
+    }),
+    refused
+  })
+  app.decorateRequest('rateLimitIdentity', null)
+
+  // Each limit in a context of its own: its own counters (and Redis key space), one check per call.
+  const limit = async (name: LimitName, max: number, key: (request: FastifyRequest) => string): Promise<Limit | null> => {
+    if (max <= 0) return null
+    let check: Check | undefined
+    await app.register(async (child) => {
+      await child.register(rateLimit, {
+        global: false,
+        max,
+        timeWindow: WINDOW_MS,
+        keyGenerator: key,
+        redis: app.redis,
+        nameSpace: `ratelimit:${name}:`,
+        cache: MEMORY_KEYS,
+        skipOnError: false
+      })
+      check = child.createRateLimit()
+    })
+    return { name, max, policy: `${max};w=${WINDOW_MS / 1000}`, check: check! }
+  }
+  const user = await limit('user', config.rateLimitUserPerMinute,
+    (request) => (request.rateLimitIdentity as Extract<Identity, { kind: 'user' }>).userId)
+  const school = await limit('school', config.rateLimitSchoolPerMinute,
+    (request) => (request.rateLimitIdentity as Extract<Identity, { kind: 'user' }>).schoolId!)
+  const address = await limit('address', config.rateLimitAddressPerMinute, (request) => normalizeIP(request.ip, 64))
+  if (user === null && school === null && address === null) return
+
+  const run = async (limit: Limit, request: FastifyRequest): Promise<[Limit, Result] | null> => {
+    try {
+      return [limit, await limit.check(request)]
+    } catch (err) {
+      storeFailed('rate_limit', err)
+      return null
+    }
+  }
+
+  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+    // The GraphQL endpoint only: health, readiness and metrics stay answerable to probes.
+    if (request.routeOptions.url !== '/') return
+    const identity = app.auth.identify(request.headers.authorization)
+    request.rateLimitIdentity = identity
+    const limits: Limit[] = []
+    if (identity.kind === 'user') {
+      if (user !== null) limits.push(user)
+      if (school !== null && identity.schoolId !== null) limits.push(school)
+    } else if (address !== null) {
+      limits.push(address)
+    }
+    if (limits.length === 0) return
+    const results = limits.length === 1
+      ? [await run(limits[0]!, request)]
+      : await Promise.all(limits.map((limit) => run(limit, request)))
+
+    // The refusing limit that frees last, else the one with the fewest requests left.
+    let shown: { limit: Limit, r: Counted } | undefined
+    for (const result of results) {
+      if (result === null || result[1].isAllowed) continue
+      const [limit, r] = result as [Limit, Counted]
+      const s = shown?.r
+      if (s === undefined || (r.isExceeded ? (!s.isExceeded || r.ttl > s.ttl) : (!s.isExceeded && r.remaining < s.remaining))) {
+        shown = { limit, r }
+      }
+    }
+    if (shown === undefined) return
+    const { limit, r } = shown
+    reply.header('ratelimit-limit', limit.max)
+    reply.header('ratelimit-remaining', r.remaining)
+    reply.header('ratelimit-reset', r.ttlInSeconds)
+    reply.header('ratelimit-policy', limit.policy)
+    if (!r.isExceeded) return
+    refused(limit.name)
+    const retryAfter = Math.max(1, r.ttlInSeconds)
+    reply.header('retry-after', retryAfter)
+    return reply.code(429).send({
+      data: null,
+      errors: [{
+        message: `Too many requests: the ${limit.name} limit of ${limit.max} requests per minute is reached; retry in ${retryAfter} s`,
+        extensions: { code: 'TOO_MANY_REQUESTS', limit: limit.name, retryAfter }
+      }]
+    })
+  })
+}, { name: 'rate-limit', dependencies: ['config', 'redis', 'auth'] })
