@@ -8,6 +8,8 @@ import authPlugin from './plugins/auth.js'
 import configPlugin from './plugins/config.js'
 import databasePlugin from './plugins/database.js'
 import graphqlPlugin from './plugins/graphql.js'
+import loggingPlugin, { loggerOptions, RequestLog } from './plugins/logging.js'
+import metricsPlugin from './plugins/metrics.js'
 import operationsPlugin from './plugins/operations.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
 import redisPlugin from './plugins/redis.js'
@@ -22,10 +24,8 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/
 
 export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: options.logger ?? {
-      level: config.logLevel,
-      redact: ['req.headers.authorization', 'req.headers.cookie']
-    },
+    logger: loggerOptions(config, options.logger),
+    logController: new RequestLog(),
     // Keep a caller's request id when it looks like one, so logs can be joined across services.
     genReqId: (req) => {
       const given = req.headers['x-request-id']
@@ -52,6 +52,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
 
   await app.register(configPlugin, { config })
   await app.register(databasePlugin, { database: options.database })
+  await app.register(metricsPlugin)
+  await app.register(loggingPlugin)
   await app.register(redisPlugin)
   await app.register(authPlugin)
   await app.register(rateLimitPlugin)

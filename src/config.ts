@@ -23,6 +23,10 @@ export interface Config {
   responseCacheTtl: number
   /** Megabytes of answers each API process may keep. */
   responseCacheMb: number
+  /** Bearer token GET /metrics requires; unset: open (sandbox) or not served (production). */
+  metricsToken: string | undefined
+  /** Milliseconds SIGTERM waits for in-flight requests before exiting with status 1. */
+  shutdownTimeoutMs: number
   /** Redis shared by the API nodes for rate-limit counters; undefined: counters in memory. */
   redisUrl: string | undefined
   /** Prefix of every Redis key of this service (deployments may share one Redis). */
@@ -57,6 +61,8 @@ const schema = {
     REFRESH_TOKEN_TTL: { type: 'integer', minimum: 1, default: 604800 },
     RESPONSE_CACHE_TTL: { type: 'integer', minimum: 0, maximum: 86400, default: 60 },
     RESPONSE_CACHE_MB: { type: 'integer', minimum: 1, maximum: 4096, default: 32 },
+    METRICS_TOKEN: { type: 'string', minLength: 16 },
+    SHUTDOWN_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600000, default: 10000 },
     REDIS_URL: { type: 'string', pattern: '^rediss?://' },
     REDIS_KEY_PREFIX: { type: 'string', pattern: '^[A-Za-z0-9_.:-]{0,64}$', default: 'sds:' },
     RATE_LIMIT_USER_PER_MINUTE: { type: 'integer', minimum: 0, default: 600 },
@@ -87,6 +93,8 @@ interface RawEnv {
   LOG_LEVEL: string
   RESPONSE_CACHE_TTL: number
   RESPONSE_CACHE_MB: number
+  METRICS_TOKEN?: string
+  SHUTDOWN_TIMEOUT_MS: number
   REDIS_URL?: string
   REDIS_KEY_PREFIX: string
   RATE_LIMIT_USER_PER_MINUTE: number
@@ -136,6 +144,8 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, { needsSecret 
     logLevel: raw.LOG_LEVEL,
     responseCacheTtl: raw.RESPONSE_CACHE_TTL,
     responseCacheMb: raw.RESPONSE_CACHE_MB,
+    metricsToken: raw.METRICS_TOKEN,
+    shutdownTimeoutMs: raw.SHUTDOWN_TIMEOUT_MS,
     redisUrl: raw.REDIS_URL,
     redisKeyPrefix: raw.REDIS_KEY_PREFIX,
     rateLimitUserPerMinute: raw.RATE_LIMIT_USER_PER_MINUTE,

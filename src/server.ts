@@ -1,21 +1,29 @@
-// The server entry: the only place that listens. Closes gracefully on SIGINT/SIGTERM.
+// The server entry: the only place that listens. On SIGTERM or SIGINT it stops accepting
+// connections, answers 503 to new requests on open keep-alive connections, lets the requests in
+// flight finish, closes the database, and exits 0; if that takes longer than SHUTDOWN_TIMEOUT_MS
+// it exits 1.
 import { buildApp } from './app.js'
 import { loadConfig, type Config } from './config.js'
 
 export async function startServer (config: Config): Promise<void> {
   const started = Date.now()
   const app = await buildApp(config)
+  // Fastify is closing by now: new requests get 503, and the listening socket closes next.
+  app.addHook('preClose', async () => { app.log.info('refusing new requests') })
   let closing = false
   const shutdown = (signal: string): void => {
     if (closing) return
     closing = true
-    app.log.info({ signal }, 'shutting down: finishing in-flight requests')
-    // A hard bound, in case a request or connection never ends.
+    app.log.info({ signal, timeoutMs: config.shutdownTimeoutMs }, 'shutting down: finishing in-flight requests')
+    // A hard bound, in case a request or a connection never ends.
     setTimeout(() => {
-      app.log.error('shutdown took longer than 10 s; exiting')
+      app.log.error({ timeoutMs: config.shutdownTimeoutMs }, 'shutdown did not finish in time; exiting')
       process.exit(1)
-    }, 10_000).unref()
-    app.close().then(() => process.exit(0), (err: unknown) => {
+    }, config.shutdownTimeoutMs).unref()
+    app.close().then(() => {
+      app.log.info('shut down')
+      process.exit(0)
+    }, (err: unknown) => {
       app.log.error({ err }, 'error while shutting down')
       process.exit(1)
     })

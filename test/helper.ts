@@ -34,6 +34,8 @@ export function testConfig (overrides: Partial<Config> = {}): Config {
     // Off unless a test is about it: tests write and read back at once, faster than a notification.
     responseCacheTtl: 0,
     responseCacheMb: 32,
+    metricsToken: undefined,
+    shutdownTimeoutMs: 10_000,
     redisUrl: undefined,
     redisKeyPrefix: 'sds-test:',
     // Limits and login throttling off unless a test is about them: tests share one client address.

@@ -30,7 +30,18 @@ export interface Database {
    * by itself; `listening` runs on start and after every reconnection.
    */
   listen (channel: string, handlers: ListenHandlers): Promise<Listener>
+  /** Connections of the PostgreSQL pool (for metrics); null on the embedded database. */
+  poolStats (): PoolStats | null
   close (): Promise<void>
+}
+
+export interface PoolStats {
+  max: number
+  /** Open connections, busy or idle. */
+  total: number
+  idle: number
+  /** Callers waiting for a connection. */
+  waiting: number
 }
 
 export interface DatabaseOptions {
@@ -114,6 +125,7 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
     const url = options.url
     return await wrap('postgresql', prisma, target, options, {
       listen: (channel, handlers) => listenPostgres(url, channel, handlers),
+      poolStats: () => ({ max: pool.options.max, total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
       close: async () => {}
     })
   }
@@ -193,7 +205,7 @@ async function wrap (
   prisma: PrismaClient,
   migrationTarget: MigrationTarget,
   options: DatabaseOptions,
-  driver: { listen: Database['listen'], close: () => Promise<void> }
+  driver: { listen: Database['listen'], close: () => Promise<void>, poolStats?: () => PoolStats }
 ): Promise<Database> {
   const closeDriver = driver.close
   let rowSecurity: boolean
@@ -222,6 +234,7 @@ async function wrap (
       return db
     },
     listen: driver.listen,
+    poolStats: () => driver.poolStats?.() ?? null,
     async ping () {
       await prisma.$queryRaw`SELECT 1`
     },

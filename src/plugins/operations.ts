@@ -4,11 +4,11 @@ import fp from 'fastify-plugin'
 export default fp(async (app) => {
   app.get('/health', { logLevel: 'warn' }, async () => ({ status: 'ok' }))
 
-  app.get('/ready', { logLevel: 'warn' }, async (_request, reply) => {
+  app.get('/ready', { logLevel: 'warn' }, async (request, reply) => {
     try {
       await app.db.ping()
     } catch (err) {
-      app.log.warn({ err }, 'readiness check: the database does not answer')
+      request.log.warn({ err }, 'readiness check: the database does not answer')
       return await reply.code(503).send({ status: 'unavailable', reason: 'database' })
     }
     // Without the notifications, a user moved to another school could keep the old one here.

@@ -1,0 +1,150 @@
+// Prometheus metrics at GET /metrics: requests and latency by operation and outcome, HTTP requests
+// by route and status, the PostgreSQL pool's use, and Node's default process metrics. Each app has
+// a registry of its own (tests build many apps in one process); other plugins add their metrics to
+// `app.metrics.registry`.
+//
+// /metrics is protected by METRICS_TOKEN (a bearer token) when it is set; in production it is
+// served only then, since the API's port faces clients.
+import { createHash, timingSafeEqual } from 'node:crypto'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    metrics: { registry: Registry }
+  }
+  interface FastifyRequest {
+    /** The GraphQL operation of this request, as executed (set before execution). */
+    graphqlOperation?: string
+    /** Whether the executed operation's result held errors, and of which kind. */
+    graphqlOutcome?: 'ok' | 'error' | 'internal_error'
+  }
+}
+
+/** Distinct operation names kept as labels; later ones count as "other" (bounded cardinality). */
+export const MAX_OPERATION_LABELS = 100
+const OPERATION_NAME = /^[_A-Za-z][_0-9A-Za-z]{0,99}$/
+// The first named operation of a document, for answers served without execution (response cache).
+const NAMED_OPERATION = /^\s*(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)/
+
+/** The operation of a GraphQL request: what was executed, else what the body names. */
+export function operationOf (request: FastifyRequest): string {
+  if (request.graphqlOperation !== undefined) return request.graphqlOperation
+  const body = request.body as { query?: unknown, operationName?: unknown } | undefined
+  if (typeof body?.operationName === 'string' && OPERATION_NAME.test(body.operationName)) return body.operationName
+  if (typeof body?.query === 'string') {
+    const match = NAMED_OPERATION.exec(body.query)
+    if (match !== null) return match[1]!
+  }
+  return 'anonymous'
+}
+
+export function isGraphQLRequest (request: FastifyRequest): boolean {
+  return request.routeOptions.url === '/' && (request.method === 'POST' || request.method === 'GET')
+}
+
+/** onResolution sees the errors as formatted for the client (src/graphql/errors.ts). */
+function isInternal (error: { extensions?: Record<string, unknown> }): boolean {
+  return error.extensions?.code === 'INTERNAL_SERVER_ERROR'
+}
+
+function outcomeOf (request: FastifyRequest, reply: FastifyReply): string {
+  if (reply.statusCode >= 500) return 'internal_error'
+  if (reply.statusCode >= 400) return 'rejected'
+  return request.graphqlOutcome ?? 'ok'
+}
+
+function sameSecret (given: string, expected: string): boolean {
+  const a = createHash('sha256').update(given).digest()
+  const b = createHash('sha256').update(expected).digest()
+  return timingSafeEqual(a, b)
+}
+
+export default fp(async (app) => {
+  const registry = new Registry()
+  collectDefaultMetrics({ register: registry })
+  app.decorate('metrics', { registry })
+
+  const httpRequests = new Counter({
+    name: 'sds_http_requests_total',
+    help: 'HTTP requests answered, by route and status code',
+    labelNames: ['route', 'status'] as const,
+    registers: [registry]
+  })
+  const graphqlDuration = new Histogram({
+    name: 'sds_graphql_request_duration_seconds',
+    help: 'Time to answer a GraphQL request, by operation name and outcome (ok, error, internal_error, rejected)',
+    labelNames: ['operation', 'outcome'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry]
+  })
+  // Read from the pool when scraped: nothing on the request path.
+  const poolGauge = (name: string, help: string, read: (stats: NonNullable<ReturnType<typeof app.db.poolStats>>) => number): void => {
+    // eslint-disable-next-line no-new
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect () {
+        const stats = app.db.poolStats()
+        if (stats !== null) this.set(read(stats))
+      }
+    })
+  }
+  poolGauge('sds_db_pool_connections', 'Open PostgreSQL connections of the pool (busy or idle)', (s) => s.total)
+  poolGauge('sds_db_pool_idle_connections', 'Idle PostgreSQL connections of the pool', (s) => s.idle)
+  poolGauge('sds_db_pool_waiting_requests', 'Callers waiting for a PostgreSQL connection', (s) => s.waiting)
+  poolGauge('sds_db_pool_max_connections', 'Size limit of the PostgreSQL pool (DATABASE_POOL_SIZE)', (s) => s.max)
+
+  const operations = new Set<string>()
+  function operationLabel (name: string): string {
+    if (operations.has(name)) return name
+    if (operations.size >= MAX_OPERATION_LABELS) return 'other'
+    operations.add(name)
+    return name
+  }
+
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched'
+    httpRequests.inc({ route, status: reply.statusCode })
+    if (isGraphQLRequest(request)) {
+      graphqlDuration.observe({ operation: operationLabel(operationOf(request)), outcome: outcomeOf(request, reply) }, reply.elapsedTime / 1000)
+    }
+  })
+
+  // The GraphQL hooks exist once Mercurius is registered (graphql plugin).
+  app.addHook('onReady', async () => {
+    if (!app.hasDecorator('graphql')) return
+    app.graphql.addHook('preExecution', async (_schema, document, context) => {
+      const request = context.reply.request
+      const body = request.body as { operationName?: unknown } | undefined
+      const wanted = typeof body?.operationName === 'string' ? body.operationName : undefined
+      for (const definition of document.definitions) {
+        if (definition.kind !== 'OperationDefinition') continue
+        if (wanted === undefined || definition.name?.value === wanted) {
+          request.graphqlOperation = definition.name?.value ?? 'anonymous'
+          break
+        }
+      }
+    })
+    app.graphql.addHook('onResolution', async (execution, context) => {
+      const errors = execution.errors as ReadonlyArray<{ extensions?: Record<string, unknown> }> | undefined
+      context.reply.request.graphqlOutcome = errors === undefined || errors.length === 0
+        ? 'ok'
+        : errors.some(isInternal) ? 'internal_error' : 'error'
+    })
+  })
+
+  const { metricsToken, env } = app.config
+  if (metricsToken === undefined && env === 'production') return
+  app.get('/metrics', { logLevel: 'warn' }, async (request, reply) => {
+    if (metricsToken !== undefined) {
+      const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')
+      if (match === null || !sameSecret(match[1]!, metricsToken)) {
+        return await reply.code(401).header('www-authenticate', 'Bearer').send({ statusCode: 401, error: 'Unauthorized', message: 'Send "Authorization: Bearer <METRICS_TOKEN>"' })
+      }
+    }
+    return await reply.type(registry.contentType).send(await registry.metrics())
+  })
+}, { name: 'metrics', dependencies: ['config'] })

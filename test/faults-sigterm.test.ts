@@ -1,0 +1,149 @@
+// SIGTERM to a real server process under load: the requests in flight finish, every acknowledged
+// write is in the database, new requests are refused, and the process exits 0; a request that
+// never ends makes it exit 1 after SHUTDOWN_TIMEOUT_MS. Runs the built server (npm run build).
+import { spawn, type ChildProcess } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { existsSync } from 'node:fs'
+import { request } from 'node:http'
+import { connect } from 'node:net'
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+import { createSchool, createUser } from '../src/admin/records.js'
+import { LOGIN, PASSWORD, serverUrl, testDatabase, testDatabaseUrl, unique } from './helper.js'
+
+const SERVER = fileURLToPath(new URL('../dist/server.js', import.meta.url))
+const skip = serverUrl === undefined
+  ? 'needs PostgreSQL (a second process cannot open the in-memory embedded database of the test)'
+  : !existsSync(SERVER) ? 'needs the built server: npm run build' : false
+
+interface Server {
+  child: ChildProcess
+  port: number
+  lines: Array<Record<string, any>>
+  /** Resolves when a log line matches. */
+  logged (match: (line: Record<string, any>) => boolean): Promise<void>
+  exit: Promise<number | null>
+}
+
+async function startServer (env: Record<string, string>): Promise<Server> {
+  const child = spawn(process.execPath, [SERVER], {
+    env: { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'debug', RESPONSE_CACHE_TTL: '0', JWT_SECRET: 'sigterm-test-secret-0123456789-abcdefghij', ...env },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  const lines: Array<Record<string, any>> = []
+  const waiters: Array<{ match: (line: Record<string, any>) => boolean, resolve: () => void }> = []
+  let buffer = ''
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    buffer += chunk
+    let end
+    while ((end = buffer.indexOf('\n')) !== -1) {
+      const text = buffer.slice(0, end)
+      buffer = buffer.slice(end + 1)
+      let line: Record<string, any>
+      try { line = JSON.parse(text) } catch { continue }
+      lines.push(line)
+      for (const waiter of [...waiters]) {
+        if (waiter.match(line)) {
+          waiters.splice(waiters.indexOf(waiter), 1)
+          waiter.resolve()
+        }
+      }
+    }
+  })
+  let stderr = ''
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => { resolve(code) }))
+  const logged = (match: (line: Record<string, any>) => boolean): Promise<void> => {
+    if (lines.some(match)) return Promise.resolve()
+    return new Promise((resolve, reject) => {
+      waiters.push({ match, resolve })
+      exit.then((code) => { reject(new Error(`the server exited (${code}) first: ${stderr}`)) }, reject)
+    })
+  }
+  await logged((l) => typeof l.msg === 'string' && l.msg.startsWith('Server listening at '))
+  const listening = lines.find((l) => typeof l.msg === 'string' && l.msg.startsWith('Server listening at '))!
+  const port = Number(/:(\d+)$/.exec(listening.msg)![1])
+  return { child, port, lines, logged, exit }
+}
+
+interface Answer { status?: number, body?: any, error?: string }
+
+/** One request on a connection of its own. */
+function post (port: number, payload: object): Promise<Answer> {
+  return new Promise((resolve) => {
+    const body = JSON.stringify(payload)
+    const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/', agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      let text = ''
+      res.setEncoding('utf8').on('data', (c: string) => { text += c }).on('end', () => {
+        let parsed: unknown
+        try { parsed = JSON.parse(text) } catch { parsed = text }
+        resolve({ status: res.statusCode, body: parsed })
+      })
+    })
+    req.on('error', (err: NodeJS.ErrnoException) => { resolve({ error: err.code ?? err.message }) })
+    req.end(body)
+  })
+}
+
+t.test('SIGTERM under load: in-flight requests finish, acknowledged writes are kept, new requests are refused, exit 0', { skip }, async (t) => {
+  const db = await testDatabase()
+  const schoolId = await createSchool(db, 'Shutdown School')
+  const usernames: string[] = []
+  for (let i = 0; i < 24; i++) {
+    const username = unique('sigterm')
+    await createUser(db, { username, password: PASSWORD, schoolId })
+    usernames.push(username)
+  }
+  const server = await startServer({ DATABASE_URL: (await testDatabaseUrl())!, SHUTDOWN_TIMEOUT_MS: '30000' })
+  t.teardown(() => { server.child.kill('SIGKILL') })
+
+  // Logins write a refresh token each: the acknowledged writes. Password hashing makes them slow.
+  const before = server.lines.length
+  let answered = 0
+  const inFlight = usernames.map(async (username) => {
+    const answer = await post(server.port, { query: LOGIN, variables: { username, password: PASSWORD } })
+    answered += 1
+    return answer
+  })
+  // Every request has reached the server (its arrival is logged) before the signal.
+  await server.logged(() => server.lines.slice(before).filter((l) => l.msg === 'incoming request').length >= usernames.length)
+  t.ok(answered < usernames.length, `requests in flight at SIGTERM (${usernames.length - answered})`)
+  server.child.kill('SIGTERM')
+  await server.logged((l) => l.msg === 'refusing new requests')
+
+  // New requests after the signal: refused (connection refused, or 503 on a connection already open).
+  const late = await Promise.all(Array.from({ length: 5 }, async () => await post(server.port, { query: '{ __typename }' })))
+  for (const answer of late) {
+    t.ok(answer.error === 'ECONNREFUSED' || answer.status === 503, `a new request is refused (${answer.error ?? answer.status})`)
+  }
+
+  const answers = await Promise.all(inFlight)
+  t.equal(await server.exit, 0, 'exit status 0')
+  t.ok(server.lines.some((l) => l.msg === 'shut down'))
+  const tokens: string[] = []
+  for (const answer of answers) {
+    t.equal(answer.status, 200, `an in-flight request finished (${answer.error ?? JSON.stringify(answer.body)})`)
+    const token = answer.body?.data?.login?.refreshToken
+    t.type(token, 'string')
+    tokens.push(token)
+  }
+  // Every acknowledged write is in the database.
+  const stored = await db.prisma.refreshToken.count({
+    where: { tokenHash: { in: tokens.map((token) => new Uint8Array(createHash('sha256').update(token).digest())) } }
+  })
+  t.equal(stored, usernames.length, 'every issued refresh token is stored')
+})
+
+t.test('a request that never ends: the process still exits, with status 1, after SHUTDOWN_TIMEOUT_MS', { skip }, async (t) => {
+  const server = await startServer({ DATABASE_URL: (await testDatabaseUrl())!, SHUTDOWN_TIMEOUT_MS: '1000' })
+  t.teardown(() => { server.child.kill('SIGKILL') })
+  // Headers announce a body that never comes.
+  const socket = connect(server.port, '127.0.0.1')
+  socket.on('error', () => {})
+  t.teardown(() => socket.destroy())
+  socket.write('POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"query":')
+  await server.logged((l) => l.msg === 'incoming request')
+  server.child.kill('SIGTERM')
+  t.equal(await server.exit, 1, 'exit status 1')
+  t.ok(server.lines.some((l) => l.msg === 'shutdown did not finish in time; exiting'))
+})
