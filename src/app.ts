@@ -26,6 +26,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   const app = Fastify({
     logger: loggerOptions(config, options.logger),
     logController: new RequestLog(),
+    // X-Forwarded-For counts only from the proxies TRUST_PROXY names (request.ip, throttling).
+    trustProxy: config.trustProxy,
     // Keep a caller's request id when it looks like one, so logs can be joined across services.
     genReqId: (req) => {
       const given = req.headers['x-request-id']

@@ -1,6 +1,7 @@
 // The one place that reads the environment. Everything else receives a validated Config.
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { isIP } from 'node:net'
 import { join, resolve } from 'node:path'
 import envSchema from 'env-schema'
 
@@ -15,7 +16,12 @@ export interface Config {
   /** Connections in the PostgreSQL pool of each API process. */
   databasePoolSize: number
   dataDir: string
+  /** Signs access tokens (and verifies them); at least 32 bytes. */
   jwtSecret: string
+  /** Former signing keys, verify only: their tokens stay valid until they expire. */
+  jwtPreviousSecrets: string[]
+  /** Fastify's trustProxy: whether and which proxies' X-Forwarded-For to believe (false: none). */
+  trustProxy: boolean | string[]
   accessTokenTtl: number
   refreshTokenTtl: number
   logLevel: string
@@ -56,7 +62,10 @@ const schema = {
     DATABASE_URL: { type: 'string', pattern: '^postgres(ql)?://' },
     DATABASE_POOL_SIZE: { type: 'integer', minimum: 1, maximum: 1000, default: 10 },
     DATA_DIR: { type: 'string', minLength: 1, default: '.data' },
-    JWT_SECRET: { type: 'string', minLength: 32 },
+    // Lengths in bytes are checked below (JSON Schema counts characters).
+    JWT_SECRET: { type: 'string' },
+    JWT_PREVIOUS_SECRETS: { type: 'string' },
+    TRUST_PROXY: { type: 'string' },
     ACCESS_TOKEN_TTL: { type: 'integer', minimum: 1, default: 900 },
     REFRESH_TOKEN_TTL: { type: 'integer', minimum: 1, default: 604800 },
     RESPONSE_CACHE_TTL: { type: 'integer', minimum: 0, maximum: 86400, default: 60 },
@@ -88,6 +97,8 @@ interface RawEnv {
   DATABASE_POOL_SIZE: number
   DATA_DIR: string
   JWT_SECRET?: string
+  JWT_PREVIOUS_SECRETS?: string
+  TRUST_PROXY?: string
   ACCESS_TOKEN_TTL: number
   REFRESH_TOKEN_TTL: number
   LOG_LEVEL: string
@@ -122,12 +133,16 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, { needsSecret 
   }
   const dataDir = resolve(raw.DATA_DIR)
   let jwtSecret = raw.JWT_SECRET
+  if (jwtSecret !== undefined && Buffer.byteLength(jwtSecret, 'utf8') < MIN_SECRET_BYTES) {
+    throw new ConfigError(`Invalid configuration: JWT_SECRET must have at least ${MIN_SECRET_BYTES} bytes (got ${Buffer.byteLength(jwtSecret, 'utf8')})`)
+  }
+  const jwtPreviousSecrets = previousSecrets(raw.JWT_PREVIOUS_SECRETS)
   if (jwtSecret === undefined && !needsSecret) {
     // Commands that issue no tokens (the CLI's data commands) neither need nor create a secret.
     jwtSecret = ''
   } else if (jwtSecret === undefined) {
     if (raw.SCHOOL_DATA_ENV === 'production') {
-      throw new ConfigError('Invalid configuration: JWT_SECRET is required when SCHOOL_DATA_ENV=production (at least 32 characters)')
+      throw new ConfigError(`Invalid configuration: JWT_SECRET is required when SCHOOL_DATA_ENV=production (at least ${MIN_SECRET_BYTES} bytes)`)
     }
     jwtSecret = localSecret(dataDir)
   }
@@ -139,6 +154,8 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, { needsSecret 
     databasePoolSize: raw.DATABASE_POOL_SIZE,
     dataDir,
     jwtSecret,
+    jwtPreviousSecrets,
+    trustProxy: trustProxy(raw.TRUST_PROXY),
     accessTokenTtl: raw.ACCESS_TOKEN_TTL,
     refreshTokenTtl: raw.REFRESH_TOKEN_TTL,
     logLevel: raw.LOG_LEVEL,
@@ -156,6 +173,45 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, { needsSecret 
     loginFailureWindow: raw.LOGIN_FAILURE_WINDOW,
     loginLockMax: raw.LOGIN_LOCK_MAX
   }
+}
+
+/** An HS256 key should be at least as long as the hash (RFC 7518 §3.2); counted in UTF-8 bytes. */
+const MIN_SECRET_BYTES = 32
+
+function previousSecrets (value: string | undefined): string[] {
+  if (value === undefined) return []
+  const secrets = value.split(',').map((secret) => secret.trim()).filter((secret) => secret !== '')
+  secrets.forEach((secret, i) => {
+    if (Buffer.byteLength(secret, 'utf8') < MIN_SECRET_BYTES) {
+      throw new ConfigError(`Invalid configuration: JWT_PREVIOUS_SECRETS: secret #${i + 1} must have at least ${MIN_SECRET_BYTES} bytes`)
+    }
+  })
+  return secrets
+}
+
+// proxy-addr's names for well-known ranges, accepted by Fastify's trustProxy.
+const NAMED_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal'])
+
+/**
+ * TRUST_PROXY: unset or `false`, `true` (any peer), or comma-separated addresses / CIDR ranges of
+ * the proxies. No hop count: Fastify 5 trusts nothing for one, as it cannot check the peer.
+ */
+function trustProxy (value: string | undefined): boolean | string[] {
+  const text = value?.trim().toLowerCase()
+  if (text === undefined || text === 'false') return false
+  if (text === 'true') return true
+  const entries = text.split(',').map((entry) => entry.trim())
+  for (const entry of entries) {
+    const [address = '', prefix, extra] = entry.split('/')
+    const family = isIP(address)
+    const bits = family === 4 ? 32 : 128
+    const valid = NAMED_RANGES.has(entry) ||
+      (family !== 0 && extra === undefined && (prefix === undefined || (/^\d+$/.test(prefix) && Number(prefix) <= bits)))
+    if (!valid) {
+      throw new ConfigError(`Invalid configuration: TRUST_PROXY must be true, false or comma-separated IP addresses or CIDR ranges (got "${entry}")`)
+    }
+  }
+  return entries
 }
 
 function localSecret (dataDir: string): string {

@@ -28,6 +28,8 @@ export function testConfig (overrides: Partial<Config> = {}): Config {
     databasePoolSize: 10,
     dataDir: '.data-test-unused',
     jwtSecret: 'test-secret-that-is-long-enough-for-hs256-0123456789',
+    jwtPreviousSecrets: [],
+    trustProxy: false,
     accessTokenTtl: 900,
     refreshTokenTtl: 604800,
     logLevel: 'silent',

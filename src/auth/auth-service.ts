@@ -1,10 +1,11 @@
 // Login, refresh and logout. The only code besides administration that uses the unscoped client.
-import type { FastifyInstance } from 'fastify'
+import type { FastifyBaseLogger } from 'fastify'
 import type { PrismaClient } from '../generated/prisma/client.js'
 import type { AccessChanges } from './access-changes.js'
-import { identify, type AccessTokenClaims, type Identity } from './identity.js'
-import { verifyPassword } from './passwords.js'
+import { identify, type Identity } from './identity.js'
+import { needsRehash, rehashPassword, verifyPassword } from './passwords.js'
 import { findRefreshTokenOwner, issueRefreshToken, revokeRefreshToken } from './refresh-tokens.js'
+import type { AccessTokens } from './tokens.js'
 
 export interface AuthService {
   /** The caller of a request; an access token of a user since moved or disabled is invalid. */
@@ -26,19 +27,27 @@ export function normalizeUsername (username: string): string {
 const INVALID: Identity = { kind: 'invalid' }
 
 export function createAuthService (
-  app: FastifyInstance,
+  tokens: AccessTokens,
   prisma: PrismaClient,
   refreshTokenTtl: number,
-  accessChanges: AccessChanges
+  accessChanges: AccessChanges,
+  log: FastifyBaseLogger
 ): AuthService {
-  const signAccessToken = (userId: string, schoolId: string | null): string => {
-    const claims: AccessTokenClaims = schoolId === null ? { sub: userId } : { sub: userId, school: schoolId }
-    return app.jwt.sign(claims)
+  const signAccessToken = (userId: string, schoolId: string | null): string =>
+    tokens.sign(schoolId === null ? { sub: userId } : { sub: userId, school: schoolId })
+
+  /** Stores the password anew under the current parameters; a failure only costs the upgrade. */
+  async function rehash (userId: string, password: string): Promise<void> {
+    try {
+      await prisma.user.update({ where: { id: userId }, data: { passwordHash: await rehashPassword(password) }, select: { id: true } })
+    } catch (err) {
+      log.warn({ err, userId }, 'could not upgrade a password hash')
+    }
   }
 
   return {
     identify (authorization) {
-      const identity = identify(app, authorization)
+      const identity = identify(tokens, authorization)
       if (identity.kind === 'user' && accessChanges.revoked(identity.userId, identity.schoolId)) return INVALID
       return identity
     },
@@ -50,8 +59,10 @@ export function createAuthService (
         where: { username: normalizeUsername(username) },
         select: { id: true, passwordHash: true, schoolId: true, disabledAt: true }
       })
-      // The password is checked for a disabled user too, so that the answer takes the same time.
+      // The password is checked for an unknown user (against a decoy) and a disabled one too, so
+      // that every refusal takes the same time and says the same.
       if (!await verifyPassword(user?.passwordHash, password) || user === null || user.disabledAt !== null) return null
+      if (needsRehash(user.passwordHash)) await rehash(user.id, password)
       return {
         accessToken: signAccessToken(user.id, user.schoolId),
         refreshToken: await issueRefreshToken(prisma, user.id, refreshTokenTtl)

@@ -14,6 +14,19 @@ const OPTIONS: Options = { algorithm: ARGON2ID, memoryCost: 19_456, timeCost: 2,
  */
 const hashing = pLimit(Math.max(2, availableParallelism()))
 
+/** argon2 work done by this process (for metrics, and tests that check every login costs the same). */
+export const passwordWork = { verifications: 0, hashes: 0 }
+
+async function argon2Verify (hashed: string, password: string): Promise<boolean> {
+  passwordWork.verifications += 1
+  return await verify(hashed, password)
+}
+
+async function argon2Hash (password: string | Buffer): Promise<string> {
+  passwordWork.hashes += 1
+  return await hash(password, OPTIONS)
+}
+
 /** Longer passwords are refused: hashing them would only cost time (a denial-of-service lever). */
 export const MAX_PASSWORD_LENGTH = 256
 export const MIN_PASSWORD_LENGTH = 8
@@ -33,7 +46,25 @@ export function checkPasswordPolicy (password: string): void {
 
 export async function hashPassword (password: string): Promise<string> {
   checkPasswordPolicy(password)
-  return await hashing(() => hash(password, OPTIONS))
+  return await hashing(() => argon2Hash(password))
+}
+
+/** A password that just verified, hashed under today's parameters (no policy: it is already in use). */
+export async function rehashPassword (password: string): Promise<string> {
+  return await hashing(() => argon2Hash(password))
+}
+
+const PHC = /^\$(argon2(?:id|i|d))\$v=(\d+)\$m=(\d+),t=(\d+),p=(\d+)\$/
+
+/**
+ * True when a stored hash was made with other parameters than today's (an older policy, or another
+ * argon2 variant): login then stores the password anew (argon2-cffi's check_needs_rehash rule).
+ */
+export function needsRehash (storedHash: string): boolean {
+  const m = PHC.exec(storedHash)
+  if (m === null) return true
+  return m[1] !== 'argon2id' || Number(m[2]) !== 19 || Number(m[3]) !== OPTIONS.memoryCost ||
+    Number(m[4]) !== OPTIONS.timeCost || Number(m[5]) !== OPTIONS.parallelism
 }
 
 let decoy: Promise<string> | undefined
@@ -43,15 +74,16 @@ let decoy: Promise<string> | undefined
  * the same parameters, so an unknown username costs the same time as a wrong password.
  */
 export async function verifyPassword (storedHash: string | undefined, password: string): Promise<boolean> {
+  // Refused unhashed whoever the user is: the answer stays the same, only its cost is spared.
   if (password.length > MAX_PASSWORD_LENGTH) return false
   if (storedHash === undefined) {
     decoy ??= hash(randomBytes(32), OPTIONS)
     const decoyHash = await decoy
-    await hashing(() => verify(decoyHash, password))
+    await hashing(() => argon2Verify(decoyHash, password))
     return false
   }
   try {
-    return await hashing(() => verify(storedHash, password))
+    return await hashing(() => argon2Verify(storedHash, password))
   } catch {
     return false
   }

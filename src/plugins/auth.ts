@@ -1,7 +1,7 @@
-import jwt from '@fastify/jwt'
 import fp from 'fastify-plugin'
 import { watchAccessChanges } from '../auth/access-changes.js'
 import { createAuthService, type AuthService } from '../auth/auth-service.js'
+import { createAccessTokens, MIN_SECRET_BYTES, secretTooShort } from '../auth/tokens.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -10,16 +10,11 @@ declare module 'fastify' {
 }
 
 export default fp(async (app) => {
-  const { jwtSecret, accessTokenTtl, refreshTokenTtl } = app.config
-  if (jwtSecret.length < 32) throw new Error('JWT_SECRET must have at least 32 characters')
-  await app.register(jwt, {
-    secret: jwtSecret,
-    sign: { algorithm: 'HS256', expiresIn: accessTokenTtl },
-    // Verified tokens are cached (LRU, never past their expiry): verifying is most of a read's CPU
-    // besides the query. Revocation is checked after verification, on every request.
-    verify: { algorithms: ['HS256'], requiredClaims: ['sub', 'iat', 'exp'], cache: 10_000 }
-  })
+  const { jwtSecret, jwtPreviousSecrets, accessTokenTtl, refreshTokenTtl } = app.config
+  // Also checked by loadConfig; this guards a Config built in code.
+  if (secretTooShort(jwtSecret)) throw new Error(`JWT_SECRET must have at least ${MIN_SECRET_BYTES} bytes`)
+  const tokens = await createAccessTokens(app, { current: jwtSecret, previous: jwtPreviousSecrets }, accessTokenTtl)
   const accessChanges = await watchAccessChanges(app.db, accessTokenTtl, app.log)
   app.addHook('onClose', async () => { await accessChanges.close() })
-  app.decorate('auth', createAuthService(app, app.db.prisma, refreshTokenTtl, accessChanges))
+  app.decorate('auth', createAuthService(tokens, app.db.prisma, refreshTokenTtl, accessChanges, app.log))
 }, { name: 'auth', dependencies: ['config', 'database'] })

@@ -1,0 +1,120 @@
+// Access tokens: HS256 JWTs signed with the current key and verified with the current or a previous
+// one, chosen by the key id (`kid`) in the header. The kid is derived from the key, so operators
+// rotate by moving JWT_SECRET into JWT_PREVIOUS_SECRETS and setting a new JWT_SECRET.
+import { createHash } from 'node:crypto'
+import jwt, { type FastifyJWTOptions, type JWT } from '@fastify/jwt'
+import type { FastifyInstance } from 'fastify'
+
+/** RFC 9068's explicit type for JWT access tokens (RFC 8725 §3.11): no other JWT passes for one. */
+export const ACCESS_TOKEN_TYPE = 'at+jwt'
+/** A secret must have at least this many bytes (UTF-8): the size of an HS256 key. */
+export const MIN_SECRET_BYTES = 32
+/** Our tokens are about 250 characters; anything much longer is refused unread. */
+export const MAX_TOKEN_LENGTH = 4096
+/** Allowed difference between nodes' clocks for a token's `iat`. */
+const CLOCK_SKEW_SECONDS = 60
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+
+export interface AccessTokenClaims {
+  sub: string
+  /** The user's school when the token was issued; absent for a user with no school. */
+  school?: string
+}
+
+export interface AccessTokenKeys {
+  /** Signs new tokens and verifies them. */
+  current: string
+  /** Verify only: tokens signed before the last rotation, until they expire. */
+  previous: readonly string[]
+}
+
+export interface AccessTokens {
+  /** Key id of the current key (in the header of every new token). */
+  readonly keyId: string
+  sign (claims: AccessTokenClaims): string
+  /** The claims of a token that is valid in every respect, or null (whatever the reason). */
+  verify (token: string): { userId: string, schoolId: string | null } | null
+}
+
+/** The key id of a secret: the first 8 bytes of its SHA-256, base64url (not reversible to the key). */
+export function keyId (secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest().subarray(0, 8).toString('base64url')
+}
+
+export function secretTooShort (secret: string): boolean {
+  return Buffer.byteLength(secret, 'utf8') < MIN_SECRET_BYTES
+}
+
+/**
+ * The exact header segment the signer writes for a key. Verification accepts only these: a token
+ * with any other header (another algorithm, `none`, an unknown or missing kid, extra parameters
+ * such as `jku` or `crit`, another `typ`) is refused before any parsing.
+ */
+function headerSegment (kid: string): string {
+  return Buffer.from(JSON.stringify({ alg: 'HS256', typ: ACCESS_TOKEN_TYPE, kid })).toString('base64url')
+}
+
+function jwtOptions (secret: string, kid: string, ttlSeconds: number): FastifyJWTOptions {
+  return {
+    secret,
+    // @fastify/jwt reads numbers as seconds.
+    sign: { algorithm: 'HS256', expiresIn: ttlSeconds, kid, header: { alg: 'HS256', typ: ACCESS_TOKEN_TYPE } },
+    // Verified tokens are cached (LRU, never past their expiry): verifying is most of a read's
+    // CPU besides the query. Revocation is checked after verification, on every request.
+    verify: {
+      algorithms: ['HS256'],
+      requiredClaims: ['sub', 'iat', 'exp'],
+      checkTyp: ACCESS_TOKEN_TYPE,
+      maxAge: ttlSeconds,
+      cache: 10_000
+    }
+  }
+}
+
+export async function createAccessTokens (
+  app: FastifyInstance,
+  keys: AccessTokenKeys,
+  ttlSeconds: number
+): Promise<AccessTokens> {
+  for (const secret of [keys.current, ...keys.previous]) {
+    if (secretTooShort(secret)) throw new Error(`JWT secrets must have at least ${MIN_SECRET_BYTES} bytes`)
+  }
+  const currentKid = keyId(keys.current)
+  // The current key is app.jwt (signs and verifies); each previous key only verifies, as a
+  // @fastify/jwt namespace of its own (app.jwt[namespace]) with its own verified-token cache.
+  await app.register(jwt, jwtOptions(keys.current, currentKid, ttlSeconds))
+  const byHeader = new Map<string, JWT>([[headerSegment(currentKid), app.jwt]])
+  for (const secret of keys.previous) {
+    const kid = keyId(secret)
+    if (byHeader.has(headerSegment(kid))) continue
+    const namespace = `previousKey_${kid}`
+    await app.register(jwt, { ...jwtOptions(secret, kid, ttlSeconds), namespace })
+    byHeader.set(headerSegment(kid), (app.jwt as unknown as Record<string, JWT>)[namespace]!)
+  }
+  const signer = app.jwt
+
+  return {
+    keyId: currentKid,
+    sign: (claims) => signer.sign({ ...claims }),
+    verify (token) {
+      if (token.length > MAX_TOKEN_LENGTH) return null
+      const verifier = byHeader.get(token.slice(0, token.indexOf('.')))
+      if (verifier === undefined) return null
+      let claims: { sub?: unknown, school?: unknown, iat?: unknown, exp?: unknown }
+      try {
+        claims = verifier.verify(token)
+      } catch {
+        // Malformed, bad signature, expired, not yet valid, missing claims...: all the same to a client.
+        return null
+      }
+      if (typeof claims.sub !== 'string' || !UUID.test(claims.sub)) return null
+      if (claims.school !== undefined && (typeof claims.school !== 'string' || !UUID.test(claims.school))) return null
+      // fast-jwt has checked that iat and exp are numbers; a lifetime beyond the configured one was
+      // not issued here (maxAge alone would accept it until iat + ttl).
+      const { iat, exp } = claims as { iat: number, exp: number }
+      if (iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS || exp - iat > ttlSeconds) return null
+      return { userId: claims.sub, schoolId: claims.school ?? null }
+    }
+  }
+}
