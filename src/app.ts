@@ -2,6 +2,7 @@
 // listens; src/server.ts does.
 import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import auditPlugin from './audit/plugin.js'
 import type { Config } from './config.js'
 import type { Database } from './db/client.js'
 import authPlugin from './plugins/auth.js'
@@ -58,6 +59,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(loggingPlugin)
   await app.register(redisPlugin)
   await app.register(authPlugin)
+  await app.register(auditPlugin)
   await app.register(rateLimitPlugin)
   await app.register(graphqlPlugin)
   await app.register(operationsPlugin)

@@ -29,6 +29,12 @@ export interface Config {
   responseCacheTtl: number
   /** Megabytes of answers each API process may keep. */
   responseCacheMb: number
+  /** Access audit: milliseconds between writes of the queued rows. */
+  auditFlushMs: number
+  /** Access audit: rows per INSERT; a full batch is written at once. */
+  auditBatchSize: number
+  /** Access audit: rows that may wait in memory; more are dropped, counted and logged. */
+  auditMaxQueue: number
   /** Bearer token GET /metrics requires; unset: open (sandbox) or not served (production). */
   metricsToken: string | undefined
   /** Milliseconds SIGTERM waits for in-flight requests before exiting with status 1. */
@@ -70,6 +76,9 @@ const schema = {
     REFRESH_TOKEN_TTL: { type: 'integer', minimum: 1, default: 604800 },
     RESPONSE_CACHE_TTL: { type: 'integer', minimum: 0, maximum: 86400, default: 60 },
     RESPONSE_CACHE_MB: { type: 'integer', minimum: 1, maximum: 4096, default: 32 },
+    AUDIT_FLUSH_MS: { type: 'integer', minimum: 10, maximum: 60000, default: 1000 },
+    AUDIT_BATCH_SIZE: { type: 'integer', minimum: 1, maximum: 10000, default: 500 },
+    AUDIT_MAX_QUEUE: { type: 'integer', minimum: 1, maximum: 10000000, default: 100000 },
     METRICS_TOKEN: { type: 'string', minLength: 16 },
     SHUTDOWN_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600000, default: 10000 },
     REDIS_URL: { type: 'string', pattern: '^rediss?://' },
@@ -104,6 +113,9 @@ interface RawEnv {
   LOG_LEVEL: string
   RESPONSE_CACHE_TTL: number
   RESPONSE_CACHE_MB: number
+  AUDIT_FLUSH_MS: number
+  AUDIT_BATCH_SIZE: number
+  AUDIT_MAX_QUEUE: number
   METRICS_TOKEN?: string
   SHUTDOWN_TIMEOUT_MS: number
   REDIS_URL?: string
@@ -159,6 +171,9 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, { needsSecret 
     accessTokenTtl: raw.ACCESS_TOKEN_TTL,
     refreshTokenTtl: raw.REFRESH_TOKEN_TTL,
     logLevel: raw.LOG_LEVEL,
+    auditFlushMs: raw.AUDIT_FLUSH_MS,
+    auditBatchSize: raw.AUDIT_BATCH_SIZE,
+    auditMaxQueue: raw.AUDIT_MAX_QUEUE,
     responseCacheTtl: raw.RESPONSE_CACHE_TTL,
     responseCacheMb: raw.RESPONSE_CACHE_MB,
     metricsToken: raw.METRICS_TOKEN,

@@ -36,6 +36,9 @@ export function testConfig (overrides: Partial<Config> = {}): Config {
     // Off unless a test is about it: tests write and read back at once, faster than a notification.
     responseCacheTtl: 0,
     responseCacheMb: 32,
+    auditFlushMs: 1000,
+    auditBatchSize: 500,
+    auditMaxQueue: 100_000,
     metricsToken: undefined,
     shutdownTimeoutMs: 10_000,
     redisUrl: undefined,
@@ -82,7 +85,8 @@ export const SERVICE_ROLE = 'sds_test_service'
 const SERVICE_GRANTS = `
   GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${SERVICE_ROLE};
   GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO ${SERVICE_ROLE};
-  REVOKE INSERT, UPDATE, DELETE ON _prisma_migrations FROM ${SERVICE_ROLE};`
+  REVOKE INSERT, UPDATE, DELETE ON _prisma_migrations FROM ${SERVICE_ROLE};
+  REVOKE SELECT, UPDATE, DELETE ON access_audit FROM ${SERVICE_ROLE};`
 
 /** A template database migrated once per version of the migrations; copies of it are cheap. */
 async function templateDatabase (): Promise<string> {

@@ -10,6 +10,7 @@ import {
   disableUser,
   enableUser
 } from '../admin/records.js'
+import { readAudit, type AuditEntry } from '../audit/store.js'
 import { loadConfig } from '../config.js'
 import { openDatabase, type Database } from '../db/client.js'
 import { applyMigrations } from '../db/migrations/index.js'
@@ -115,7 +116,56 @@ export function buildProgram (): Command {
       printId(await withDatabase((db) => createTeacher(db, { schoolId: school, fullName })))
     })
 
+  program.command('audit')
+    .description("print a school's access audit, newest first (DATABASE_URL must be a role that may read it, e.g. the owner)")
+    .requiredOption('--school <schoolId>', 'school id')
+    .option('--user <userId>', 'only this user')
+    .option('--since <time>', 'only accesses at or after this ISO 8601 time')
+    .option('--limit <n>', 'at most this many lines (1 to 10000)', '100')
+    .option('--json', 'one JSON object per line')
+    .action(async (options: { school: string, user?: string, since?: string, limit: string, json?: boolean }) => {
+      const query = auditQuery(options)
+      const config = loadConfig(process.env, { needsSecret: false })
+      // The embedded database's service role may not read the audit: read it as the administrator.
+      const db = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, migrate: config.databaseUrl === undefined, serviceRole: false })
+      let entries: AuditEntry[]
+      try {
+        entries = await readAudit(db.prisma, query)
+      } catch (err) {
+        if (/permission denied/i.test(String((err as Error).message))) {
+          throw new Error("DATABASE_URL's role may not read the access audit (the service role may only add to it): use the owner role")
+        }
+        throw err
+      } finally {
+        await db.close()
+      }
+      for (const e of entries) {
+        process.stdout.write((options.json === true
+          ? JSON.stringify({ at: e.at.toISOString(), schoolId: e.schoolId, userId: e.userId, requestId: e.requestId, operation: e.operation, recordType: e.recordType, action: e.action, recordCount: e.recordCount })
+          : `${e.at.toISOString()} user=${e.userId} ${e.action} ${e.recordType} count=${e.recordCount} operation=${e.operation} request=${e.requestId}`) + '\n')
+      }
+    })
+
   return program
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+// A date, or a date and time (seconds and fraction optional) with Z or an offset.
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/
+
+function auditQuery (options: { school: string, user?: string, since?: string, limit: string }) {
+  if (!UUID.test(options.school)) throw new Error(`School id "${options.school}" is not a UUID`)
+  if (options.user !== undefined && !UUID.test(options.user)) throw new Error(`User id "${options.user}" is not a UUID`)
+  let since: Date | undefined
+  if (options.since !== undefined) {
+    since = new Date(options.since)
+    if (!ISO_TIME.test(options.since) || Number.isNaN(since.getTime())) {
+      throw new Error(`--since "${options.since}" is not an ISO 8601 time (e.g. 2026-01-31 or 2026-01-31T08:00:00Z)`)
+    }
+  }
+  const limit = Number(options.limit)
+  if (!/^\d+$/.test(options.limit) || limit < 1 || limit > 10_000) throw new Error(`--limit must be a whole number from 1 to 10000 (got "${options.limit}")`)
+  return { schoolId: options.school.toLowerCase(), userId: options.user?.toLowerCase(), since, limit }
 }
 
 export async function main (argv: string[]): Promise<number> {

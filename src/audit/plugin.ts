@@ -1,0 +1,155 @@
+// The access audit: for each request that reads or writes student or teacher records, who (user,
+// school), what (GraphQL operation, record type, read or write, how many; the request id) and
+// when, kept in PostgreSQL (access_audit) and read with `school-data audit`.
+//
+// - Counted at the database (access.ts): the school-scoped clients this app hands out count the
+//   Student and Teacher rows of every operation into the request's tally.
+// - Recorded when the answer is sent (onSend): one row per request, school, record type and
+//   action, pushed onto the writer's queue; nothing on the request path waits for the database.
+// - Answers served from the response cache ran no query: the tally of the answer that filled the
+//   cache is kept beside it and recorded again for every request the cached answer serves.
+// - Written in batches (writer.ts); the queue is written out when the app closes.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { parse, type OperationDefinitionNode } from 'graphql'
+import { LRUCache } from 'lru-cache'
+import type { Database } from '../db/client.js'
+import type { TenantDb } from '../db/tenant.js'
+import { countingClient, relationsOf, requestAccess, RequestAccess, type AccessCount, type Relations } from './access.js'
+import { insertAuditRows } from './store.js'
+import { AuditWriter, type AuditStats } from './writer.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    audit: {
+      /** Writes every queued audit row now (tests, shutdown). */
+      flush (): Promise<void>
+      stats (): AuditStats
+    }
+  }
+}
+
+const kAccess = Symbol('access audit tally')
+type AuditedRequest = FastifyRequest & { [kAccess]?: RequestAccess }
+
+const counted = new WeakSet<Database>()
+
+/**
+ * Makes `db.forSchool` hand out counting clients, once per database (tests share one database
+ * between apps). A counting client outside a request (no tally) only passes operations through.
+ */
+function countSchoolClients (db: Database): void {
+  if (counted.has(db)) return
+  counted.add(db)
+  const relations: Relations = relationsOf(db.prisma)
+  const forSchool = db.forSchool.bind(db)
+  const clients = new WeakMap<TenantDb, TenantDb>()
+  ;(db as { forSchool: Database['forSchool'] }).forSchool = (schoolId) => {
+    const inner = forSchool(schoolId)
+    let client = clients.get(inner)
+    if (client === undefined) {
+      client = countingClient(inner, schoolId, relations)
+      clients.set(inner, client)
+    }
+    return client
+  }
+}
+
+const OPERATION_NAME = /^[_A-Za-z][_0-9A-Za-z]{0,99}$/
+
+export default fp(async (app: FastifyInstance) => {
+  const { auditFlushMs, auditBatchSize, auditMaxQueue, responseCacheTtl, responseCacheMb } = app.config
+  const prisma = app.db.prisma
+  const writer = new AuditWriter({
+    insert: (rows) => insertAuditRows(prisma, rows),
+    flushMs: auditFlushMs,
+    batchSize: auditBatchSize,
+    maxQueue: auditMaxQueue,
+    onError: (message, err) => { app.log.error({ err }, message) }
+  })
+  countSchoolClients(app.db)
+  app.decorate('audit', {
+    flush: () => writer.flush(),
+    stats: () => writer.stats()
+  })
+  // After the server has closed (Fastify closes it first) and before the database plugin's close.
+  app.addHook('onClose', async () => { await writer.close() })
+
+  /** The tally of each answer the response cache keeps, keyed by the answer itself. */
+  const cachedTallies = responseCacheTtl > 0
+    ? new LRUCache<string, AccessCount[]>({
+      maxSize: responseCacheMb * 1024 * 1024,
+      sizeCalculation: (_value, key) => key.length + 1,
+      // A little longer than the cache keeps the answer, so that no hit finds its tally gone.
+      ttl: responseCacheTtl * 1000 + 1000
+    })
+    : undefined
+
+  const operationNames = new LRUCache<string, string>({ max: 1_000 })
+
+  function operationOf (request: FastifyRequest): string {
+    const params = (request.method === 'GET' ? request.query : request.body) as { query?: unknown, operationName?: unknown } | undefined
+    if (typeof params?.operationName === 'string' && OPERATION_NAME.test(params.operationName)) return params.operationName
+    if (typeof params?.query !== 'string') return 'anonymous'
+    let name = operationNames.get(params.query)
+    if (name === undefined) {
+      try {
+        const operations = parse(params.query).definitions.filter((d): d is OperationDefinitionNode => d.kind === 'OperationDefinition')
+        name = operations.length === 1 ? operations[0]!.name?.value ?? 'anonymous' : 'anonymous'
+      } catch {
+        name = 'anonymous'
+      }
+      operationNames.set(params.query, name)
+    }
+    return name
+  }
+
+  function enqueue (request: FastifyRequest, at: Date, counts: readonly AccessCount[]): void {
+    const identity = app.auth.identify(request.headers.authorization)
+    if (identity.kind !== 'user') {
+      // Records were handed over to a user whose token was revoked while the request ran.
+      request.log.error('access audit: records were read by a caller that is no longer a user; not recorded')
+      return
+    }
+    const operation = operationOf(request)
+    for (const { schoolId, recordType, action, count } of counts) {
+      writer.push({ at, schoolId, userId: identity.userId, requestId: request.id, operation, recordType, recordCount: count, action })
+    }
+  }
+
+  // Around the handler, so that every operation the request's resolvers run finds its tally.
+  // Only requests with credentials can reach records. (Callback style: the handler runs inside run().)
+  app.addHook('preHandler', (request: AuditedRequest, _reply, done) => {
+    if (request.headers.authorization === undefined) {
+      done()
+      return
+    }
+    const access = new RequestAccess()
+    request[kAccess] = access
+    requestAccess.run(access, done)
+  })
+
+  app.addHook('onSend', async (request: AuditedRequest, reply: FastifyReply, payload) => {
+    const access = request[kAccess]
+    if (access !== undefined && access.counts.length > 0) {
+      enqueue(request, access.at, access.counts)
+      if (cachedTallies !== undefined && request.responseCacheSlot !== undefined && typeof payload === 'string') {
+        cachedTallies.set(payload, access.counts)
+      }
+      return payload
+    }
+    if (cachedTallies === undefined || typeof payload !== 'string') return payload
+    if (request.responseCacheSlot !== undefined) {
+      // A cacheable answer that handed over no records: a later hit records nothing either.
+      cachedTallies.set(payload, [])
+    } else if (reply.getHeader('x-cache') === 'hit') {
+      const counts = cachedTallies.get(payload)
+      if (counts === undefined) {
+        request.log.error('access audit: an answer from the response cache has no known tally; not recorded')
+      } else if (counts.length > 0) {
+        enqueue(request, access?.at ?? new Date(), counts)
+      }
+    }
+    return payload
+  })
+}, { name: 'access-audit', dependencies: ['config', 'database', 'auth'] })
