@@ -35,6 +35,7 @@ t.test('unknown user, wrong password, user with no school and disabled user: one
   const bodies: unknown[] = []
   for (const [name, [username, password]] of Object.entries(attempts)) {
     const before = verifications()
+    const hashesBefore = passwordWork.hashes
     const res = await gql(app, LOGIN, { variables: { username, password } })
     t.equal(res.statusCode, 200, name)
     t.same(res.body, {
@@ -42,6 +43,7 @@ t.test('unknown user, wrong password, user with no school and disabled user: one
       errors: [{ message: 'Invalid credentials', locations: [{ line: 2, column: 3 }], path: ['login'], extensions: { code: 'INVALID_CREDENTIALS' } }]
     }, name)
     t.equal(verifications() - before, 1, `${name}: one argon2 verification`)
+    t.equal(passwordWork.hashes - hashesBefore, 0, `${name}: no hashing (the decoy is made at start)`)
     bodies.push(res.body)
   }
   t.ok(bodies.every((body) => JSON.stringify(body) === JSON.stringify(bodies[0])), 'the answers cannot be told apart')

@@ -70,6 +70,15 @@ export function needsRehash (storedHash: string): boolean {
 let decoy: Promise<string> | undefined
 
 /**
+ * Makes the decoy hash ahead of the first login, which would otherwise pay for it and so tell an
+ * unknown username apart once.
+ */
+export async function prepareDecoy (): Promise<void> {
+  decoy ??= argon2Hash(randomBytes(32))
+  await decoy
+}
+
+/**
  * Checks a password against a stored hash, or, when there is no user, against a decoy hash of
  * the same parameters, so an unknown username costs the same time as a wrong password.
  */
@@ -77,8 +86,8 @@ export async function verifyPassword (storedHash: string | undefined, password: 
   // Refused unhashed whoever the user is: the answer stays the same, only its cost is spared.
   if (password.length > MAX_PASSWORD_LENGTH) return false
   if (storedHash === undefined) {
-    decoy ??= hash(randomBytes(32), OPTIONS)
-    const decoyHash = await decoy
+    await prepareDecoy()
+    const decoyHash = await decoy!
     await hashing(() => argon2Verify(decoyHash, password))
     return false
   }
