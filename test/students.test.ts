@@ -1,5 +1,6 @@
 import t from 'tap'
-import { build, gql, login, seedSchool } from './helper.js'
+import { createStudent } from '../src/admin/records.js'
+import { build, gql, login, seedSchool, testDatabase } from './helper.js'
 
 t.test('students returns the selected fields of the caller\'s students, at most `limit`', async (t) => {
   const app = await build(t)
@@ -80,4 +81,80 @@ t.test('two schools never see each other\'s students, teachers or school', async
   t.same(resB.body.data!.school.id, b.schoolId)
   t.same(resA.body.data!.students.map((s: { id: string }) => s.id).sort(), [...a.studentIds].sort())
   t.same(resB.body.data!.students.map((s: { id: string }) => s.id).sort(), [...b.studentIds].sort())
+})
+
+t.test('a student\'s full record: names, number, dates, grade level, status, timestamps', async (t) => {
+  const app = await build(t)
+  const db = await testDatabase()
+  const school = await seedSchool('Record School')
+  const id = await createStudent(db, {
+    schoolId: school.schoolId,
+    givenName: 'Ada',
+    familyName: 'Lovelace',
+    preferredName: 'Addie',
+    studentNumber: 'S-0001',
+    sourcedId: 'sis-ada',
+    email: 'ada@example.org',
+    dateOfBirth: '2015-12-10',
+    gradeLevel: 'KG',
+    status: 'inactive',
+    enrollmentStartDate: '2021-09-01',
+    enrollmentEndDate: '2026-06-30',
+    classroom: 'Room K'
+  })
+  const split = await createStudent(db, { schoolId: school.schoolId, fullName: '  Ludwig van Beethoven ' })
+  const { accessToken } = await login(app, school.username)
+  const res = await gql(app, `query ($id: ID!) { student(id: $id) {
+    id sourcedId fullName givenName familyName preferredName studentNumber email dateOfBirth gradeLevel status
+    enrollmentStartDate enrollmentEndDate classroomName classroom { name gradeLevel } createdAt updatedAt } }`, { token: accessToken, variables: { id } })
+  const student = res.body.data!.student
+  t.match(student, {
+    id,
+    sourcedId: 'sis-ada',
+    fullName: 'Ada Lovelace',
+    givenName: 'Ada',
+    familyName: 'Lovelace',
+    preferredName: 'Addie',
+    studentNumber: 'S-0001',
+    email: 'ada@example.org',
+    dateOfBirth: '2015-12-10',
+    gradeLevel: 'KINDERGARTEN',
+    status: 'INACTIVE',
+    enrollmentStartDate: '2021-09-01',
+    enrollmentEndDate: '2026-06-30',
+    classroomName: 'Room K',
+    classroom: { name: 'Room K', gradeLevel: null }
+  }, 'the full name is derived from the given and family names; OneRoster KG is KINDERGARTEN')
+  t.match(student.createdAt, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/)
+  t.equal(student.createdAt, student.updatedAt)
+
+  const derived = await gql(app, `query ($id: ID!) { student(id: $id) { fullName givenName familyName status gradeLevel } }`, { token: accessToken, variables: { id: split } })
+  t.same(derived.body.data!.student, { fullName: 'Ludwig van Beethoven', givenName: 'Ludwig van', familyName: 'Beethoven', status: 'ACTIVE', gradeLevel: null },
+    'from a full name alone: the last word is the family name')
+
+  // A change of the names renews a derived full name.
+  await db.forSchool(school.schoolId).student.updateMany({ where: { id }, data: { givenName: 'Augusta Ada' } })
+  const renamed = await gql(app, `query ($id: ID!) { student(id: $id) { fullName updatedAt } }`, { token: accessToken, variables: { id } })
+  t.equal(renamed.body.data!.student.fullName, 'Augusta Ada Lovelace')
+})
+
+t.test('creating a student refuses bad enums, dates, emails and a taken student number, saying why', async (t) => {
+  const db = await testDatabase()
+  const school = await seedSchool('Validation School')
+  await createStudent(db, { schoolId: school.schoolId, fullName: 'First One', studentNumber: 'N-1' })
+  const cases: Array<[Record<string, string>, RegExp]> = [
+    [{ gradeLevel: 'GRADE_14' }, /Grade level must be one of PRE_KINDERGARTEN, KINDERGARTEN, GRADE_1.*or a OneRoster code/],
+    [{ status: 'EXPELLED' }, /Status must be one of ACTIVE, INACTIVE, GRADUATED, TRANSFERRED, WITHDRAWN/],
+    [{ dateOfBirth: '2015-02-30' }, /Date of birth must be a day as YYYY-MM-DD/],
+    [{ enrollmentStartDate: '01/09/2021' }, /Enrollment start date must be a day as YYYY-MM-DD/],
+    [{ enrollmentStartDate: '2022-01-01', enrollmentEndDate: '2021-01-01' }, /end date must not be before the start date/],
+    [{ email: 'not an email' }, /is not an email address/],
+    [{ studentNumber: 'N-1' }, /is taken in this school/]
+  ]
+  for (const [fields, message] of cases) {
+    await t.rejects(createStudent(db, { schoolId: school.schoolId, fullName: 'Someone', ...fields }), { name: 'AdminError', message }, JSON.stringify(fields))
+  }
+  await t.rejects(createStudent(db, { schoolId: school.schoolId }), { name: 'AdminError', message: /A full name, or a given or family name, is required/ })
+  const other = await seedSchool('Other Validation School')
+  t.ok(await createStudent(db, { schoolId: other.schoolId, fullName: 'Same Number', studentNumber: 'N-1' }), 'student numbers are unique per school only')
 })

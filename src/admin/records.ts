@@ -4,6 +4,7 @@ import { normalizeUsername } from '../auth/auth-service.js'
 import { hashPassword } from '../auth/passwords.js'
 import type { Database } from '../db/client.js'
 import { Prisma } from '../generated/prisma/client.js'
+import { GradeLevel, StudentStatus, TeacherStatus } from '../generated/prisma/enums.js'
 
 export class AdminError extends Error {
   override name = 'AdminError'
@@ -26,8 +27,40 @@ async function requireSchool (db: Database, schoolId: string): Promise<string> {
   return school.id
 }
 
-export async function createSchool (db: Database, name: string): Promise<string> {
-  const school = await db.prisma.school.create({ data: { name: requireText('School name', name) }, select: { id: true } })
+/** A school's optional details (see the School model). */
+export interface SchoolDetails {
+  timeZone?: string | undefined
+  addressLine1?: string | undefined
+  addressLine2?: string | undefined
+  city?: string | undefined
+  region?: string | undefined
+  postalCode?: string | undefined
+  country?: string | undefined
+  phone?: string | undefined
+  website?: string | undefined
+}
+
+function requireTimeZone (zone: string): string {
+  try {
+    // Intl knows the IANA names (and refuses others with a RangeError).
+    return new Intl.DateTimeFormat('en', { timeZone: zone }).resolvedOptions().timeZone
+  } catch {
+    throw new AdminError(`Time zone "${zone}" is not an IANA time zone name (e.g. America/Chicago)`)
+  }
+}
+
+export async function createSchool (db: Database, name: string, details: SchoolDetails = {}): Promise<string> {
+  const data: Prisma.SchoolCreateInput = { name: requireText('School name', name) }
+  if (details.timeZone !== undefined) data.timeZone = requireTimeZone(details.timeZone)
+  if (details.country !== undefined) {
+    if (!/^[A-Za-z]{2}$/.test(details.country)) throw new AdminError(`Country must be an ISO 3166-1 alpha-2 code such as US (got "${details.country}")`)
+    data.country = details.country.toUpperCase()
+  }
+  for (const key of ['addressLine1', 'addressLine2', 'city', 'region', 'postalCode', 'phone', 'website'] as const) {
+    const value = details[key]
+    if (value !== undefined) data[key] = requireText(key, value)
+  }
+  const school = await db.prisma.school.create({ data, select: { id: true } })
   return school.id
 }
 
@@ -86,32 +119,140 @@ async function updateUser (
   return user.id
 }
 
-export async function createStudent (
-  db: Database,
-  { schoolId, fullName, classroom }: { schoolId: string, fullName: string, classroom?: string | undefined }
-): Promise<string> {
+/** OneRoster/CEDS grade codes accepted beside the enum names (PK, KG, 01..13, Other). */
+const GRADE_CODES: Record<string, GradeLevel> = {
+  PK: 'PRE_KINDERGARTEN',
+  KG: 'KINDERGARTEN',
+  OTHER: 'UNGRADED',
+  ...Object.fromEntries(Array.from({ length: 13 }, (_, i) => [String(i + 1).padStart(2, '0'), `GRADE_${i + 1}` as GradeLevel]))
+}
+
+function requireEnum<T extends string> (label: string, value: string, values: Record<string, T>): T {
+  const name = value.trim().toUpperCase()
+  if (name in values) return name as T
+  throw new AdminError(`${label} must be one of ${Object.keys(values).join(', ')} (got "${value}")`)
+}
+
+export function requireGradeLevel (value: string): GradeLevel {
+  const code = GRADE_CODES[value.trim().toUpperCase()]
+  if (code !== undefined) return code
+  try {
+    return requireEnum('Grade level', value, GradeLevel)
+  } catch {
+    throw new AdminError(`Grade level must be one of ${Object.keys(GradeLevel).join(', ')} or a OneRoster code (PK, KG, 01 to 13, Other) (got "${value}")`)
+  }
+}
+
+function requireDay (label: string, value: string): Date {
+  const match = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value.trim())
+  const date = match === null ? null : new Date(`${value.trim()}T00:00:00.000Z`)
+  if (date === null || Number.isNaN(date.getTime()) || date.toISOString().slice(0, 10) !== value.trim()) {
+    throw new AdminError(`${label} must be a day as YYYY-MM-DD (got "${value}")`)
+  }
+  return date
+}
+
+function requireEmail (value: string): string {
+  const email = requireText('Email', value, 254)
+  if (!/^[^\s@]+@[^\s@]+$/.test(email)) throw new AdminError(`Email "${email}" is not an email address`)
+  return email
+}
+
+/** Optional names: a record needs a full name or a given or family name (the database derives the rest). */
+interface Names {
+  fullName?: string | undefined
+  givenName?: string | undefined
+  familyName?: string | undefined
+  preferredName?: string | undefined
+}
+
+function names (input: Names): { fullName?: string, givenName?: string, familyName?: string, preferredName?: string } {
+  const out: { fullName?: string, givenName?: string, familyName?: string, preferredName?: string } = {}
+  if (input.fullName !== undefined) out.fullName = requireText('Full name', input.fullName)
+  if (input.givenName !== undefined) out.givenName = requireText('Given name', input.givenName)
+  if (input.familyName !== undefined) out.familyName = requireText('Family name', input.familyName)
+  if (input.preferredName !== undefined) out.preferredName = requireText('Preferred name', input.preferredName)
+  if (out.fullName === undefined && out.givenName === undefined && out.familyName === undefined) {
+    throw new AdminError('A full name, or a given or family name, is required')
+  }
+  return out
+}
+
+function uniqueViolation (err: unknown, what: string): never {
+  if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2002') {
+    throw new AdminError(`${what} is taken in this school`)
+  }
+  throw err
+}
+
+export interface StudentInput extends Names {
+  schoolId: string
+  classroom?: string | undefined
+  sourcedId?: string | undefined
+  studentNumber?: string | undefined
+  email?: string | undefined
+  /** YYYY-MM-DD. */
+  dateOfBirth?: string | undefined
+  /** A GradeLevel name or a OneRoster code (PK, KG, 01..13, Other). */
+  gradeLevel?: string | undefined
+  status?: string | undefined
+  enrollmentStartDate?: string | undefined
+  enrollmentEndDate?: string | undefined
+}
+
+export async function createStudent (db: Database, input: StudentInput): Promise<string> {
+  const { schoolId } = input
   const tenant = db.forSchool(await requireSchool(db, schoolId))
-  const name = requireText('Full name', fullName)
-  let classroomId: string | null = null
-  if (classroom !== undefined) {
-    const className = requireText('Classroom name', classroom)
+  const data: Prisma.StudentUncheckedCreateInput = { schoolId, ...names(input) }
+  if (input.sourcedId !== undefined) data.sourcedId = requireText('Sourced id', input.sourcedId, 255)
+  if (input.studentNumber !== undefined) data.studentNumber = requireText('Student number', input.studentNumber, 64)
+  if (input.email !== undefined) data.email = requireEmail(input.email)
+  if (input.dateOfBirth !== undefined) data.dateOfBirth = requireDay('Date of birth', input.dateOfBirth)
+  if (input.gradeLevel !== undefined) data.gradeLevel = requireGradeLevel(input.gradeLevel)
+  if (input.status !== undefined) data.status = requireEnum('Status', input.status, StudentStatus)
+  if (input.enrollmentStartDate !== undefined) data.enrollmentStartDate = requireDay('Enrollment start date', input.enrollmentStartDate)
+  if (input.enrollmentEndDate !== undefined) data.enrollmentEndDate = requireDay('Enrollment end date', input.enrollmentEndDate)
+  if (data.enrollmentStartDate instanceof Date && data.enrollmentEndDate instanceof Date && data.enrollmentEndDate < data.enrollmentStartDate) {
+    throw new AdminError('Enrollment end date must not be before the start date')
+  }
+  if (input.classroom !== undefined) {
+    const className = requireText('Classroom name', input.classroom)
     const room = await tenant.classroom.upsert({
       where: { schoolId_name: { schoolId, name: className } },
       create: { schoolId, name: className },
       update: {},
       select: { id: true }
     })
-    classroomId = room.id
+    data.classroomId = room.id
   }
-  const student = await tenant.student.create({ data: { schoolId, fullName: name, classroomId }, select: { id: true } })
-  return student.id
+  try {
+    const student = await tenant.student.create({ data, select: { id: true } })
+    return student.id
+  } catch (err) {
+    return uniqueViolation(err, `Student number "${String(input.studentNumber)}" or sourced id "${String(input.sourcedId)}"`)
+  }
 }
 
-export async function createTeacher (
-  db: Database,
-  { schoolId, fullName }: { schoolId: string, fullName: string }
-): Promise<string> {
+export interface TeacherInput extends Names {
+  schoolId: string
+  sourcedId?: string | undefined
+  email?: string | undefined
+  title?: string | undefined
+  status?: string | undefined
+}
+
+export async function createTeacher (db: Database, input: TeacherInput): Promise<string> {
+  const { schoolId } = input
   const tenant = db.forSchool(await requireSchool(db, schoolId))
-  const teacher = await tenant.teacher.create({ data: { schoolId, fullName: requireText('Full name', fullName) }, select: { id: true } })
-  return teacher.id
+  const data: Prisma.TeacherUncheckedCreateInput = { schoolId, ...names(input) }
+  if (input.sourcedId !== undefined) data.sourcedId = requireText('Sourced id', input.sourcedId, 255)
+  if (input.email !== undefined) data.email = requireEmail(input.email)
+  if (input.title !== undefined) data.title = requireText('Title', input.title)
+  if (input.status !== undefined) data.status = requireEnum('Status', input.status, TeacherStatus)
+  try {
+    const teacher = await tenant.teacher.create({ data, select: { id: true } })
+    return teacher.id
+  } catch (err) {
+    return uniqueViolation(err, `Sourced id "${String(input.sourcedId)}"`)
+  }
 }

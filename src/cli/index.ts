@@ -59,8 +59,9 @@ export function buildProgram (): Command {
     .command('create')
     .description('create a school; prints its id')
     .requiredOption('--name <name>', 'name of the school')
-    .action(async ({ name }: { name: string }) => {
-      printId(await withDatabase((db) => createSchool(db, name)))
+    .option('--time-zone <zone>', 'IANA time zone, e.g. America/Chicago (default UTC)')
+    .action(async ({ name, timeZone }: { name: string, timeZone?: string }) => {
+      printId(await withDatabase((db) => createSchool(db, name, { timeZone })))
     })
 
   const user = program.command('user').description('manage users (API accounts)')
@@ -100,10 +101,24 @@ export function buildProgram (): Command {
     .command('create')
     .description('create a student; prints the id')
     .requiredOption('--school <schoolId>', 'school id')
-    .requiredOption('--full-name <name>', 'full name')
+    .option('--full-name <name>', 'full name (default: given and family name)')
+    .option('--given-name <name>', 'given name (default: all but the last word of the full name)')
+    .option('--family-name <name>', 'family name (default: the last word of the full name)')
+    .option('--preferred-name <name>', 'preferred name')
     .option('--classroom <name>', 'classroom name (created when new)')
-    .action(async ({ school, fullName, classroom }: { school: string, fullName: string, classroom?: string }) => {
-      printId(await withDatabase((db) => createStudent(db, { schoolId: school, fullName, classroom })))
+    .option('--student-number <number>', 'student number issued by the school (unique in it)')
+    .option('--sourced-id <id>', 'OneRoster sourcedId')
+    .option('--email <email>', 'email address')
+    .option('--date-of-birth <YYYY-MM-DD>', 'date of birth')
+    .option('--grade-level <level>', 'PRE_KINDERGARTEN, KINDERGARTEN, GRADE_1 to GRADE_13, UNGRADED, or PK, KG, 01 to 13, Other')
+    .option('--status <status>', 'ACTIVE (default), INACTIVE, GRADUATED, TRANSFERRED or WITHDRAWN')
+    .option('--enrollment-start <YYYY-MM-DD>', 'first day of enrollment')
+    .option('--enrollment-end <YYYY-MM-DD>', 'last day of enrollment')
+    .action(async (options: Record<string, string | undefined> & { school: string }) => {
+      const { school, enrollmentStart, enrollmentEnd, ...rest } = options
+      printId(await withDatabase((db) => createStudent(db, {
+        ...rest, schoolId: school, enrollmentStartDate: enrollmentStart, enrollmentEndDate: enrollmentEnd
+      })))
     })
 
   program.command('teacher')
@@ -111,9 +126,17 @@ export function buildProgram (): Command {
     .command('create')
     .description('create a teacher; prints the id')
     .requiredOption('--school <schoolId>', 'school id')
-    .requiredOption('--full-name <name>', 'full name')
-    .action(async ({ school, fullName }: { school: string, fullName: string }) => {
-      printId(await withDatabase((db) => createTeacher(db, { schoolId: school, fullName })))
+    .option('--full-name <name>', 'full name (default: given and family name)')
+    .option('--given-name <name>', 'given name (default: all but the last word of the full name)')
+    .option('--family-name <name>', 'family name (default: the last word of the full name)')
+    .option('--preferred-name <name>', 'preferred name')
+    .option('--sourced-id <id>', 'OneRoster sourcedId')
+    .option('--email <email>', 'email address')
+    .option('--title <title>', 'job title, e.g. "Grade 3 Teacher"')
+    .option('--status <status>', 'ACTIVE (default) or INACTIVE')
+    .action(async (options: Record<string, string | undefined> & { school: string }) => {
+      const { school, ...rest } = options
+      printId(await withDatabase((db) => createTeacher(db, { ...rest, schoolId: school })))
     })
 
   program.command('audit')

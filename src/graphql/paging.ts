@@ -1,3 +1,9 @@
+// Page sizes, keyset cursors and orderings of the lists (students, teachers, classrooms).
+//
+// Paging is by keyset, never OFFSET: a page is "the next `limit` rows after the cursor's sort key",
+// written as `k1 >= v1 AND ((k1, k2, id) > (v1, v2, id0))` (spelled out with OR, which Prisma
+// can express), so PostgreSQL starts an index range scan on (school_id, k1, k2, id) at the cursor
+// and reads only the page (and the ties of k1). Each order has that index (schema.prisma).
 import { badUserInput } from './errors.js'
 
 export const DEFAULT_LIMIT = 100
@@ -10,4 +16,132 @@ export function pageSize (limit: number | null | undefined): number {
     throw badUserInput(`limit must be between 0 and ${MAX_LIMIT} (got ${limit})`)
   }
   return limit
+}
+
+export type Direction = 'ASC' | 'DESC'
+
+/** A list's orderings: for each order field, the Prisma fields it sorts by (the last is `id`). */
+export interface ListSpec<O extends string> {
+  /** Name of the list, written into its cursors so that one list's cursor is refused by another. */
+  list: string
+  orders: Readonly<Record<O, readonly string[]>>
+  defaultOrder: O
+  /** Sort fields that hold timestamps. */
+  dates: ReadonlySet<string>
+}
+
+export interface PageArgs<O extends string> {
+  limit?: number | null
+  after?: string | null
+  orderBy?: { field: O, direction?: Direction | null } | null
+}
+
+export interface PageInfo {
+  endCursor: string | null
+  hasNextPage: boolean
+}
+
+export interface PagePlan {
+  /** Records wanted. */
+  take: number
+  /** The keyset condition after the cursor; {} for the first page. */
+  where: Record<string, unknown>
+  orderBy: Array<Record<string, 'asc' | 'desc'>>
+  /** Columns the cursor needs, to merge into the query's select. */
+  select: Record<string, true>
+  /** The cursor of a row read with this plan. */
+  cursorOf: (row: Record<string, unknown>) => string
+}
+
+interface CursorBody { l: string, o: string, d: Direction, v: unknown[] }
+
+function decodeCursor (cursor: string, argument: string): CursorBody {
+  try {
+    const body = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Partial<CursorBody>
+    if (typeof body.l === 'string' && typeof body.o === 'string' && (body.d === 'ASC' || body.d === 'DESC') && Array.isArray(body.v)) {
+      return body as CursorBody
+    }
+  } catch {}
+  throw badUserInput(`${argument} is not a cursor of this API (pass pageInfo.endCursor as it was returned)`)
+}
+
+const encodeCursor = (body: CursorBody): string => Buffer.from(JSON.stringify(body)).toString('base64url')
+
+/** How to read one page of a list for its arguments; throws BAD_USER_INPUT for a bad limit or cursor. */
+export function planPage<O extends string> (spec: ListSpec<O>, args: PageArgs<O>): PagePlan {
+  const take = pageSize(args.limit)
+  const order = args.orderBy?.field ?? spec.defaultOrder
+  const direction: Direction = args.orderBy?.direction ?? 'ASC'
+  const fields = spec.orders[order]
+  const sort = direction === 'ASC' ? 'asc' : 'desc'
+  let where: Record<string, unknown> = {}
+  if (args.after !== null && args.after !== undefined) {
+    const cursor = decodeCursor(args.after, 'after')
+    if (cursor.l !== spec.list) throw badUserInput(`after is a cursor of ${cursor.l}, not of ${spec.list}`)
+    if (cursor.o !== order || cursor.d !== direction) {
+      throw badUserInput(`after was read with orderBy { field: ${cursor.o}, direction: ${cursor.d} }: use the same orderBy to continue (got { field: ${order}, direction: ${direction} })`)
+    }
+    if (cursor.v.length !== fields.length || cursor.v.some((v) => typeof v !== 'string')) {
+      throw badUserInput('after is not a cursor of this API (pass pageInfo.endCursor as it was returned)')
+    }
+    const values = fields.map((field, i) => {
+      const text = cursor.v[i] as string
+      if (!spec.dates.has(field)) return text
+      const date = new Date(text)
+      if (Number.isNaN(date.getTime())) throw badUserInput('after is not a cursor of this API (pass pageInfo.endCursor as it was returned)')
+      return date
+    })
+    where = keysetAfter(fields, values, direction)
+  }
+  return {
+    take,
+    where,
+    orderBy: fields.map((field) => ({ [field]: sort })),
+    select: Object.fromEntries(fields.map((field) => [field, true])),
+    cursorOf: (row) => encodeCursor({
+      l: spec.list,
+      o: order,
+      d: direction,
+      v: fields.map((field) => {
+        const value = row[field]
+        return value instanceof Date ? value.toISOString() : String(value)
+      })
+    })
+  }
+}
+
+/**
+ * Rows strictly after `values` in the order of `fields`: the leading bound (k1 >= v1) is what lets
+ * the index scan start at the cursor; the OR of "equal so far, greater here" drops the ties before it.
+ */
+function keysetAfter (fields: readonly string[], values: unknown[], direction: Direction): Record<string, unknown> {
+  const beyond = direction === 'ASC' ? 'gt' : 'lt'
+  const from = direction === 'ASC' ? 'gte' : 'lte'
+  const branches = fields.map((field, i) => {
+    const branch: Record<string, unknown> = {}
+    for (let j = 0; j < i; j++) branch[fields[j]!] = values[j]
+    branch[field] = { [beyond]: values[i] }
+    return branch
+  })
+  if (fields.length === 1) return branches[0]!
+  return { AND: [{ [fields[0]!]: { [from]: values[0] } }, { OR: branches }] }
+}
+
+/** A page of `rows` read with `plan` and `take + 1` records, the extra one telling whether more follow. */
+export function toPage<T extends Record<string, unknown>> (rows: T[], plan: PagePlan): { nodes: T[], pageInfo: PageInfo } {
+  const nodes = rows.slice(0, plan.take)
+  const last = nodes[nodes.length - 1]
+  return {
+    nodes,
+    pageInfo: { endCursor: last === undefined ? null : plan.cursorOf(last), hasNextPage: rows.length > plan.take }
+  }
+}
+
+/** A name search: 1 to 100 characters, matched as a substring ignoring case (LIKE wildcards escaped). */
+export function nameSearch (search: string | null | undefined, fields: readonly string[]): Record<string, unknown> {
+  if (search === null || search === undefined) return {}
+  const text = search.trim()
+  if (text.length < 1 || text.length > 100) throw badUserInput(`filter.search must have 1 to 100 characters (got ${text.length})`)
+  const pattern = text.replace(/[\\%_]/g, (c) => '\\' + c)
+  return { OR: fields.map((field) => ({ [field]: { contains: pattern, mode: 'insensitive' } })) }
 }

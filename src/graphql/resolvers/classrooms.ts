@@ -1,23 +1,78 @@
 import type { MercuriusContext } from 'mercurius'
+import type { Prisma } from '../../generated/prisma/client.js'
 import type { QueryResolvers } from '../generated.js'
 import { requireUuid } from '../ids.js'
-import type { ClassroomRow, StudentRow, TeacherRow } from '../models.js'
-import { pageSize } from '../paging.js'
+import type { AssignmentRow, ClassroomRow, StudentRow, TeacherRow } from '../models.js'
+import { badUserInput } from '../errors.js'
+import { nameSearch, planPage, toPage, type ListSpec } from '../paging.js'
+import { columns, prismaSelect, type SelectionMap } from '../selection.js'
 
-const CLASSROOM_SELECT = { id: true, name: true } as const
+const CLASSROOM_SELECT: SelectionMap = columns('sourcedId', 'name', 'gradeLevel', 'subject', 'createdAt', 'updatedAt')
 
-export const classroomQueries: Pick<QueryResolvers, 'classrooms' | 'classroom'> = {
-  async classrooms (_parent, { limit }, ctx) {
-    const take = pageSize(limit)
+type ClassroomOrderField = 'NAME' | 'CREATED_AT' | 'UPDATED_AT' | 'ID'
+
+export const CLASSROOM_LIST: ListSpec<ClassroomOrderField> = {
+  list: 'classrooms',
+  orders: {
+    NAME: ['name', 'id'],
+    CREATED_AT: ['createdAt', 'id'],
+    UPDATED_AT: ['updatedAt', 'id'],
+    ID: ['id']
+  },
+  defaultOrder: 'NAME',
+  dates: new Set(['createdAt', 'updatedAt'])
+}
+
+interface ClassroomListArgs {
+  limit?: number | null
+  after?: string | null
+  filter?: { gradeLevel?: string | null, subject?: string | null, search?: string | null } | null
+  orderBy?: { field: ClassroomOrderField, direction?: 'ASC' | 'DESC' | null } | null
+}
+
+function classroomWhere (filter: ClassroomListArgs['filter']): Prisma.ClassroomWhereInput {
+  const where: Prisma.ClassroomWhereInput = {}
+  if (filter == null) return where
+  if (filter.gradeLevel != null) where.gradeLevel = filter.gradeLevel as Prisma.ClassroomWhereInput['gradeLevel']
+  if (filter.subject != null) {
+    const subject = filter.subject.trim()
+    if (subject === '' || subject.length > 100) throw badUserInput('filter.subject must have 1 to 100 characters')
+    where.subject = { equals: subject, mode: 'insensitive' }
+  }
+  return { ...where, ...nameSearch(filter.search, ['name']) }
+}
+
+export const classroomQueries: Pick<QueryResolvers, 'classrooms' | 'classroomsPage' | 'classroom'> = {
+  async classrooms (_parent, args, ctx, info) {
+    const plan = planPage(CLASSROOM_LIST, args as ClassroomListArgs)
+    const where = classroomWhere((args as ClassroomListArgs).filter)
     const { db } = ctx.school()
-    if (take === 0) return []
-    return await db.classroom.findMany({ take, orderBy: [{ name: 'asc' }, { id: 'asc' }], select: CLASSROOM_SELECT })
+    if (plan.take === 0) return []
+    return await db.classroom.findMany({
+      where: { AND: [where, plan.where] },
+      take: plan.take,
+      orderBy: plan.orderBy,
+      select: prismaSelect(info, 'Classroom', CLASSROOM_SELECT)
+    }) as unknown as ClassroomRow[]
   },
 
-  async classroom (_parent, { id }, ctx) {
+  async classroomsPage (_parent, args, ctx, info) {
+    const plan = planPage(CLASSROOM_LIST, args as ClassroomListArgs)
+    const where = classroomWhere((args as ClassroomListArgs).filter)
+    const { db } = ctx.school()
+    const rows = await db.classroom.findMany({
+      where: { AND: [where, plan.where] },
+      take: plan.take + 1,
+      orderBy: plan.orderBy,
+      select: { ...prismaSelect(info, 'Classroom', CLASSROOM_SELECT, [['ClassroomPage', 'nodes']]), ...plan.select }
+    })
+    return toPage(rows, plan) as unknown as { nodes: ClassroomRow[], pageInfo: { endCursor: string | null, hasNextPage: boolean } }
+  },
+
+  async classroom (_parent, { id }, ctx, info) {
     const classroomId = requireUuid(id)
     const { db } = ctx.school()
-    return await db.classroom.findFirst({ where: { id: classroomId }, select: CLASSROOM_SELECT })
+    return await db.classroom.findFirst({ where: { id: classroomId }, select: prismaSelect(info, 'Classroom', CLASSROOM_SELECT) }) as unknown as ClassroomRow | null
   }
 }
 
@@ -39,25 +94,30 @@ async function classroomStudents (queries: Array<{ obj: ClassroomRow }>, ctx: Me
     relationLoadStrategy: 'join',
     where: { classroomId: { in: queries.map((q) => q.obj.id) } },
     orderBy: [{ fullName: 'asc' }, { id: 'asc' }],
-    select: { id: true, fullName: true, classroomId: true, classroom: { select: CLASSROOM_SELECT } }
+    include: { classroom: true }
   })
   const byClassroom = groupBy(rows, (row) => row.classroomId ?? '')
-  return queries.map((q) => (byClassroom.get(q.obj.id) ?? []) as unknown as StudentRow[])
+  return queries.map((q) => byClassroom.get(q.obj.id) ?? [])
 }
 
-/** Teachers of all classrooms of one response in one query (Mercurius loader). */
-async function classroomTeachers (queries: Array<{ obj: ClassroomRow }>, ctx: MercuriusContext): Promise<TeacherRow[][]> {
+/** Teacher assignments of all classrooms of one response in one query, by teacher name. */
+async function classroomAssignments (queries: Array<{ obj: ClassroomRow }>, ctx: MercuriusContext): Promise<AssignmentRow[][]> {
   const { db } = ctx.school()
   const rows = await db.teacherClassroom.findMany({
     relationLoadStrategy: 'join',
     where: { classroomId: { in: queries.map((q) => q.obj.id) } },
     orderBy: [{ teacher: { fullName: 'asc' } }, { teacherId: 'asc' }],
-    select: { classroomId: true, teacher: { select: { id: true, fullName: true } } }
+    select: { role: true, teacher: true, classroom: true }
   })
-  const byClassroom = groupBy(rows, (row) => row.classroomId)
-  return queries.map((q) => (byClassroom.get(q.obj.id) ?? []).map((row) => row.teacher as unknown as TeacherRow))
+  const byClassroom = groupBy(rows, (row) => row.classroom.id)
+  return queries.map((q) => byClassroom.get(q.obj.id) ?? [])
+}
+
+/** Teachers of all classrooms of one response in one query (Mercurius loader). */
+async function classroomTeachers (queries: Array<{ obj: ClassroomRow }>, ctx: MercuriusContext): Promise<TeacherRow[][]> {
+  return (await classroomAssignments(queries, ctx)).map((list) => list.map((a) => a.teacher))
 }
 
 export const classroomLoaders = {
-  Classroom: { students: classroomStudents, teachers: classroomTeachers }
+  Classroom: { students: classroomStudents, teachers: classroomTeachers, teacherAssignments: classroomAssignments }
 }

@@ -1,30 +1,81 @@
+import type { Prisma } from '../../generated/prisma/client.js'
 import type { QueryResolvers, StudentResolvers } from '../generated.js'
 import type { StudentRow } from '../models.js'
 import { requireUuid } from '../ids.js'
-import { pageSize } from '../paging.js'
-import { prismaSelect, type SelectionMap } from '../selection.js'
+import { nameSearch, planPage, toPage, type ListSpec } from '../paging.js'
+import { columns, prismaSelect, type SelectionMap } from '../selection.js'
 
-const CLASSROOM = { classroom: { select: { id: true, name: true } } }
+// A relation reached from a student carries all of the classroom's columns.
+const CLASSROOM = { classroom: true }
 
 const STUDENT_SELECT: SelectionMap = {
-  id: { id: true },
-  fullName: { fullName: true },
+  ...columns('sourcedId', 'fullName', 'givenName', 'familyName', 'preferredName', 'studentNumber', 'email',
+    'dateOfBirth', 'gradeLevel', 'status', 'enrollmentStartDate', 'enrollmentEndDate', 'createdAt', 'updatedAt'),
   classroomName: CLASSROOM,
   classroom: CLASSROOM
 }
 
-export const studentQueries: Pick<QueryResolvers, 'students' | 'student'> = {
-  async students (_parent, { limit }, ctx, info) {
-    const take = pageSize(limit)
+type StudentOrderField = 'FAMILY_NAME' | 'GIVEN_NAME' | 'CREATED_AT' | 'UPDATED_AT' | 'ID'
+
+export const STUDENT_LIST: ListSpec<StudentOrderField> = {
+  list: 'students',
+  orders: {
+    FAMILY_NAME: ['familyName', 'givenName', 'id'],
+    GIVEN_NAME: ['givenName', 'familyName', 'id'],
+    CREATED_AT: ['createdAt', 'id'],
+    UPDATED_AT: ['updatedAt', 'id'],
+    ID: ['id']
+  },
+  defaultOrder: 'ID',
+  dates: new Set(['createdAt', 'updatedAt'])
+}
+
+interface StudentListArgs {
+  limit?: number | null
+  after?: string | null
+  filter?: { classroomId?: string | null, gradeLevel?: string | null, status?: string | null, search?: string | null } | null
+  orderBy?: { field: StudentOrderField, direction?: 'ASC' | 'DESC' | null } | null
+}
+
+/** The Prisma filter of a StudentFilter. */
+export function studentWhere (filter: StudentListArgs['filter']): Prisma.StudentWhereInput {
+  const where: Prisma.StudentWhereInput = {}
+  if (filter == null) return where
+  if (filter.classroomId != null) where.classroomId = requireUuid(filter.classroomId, 'filter.classroomId')
+  if (filter.gradeLevel != null) where.gradeLevel = filter.gradeLevel as Prisma.StudentWhereInput['gradeLevel']
+  if (filter.status != null) where.status = filter.status as Prisma.StudentWhereInput['status']
+  return { ...where, ...nameSearch(filter.search, ['fullName', 'givenName', 'familyName', 'preferredName']) }
+}
+
+export const studentQueries: Pick<QueryResolvers, 'students' | 'studentsPage' | 'student'> = {
+  async students (_parent, args, ctx, info) {
+    const plan = planPage(STUDENT_LIST, args as StudentListArgs)
+    const where = studentWhere((args as StudentListArgs).filter)
     const { db } = ctx.school()
-    if (take === 0) return []
+    if (plan.take === 0) return []
     return await db.student.findMany({
       relationLoadStrategy: 'join',
-      take,
-      orderBy: { id: 'asc' },
+      where: { AND: [where, plan.where] },
+      take: plan.take,
+      orderBy: plan.orderBy,
       select: prismaSelect(info, 'Student', STUDENT_SELECT)
       // The rows hold exactly the columns the query selected, which is all its resolvers read.
     }) as unknown as StudentRow[]
+  },
+
+  async studentsPage (_parent, args, ctx, info) {
+    const plan = planPage(STUDENT_LIST, args as StudentListArgs)
+    const where = studentWhere((args as StudentListArgs).filter)
+    const { db } = ctx.school()
+    const rows = await db.student.findMany({
+      relationLoadStrategy: 'join',
+      where: { AND: [where, plan.where] },
+      // One more than the page: whether another page follows.
+      take: plan.take + 1,
+      orderBy: plan.orderBy,
+      select: { ...prismaSelect(info, 'Student', STUDENT_SELECT, [['StudentPage', 'nodes']]), ...plan.select }
+    })
+    return toPage(rows, plan) as unknown as { nodes: StudentRow[], pageInfo: { endCursor: string | null, hasNextPage: boolean } }
   },
 
   async student (_parent, { id }, ctx, info) {

@@ -1,26 +1,73 @@
 import type { MercuriusContext } from 'mercurius'
+import type { Prisma } from '../../generated/prisma/client.js'
 import type { QueryResolvers } from '../generated.js'
-import type { ClassroomRow, TeacherRow } from '../models.js'
+import type { AssignmentRow, ClassroomRow, TeacherRow } from '../models.js'
 import { requireUuid } from '../ids.js'
-import { pageSize } from '../paging.js'
-import { prismaSelect, type SelectionMap } from '../selection.js'
+import { nameSearch, planPage, toPage, type ListSpec } from '../paging.js'
+import { columns, prismaSelect, type SelectionMap } from '../selection.js'
 
-const TEACHER_SELECT: SelectionMap = {
-  id: { id: true },
-  fullName: { fullName: true }
+const TEACHER_SELECT: SelectionMap = columns(
+  'sourcedId', 'fullName', 'givenName', 'familyName', 'preferredName', 'email', 'title', 'status', 'createdAt', 'updatedAt'
+)
+
+type TeacherOrderField = 'FAMILY_NAME' | 'GIVEN_NAME' | 'CREATED_AT' | 'UPDATED_AT' | 'ID'
+
+export const TEACHER_LIST: ListSpec<TeacherOrderField> = {
+  list: 'teachers',
+  orders: {
+    FAMILY_NAME: ['familyName', 'givenName', 'id'],
+    GIVEN_NAME: ['givenName', 'familyName', 'id'],
+    CREATED_AT: ['createdAt', 'id'],
+    UPDATED_AT: ['updatedAt', 'id'],
+    ID: ['id']
+  },
+  defaultOrder: 'ID',
+  dates: new Set(['createdAt', 'updatedAt'])
 }
 
-export const teacherQueries: Pick<QueryResolvers, 'teachers' | 'teacher'> = {
-  async teachers (_parent, { limit }, ctx, info) {
-    const take = pageSize(limit)
+interface TeacherListArgs {
+  limit?: number | null
+  after?: string | null
+  filter?: { classroomId?: string | null, status?: string | null, search?: string | null } | null
+  orderBy?: { field: TeacherOrderField, direction?: 'ASC' | 'DESC' | null } | null
+}
+
+function teacherWhere (filter: TeacherListArgs['filter']): Prisma.TeacherWhereInput {
+  const where: Prisma.TeacherWhereInput = {}
+  if (filter == null) return where
+  if (filter.classroomId != null) {
+    where.classrooms = { some: { classroomId: requireUuid(filter.classroomId, 'filter.classroomId') } }
+  }
+  if (filter.status != null) where.status = filter.status as Prisma.TeacherWhereInput['status']
+  return { ...where, ...nameSearch(filter.search, ['fullName', 'givenName', 'familyName', 'preferredName']) }
+}
+
+export const teacherQueries: Pick<QueryResolvers, 'teachers' | 'teachersPage' | 'teacher'> = {
+  async teachers (_parent, args, ctx, info) {
+    const plan = planPage(TEACHER_LIST, args as TeacherListArgs)
+    const where = teacherWhere((args as TeacherListArgs).filter)
     const { db } = ctx.school()
-    if (take === 0) return []
+    if (plan.take === 0) return []
     return await db.teacher.findMany({
-      take,
-      orderBy: { id: 'asc' },
+      where: { AND: [where, plan.where] },
+      take: plan.take,
+      orderBy: plan.orderBy,
       select: prismaSelect(info, 'Teacher', TEACHER_SELECT)
       // The rows hold exactly the columns the query selected, which is all its resolvers read.
     }) as unknown as TeacherRow[]
+  },
+
+  async teachersPage (_parent, args, ctx, info) {
+    const plan = planPage(TEACHER_LIST, args as TeacherListArgs)
+    const where = teacherWhere((args as TeacherListArgs).filter)
+    const { db } = ctx.school()
+    const rows = await db.teacher.findMany({
+      where: { AND: [where, plan.where] },
+      take: plan.take + 1,
+      orderBy: plan.orderBy,
+      select: { ...prismaSelect(info, 'Teacher', TEACHER_SELECT, [['TeacherPage', 'nodes']]), ...plan.select }
+    })
+    return toPage(rows, plan) as unknown as { nodes: TeacherRow[], pageInfo: { endCursor: string | null, hasNextPage: boolean } }
   },
 
   async teacher (_parent, { id }, ctx, info) {
@@ -33,27 +80,29 @@ export const teacherQueries: Pick<QueryResolvers, 'teachers' | 'teacher'> = {
   }
 }
 
-/** Classrooms of all teachers of one response in one query (Mercurius loader). */
-async function teacherClassrooms (
-  queries: Array<{ obj: TeacherRow }>,
-  ctx: MercuriusContext
-): Promise<ClassroomRow[][]> {
+/** Assignments of all teachers of one response in one query, by classroom name. */
+async function assignmentsOf (queries: Array<{ obj: TeacherRow }>, ctx: MercuriusContext): Promise<AssignmentRow[][]> {
   const { db } = ctx.school()
   const rows = await db.teacherClassroom.findMany({
     relationLoadStrategy: 'join',
     where: { teacherId: { in: queries.map((q) => q.obj.id) } },
-    select: { teacherId: true, classroom: { select: { id: true, name: true } } },
-    orderBy: { classroom: { name: 'asc' } }
+    select: { role: true, teacher: true, classroom: true },
+    orderBy: [{ classroom: { name: 'asc' } }, { classroomId: 'asc' }]
   })
-  const byTeacher = new Map<string, ClassroomRow[]>()
+  const byTeacher = new Map<string, AssignmentRow[]>()
   for (const row of rows) {
-    const list = byTeacher.get(row.teacherId)
-    if (list === undefined) byTeacher.set(row.teacherId, [row.classroom])
-    else list.push(row.classroom)
+    const list = byTeacher.get(row.teacher.id)
+    if (list === undefined) byTeacher.set(row.teacher.id, [row])
+    else list.push(row)
   }
   return queries.map((q) => byTeacher.get(q.obj.id) ?? [])
 }
 
+/** Classrooms of all teachers of one response in one query (Mercurius loader). */
+async function teacherClassrooms (queries: Array<{ obj: TeacherRow }>, ctx: MercuriusContext): Promise<ClassroomRow[][]> {
+  return (await assignmentsOf(queries, ctx)).map((list) => list.map((a) => a.classroom))
+}
+
 export const teacherLoaders = {
-  Teacher: { classrooms: teacherClassrooms }
+  Teacher: { classrooms: teacherClassrooms, classroomAssignments: assignmentsOf }
 }
