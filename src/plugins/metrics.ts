@@ -1,7 +1,7 @@
 // Prometheus metrics at GET /metrics: requests and latency by operation and outcome, HTTP requests
 // by route and status, the PostgreSQL pool's use, and Node's default process metrics. Each app has
 // a registry of its own (tests build many apps in one process); other plugins add their metrics to
-// `app.metrics.registry`.
+// `app.metrics.registry`. Node's process metrics come from one registry per process.
 //
 // /metrics is protected by METRICS_TOKEN (a bearer token) when it is set; in production it is
 // served only then, since the API's port faces clients.
@@ -55,6 +55,17 @@ function outcomeOf (request: FastifyRequest, reply: FastifyReply): string {
   return request.graphqlOutcome ?? 'ok'
 }
 
+// Node's process metrics belong to the process, not to an app: collected once per process, however
+// many apps it builds (tests build many; each collector keeps a timer and an observer running).
+let processRegistry: Registry | undefined
+function processMetrics (): Registry {
+  if (processRegistry === undefined) {
+    processRegistry = new Registry()
+    collectDefaultMetrics({ register: processRegistry })
+  }
+  return processRegistry
+}
+
 function sameSecret (given: string, expected: string): boolean {
   const a = createHash('sha256').update(given).digest()
   const b = createHash('sha256').update(expected).digest()
@@ -63,7 +74,7 @@ function sameSecret (given: string, expected: string): boolean {
 
 export default fp(async (app) => {
   const registry = new Registry()
-  collectDefaultMetrics({ register: registry })
+  const processRegistry = processMetrics()
   app.decorate('metrics', { registry })
 
   const httpRequests = new Counter({
@@ -145,6 +156,6 @@ export default fp(async (app) => {
         return await reply.code(401).header('www-authenticate', 'Bearer').send({ statusCode: 401, error: 'Unauthorized', message: 'Send "Authorization: Bearer <METRICS_TOKEN>"' })
       }
     }
-    return await reply.type(registry.contentType).send(await registry.metrics())
+    return await reply.type(registry.contentType).send(await processRegistry.metrics() + await registry.metrics())
   })
 }, { name: 'metrics', dependencies: ['config'] })
