@@ -12,6 +12,7 @@ import graphqlPlugin from './plugins/graphql.js'
 import loggingPlugin, { loggerOptions, RequestLog } from './plugins/logging.js'
 import metricsPlugin from './plugins/metrics.js'
 import operationsPlugin from './plugins/operations.js'
+import pressurePlugin from './plugins/pressure.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
 import redisPlugin from './plugins/redis.js'
 
@@ -35,7 +36,19 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
     },
     requestIdHeader: false,
-    bodyLimit: 1024 * 1024
+    // HTTP bounds (README, "Limits"): body size, time to receive a request, time to answer it.
+    bodyLimit: config.bodyLimitBytes,
+    requestTimeout: config.requestTimeoutMs,
+    handlerTimeout: config.handlerTimeoutMs,
+    // Node needs requestTimeout (and a headersTimeout no longer) when the server is created, and
+    // checks them every 30 s by default: often enough for the bound to hold.
+    http: config.requestTimeoutMs > 0
+      ? {
+          requestTimeout: config.requestTimeoutMs,
+          headersTimeout: Math.min(60_000, config.requestTimeoutMs),
+          connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(config.requestTimeoutMs / 2)))
+        }
+      : {}
   })
 
   app.addHook('onSend', async (request, reply) => {
@@ -54,6 +67,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   })
 
   await app.register(configPlugin, { config })
+  await app.register(pressurePlugin)
   await app.register(databasePlugin, { database: options.database })
   await app.register(metricsPlugin)
   await app.register(loggingPlugin)

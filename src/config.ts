@@ -53,6 +53,29 @@ export interface Config {
   /** Seconds after which failed logins are forgotten, and the longest lock. */
   loginFailureWindow: number
   loginLockMax: number
+  /** Query limits (src/graphql/limits.ts); graphql-armor's defaults. */
+  queryMaxDepth: number
+  queryMaxAliases: number
+  queryMaxDirectives: number
+  queryMaxTokens: number
+  queryMaxCost: number
+  queryMaxBytes: number
+  /** Largest request body accepted (413 above). */
+  bodyLimitBytes: number
+  /** Milliseconds to receive a whole request (Node's requestTimeout; 408 after; 0: none). */
+  requestTimeoutMs: number
+  /** Milliseconds a route may take to answer (503 after; 0: none). */
+  handlerTimeoutMs: number
+  /** Milliseconds to wait for a PostgreSQL connection, new or from the pool. */
+  databaseConnectTimeoutMs: number
+  /** PostgreSQL statement_timeout of the service's connections (0: none; the embedded database ignores it). */
+  databaseStatementTimeoutMs: number
+  /** Overload (503 with Retry-After): mean event loop delay, heap and RSS thresholds (0: not checked). */
+  pressureMaxEventLoopDelayMs: number
+  pressureMaxHeapMb: number
+  pressureMaxRssMb: number
+  /** Seconds a client is told to wait (Retry-After) when the service is overloaded. */
+  pressureRetryAfter: number
 }
 
 export class ConfigError extends Error {
@@ -90,6 +113,21 @@ const schema = {
     LOGIN_FAILURES_PER_ADDRESS: { type: 'integer', minimum: 0, maximum: 100000, default: 100 },
     LOGIN_FAILURE_WINDOW: { type: 'integer', minimum: 1, maximum: 86400, default: 900 },
     LOGIN_LOCK_MAX: { type: 'integer', minimum: 1, maximum: 86400, default: 900 },
+    QUERY_MAX_DEPTH: { type: 'integer', minimum: 1, maximum: 100, default: 6 },
+    QUERY_MAX_ALIASES: { type: 'integer', minimum: 0, maximum: 10000, default: 15 },
+    QUERY_MAX_DIRECTIVES: { type: 'integer', minimum: 0, maximum: 10000, default: 50 },
+    QUERY_MAX_TOKENS: { type: 'integer', minimum: 10, maximum: 1000000, default: 1000 },
+    QUERY_MAX_COST: { type: 'integer', minimum: 1, maximum: 100000000, default: 5000 },
+    QUERY_MAX_BYTES: { type: 'integer', minimum: 100, maximum: 10485760, default: 15000 },
+    BODY_LIMIT_BYTES: { type: 'integer', minimum: 1024, maximum: 104857600, default: 102400 },
+    REQUEST_TIMEOUT_MS: { type: 'integer', minimum: 0, maximum: 3600000, default: 30000 },
+    HANDLER_TIMEOUT_MS: { type: 'integer', minimum: 0, maximum: 3600000, default: 10000 },
+    DATABASE_CONNECT_TIMEOUT_MS: { type: 'integer', minimum: 1, maximum: 600000, default: 5000 },
+    DATABASE_STATEMENT_TIMEOUT_MS: { type: 'integer', minimum: 0, maximum: 3600000, default: 5000 },
+    PRESSURE_MAX_EVENT_LOOP_DELAY_MS: { type: 'integer', minimum: 0, maximum: 600000, default: 1000 },
+    PRESSURE_MAX_HEAP_MB: { type: 'integer', minimum: 0, maximum: 1048576, default: 0 },
+    PRESSURE_MAX_RSS_MB: { type: 'integer', minimum: 0, maximum: 1048576, default: 0 },
+    PRESSURE_RETRY_AFTER: { type: 'integer', minimum: 1, maximum: 3600, default: 10 },
     LOG_LEVEL: {
       type: 'string',
       enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
@@ -127,6 +165,21 @@ interface RawEnv {
   LOGIN_FAILURES_PER_ADDRESS: number
   LOGIN_FAILURE_WINDOW: number
   LOGIN_LOCK_MAX: number
+  QUERY_MAX_DEPTH: number
+  QUERY_MAX_ALIASES: number
+  QUERY_MAX_DIRECTIVES: number
+  QUERY_MAX_TOKENS: number
+  QUERY_MAX_COST: number
+  QUERY_MAX_BYTES: number
+  BODY_LIMIT_BYTES: number
+  REQUEST_TIMEOUT_MS: number
+  HANDLER_TIMEOUT_MS: number
+  DATABASE_CONNECT_TIMEOUT_MS: number
+  DATABASE_STATEMENT_TIMEOUT_MS: number
+  PRESSURE_MAX_EVENT_LOOP_DELAY_MS: number
+  PRESSURE_MAX_HEAP_MB: number
+  PRESSURE_MAX_RSS_MB: number
+  PRESSURE_RETRY_AFTER: number
 }
 
 /**
@@ -186,7 +239,22 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, { needsSecret 
     loginFailuresPerAccount: raw.LOGIN_FAILURES_PER_ACCOUNT,
     loginFailuresPerAddress: raw.LOGIN_FAILURES_PER_ADDRESS,
     loginFailureWindow: raw.LOGIN_FAILURE_WINDOW,
-    loginLockMax: raw.LOGIN_LOCK_MAX
+    loginLockMax: raw.LOGIN_LOCK_MAX,
+    queryMaxDepth: raw.QUERY_MAX_DEPTH,
+    queryMaxAliases: raw.QUERY_MAX_ALIASES,
+    queryMaxDirectives: raw.QUERY_MAX_DIRECTIVES,
+    queryMaxTokens: raw.QUERY_MAX_TOKENS,
+    queryMaxCost: raw.QUERY_MAX_COST,
+    queryMaxBytes: raw.QUERY_MAX_BYTES,
+    bodyLimitBytes: raw.BODY_LIMIT_BYTES,
+    requestTimeoutMs: raw.REQUEST_TIMEOUT_MS,
+    handlerTimeoutMs: raw.HANDLER_TIMEOUT_MS,
+    databaseConnectTimeoutMs: raw.DATABASE_CONNECT_TIMEOUT_MS,
+    databaseStatementTimeoutMs: raw.DATABASE_STATEMENT_TIMEOUT_MS,
+    pressureMaxEventLoopDelayMs: raw.PRESSURE_MAX_EVENT_LOOP_DELAY_MS,
+    pressureMaxHeapMb: raw.PRESSURE_MAX_HEAP_MB,
+    pressureMaxRssMb: raw.PRESSURE_MAX_RSS_MB,
+    pressureRetryAfter: raw.PRESSURE_RETRY_AFTER
   }
 }
 

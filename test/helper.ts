@@ -51,6 +51,24 @@ export function testConfig (overrides: Partial<Config> = {}): Config {
     loginFailuresPerAddress: 0,
     loginFailureWindow: 900,
     loginLockMax: 900,
+    // The production defaults for query and HTTP bounds, except the timing-dependent ones:
+    queryMaxDepth: 6,
+    queryMaxAliases: 15,
+    queryMaxDirectives: 50,
+    queryMaxTokens: 1000,
+    queryMaxCost: 5000,
+    queryMaxBytes: 15_000,
+    bodyLimitBytes: 102_400,
+    requestTimeoutMs: 30_000,
+    // Generous: a loaded test machine or a test of 1,000 concurrent requests is not an overload.
+    handlerTimeoutMs: 120_000,
+    databaseConnectTimeoutMs: 5_000,
+    databaseStatementTimeoutMs: 5_000,
+    // Off unless a test is about it: the embedded database blocks the event loop while it migrates.
+    pressureMaxEventLoopDelayMs: 0,
+    pressureMaxHeapMb: 0,
+    pressureMaxRssMb: 0,
+    pressureRetryAfter: 10,
     ...overrides
   }
 }

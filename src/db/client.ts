@@ -53,6 +53,10 @@ export interface DatabaseOptions {
   migrate?: boolean
   /** Connections in the pool (PostgreSQL only). */
   poolSize?: number
+  /** Milliseconds to wait for a connection, new or from a full pool (PostgreSQL only; default 5000). */
+  connectTimeoutMs?: number
+  /** PostgreSQL statement_timeout of the pool's connections (default none; PGlite has no such bound). */
+  statementTimeoutMs?: number
   /**
    * Embedded only: run as the unprivileged role `school_data_service`, so that row-level security
    * applies as it does on a server (default). Off only in tests that take wall 2 away.
@@ -115,8 +119,10 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
     const pool = new SchoolSessionPool({
       connectionString: options.url,
       max: options.poolSize ?? 10,
-      // Fail fast instead of queueing forever when the server is gone.
-      connectionTimeoutMillis: 5_000,
+      // Fail fast instead of queueing forever when the server is gone or every connection is busy.
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
+      // Sent at connection start: a runaway statement is cancelled by the server itself.
+      ...(options.statementTimeoutMs !== undefined && options.statementTimeoutMs > 0 && { statement_timeout: options.statementTimeoutMs }),
       // BEGIN of a school's transaction sets the school in the same round trip.
       Client: SchoolSessionClient
     })

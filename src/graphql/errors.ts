@@ -1,6 +1,7 @@
 // Coded errors and the one formatter that decides what a client sees.
 import { GraphQLError, type ExecutionResult, type FormattedExecutionResult, type GraphQLFormattedError } from 'graphql'
 import mercurius, { type MercuriusContext } from 'mercurius'
+import { QUERY_LIMIT_EXCEEDED } from './limits.js'
 
 const { ErrorWithProps } = mercurius
 
@@ -37,7 +38,7 @@ function requestMessage (error: Error & { code?: string }): string {
     case 'MER_ERR_GQL_PERSISTED_QUERY_NOT_FOUND':
       return 'Missing query: send a JSON body {"query": "...", "variables": {...}}'
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return 'Unsupported Content-Type: send application/json (or application/graphql)'
+      return 'Unsupported Content-Type: send application/json'
     default:
       return error.message
   }
@@ -67,8 +68,10 @@ export function errorFormatter (
   const errors = flatten(execution.errors).map((error): GraphQLFormattedError => {
     const original = error.originalError
     if (original === undefined || original === null || original instanceof GraphQLError) {
-      const { message, locations, path } = error
-      return { message, ...(locations && { locations }), ...(path && { path }) }
+      const { message, locations, path, extensions } = error
+      // Only refusals by a query limit (limits.ts) carry a code among the language's errors.
+      const code = extensions?.code === QUERY_LIMIT_EXCEEDED && { extensions }
+      return { message, ...(locations && { locations }), ...(path && { path }), ...code }
     }
     if (original instanceof ErrorWithProps) {
       if (original.statusCode === 429) refusedStatus = 429

@@ -20,6 +20,8 @@ export const DATA_CHANGED_CHANNEL = 'school_data_changed'
 export interface ResponseCacheOptions {
   maxBytes: number
   ttlMs: number
+  /** The token limit of GraphQL documents (limits.ts): this cache parses ahead of Mercurius. */
+  maxTokens?: number
 }
 
 interface GraphQLBody {
@@ -79,7 +81,7 @@ export async function registerResponseCache (app: FastifyInstance, options: Resp
     let answer = isQuery.get(key)
     if (answer === undefined) {
       try {
-        const operations = parse(query).definitions.filter((d): d is OperationDefinitionNode => d.kind === 'OperationDefinition')
+        const operations = parse(query, { maxTokens: options.maxTokens }).definitions.filter((d): d is OperationDefinitionNode => d.kind === 'OperationDefinition')
         const chosen = operationName === undefined
           ? (operations.length === 1 ? operations[0] : undefined)
           : operations.find((o) => o.name?.value === operationName)

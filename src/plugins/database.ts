@@ -17,9 +17,16 @@ export default fp<DatabasePluginOptions>(async (app, { database }) => {
     app.decorate('db', database)
     return
   }
-  const { databaseUrl, databasePoolSize, dataDir } = app.config
+  const { databaseUrl, databasePoolSize, dataDir, databaseConnectTimeoutMs, databaseStatementTimeoutMs } = app.config
   // The embedded default applies its migrations on start; a server is migrated as its own step.
-  const db = await openDatabase({ url: databaseUrl, dataDir, poolSize: databasePoolSize, migrate: databaseUrl === undefined })
+  const db = await openDatabase({
+    url: databaseUrl,
+    dataDir,
+    poolSize: databasePoolSize,
+    connectTimeoutMs: databaseConnectTimeoutMs,
+    statementTimeoutMs: databaseStatementTimeoutMs,
+    migrate: databaseUrl === undefined
+  })
   if (!db.rowSecurity) {
     const message = 'DATABASE_URL connects as a role that bypasses row-level security (a superuser, a BYPASSRLS ' +
       'role or the owner of the tables), so only one of the two tenant walls stands: connect as the service ' +
