@@ -8,6 +8,7 @@ import type { Database } from './db/client.js'
 import authPlugin from './plugins/auth.js'
 import configPlugin from './plugins/config.js'
 import databasePlugin from './plugins/database.js'
+import graphiqlPlugin from './plugins/graphiql.js'
 import graphqlPlugin from './plugins/graphql.js'
 import loggingPlugin, { loggerOptions, RequestLog } from './plugins/logging.js'
 import metricsPlugin from './plugins/metrics.js'
@@ -77,5 +78,6 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(rateLimitPlugin)
   await app.register(graphqlPlugin)
   await app.register(operationsPlugin)
+  if (config.env !== 'production') await app.register(graphiqlPlugin)
   return app
 }
