@@ -129,16 +129,27 @@ export default fp(async (app: FastifyInstance) => {
     requestAccess.run(access, done)
   })
 
-  app.addHook('onSend', async (request: AuditedRequest, reply: FastifyReply, payload) => {
+  // Callback style: no promise per request on this path.
+  app.addHook('onSend', (request: AuditedRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) => {
+    try {
+      recordAnswer(request, reply, payload)
+    } catch (err) {
+      // The answer goes out regardless.
+      request.log.error({ err }, 'access audit: recording failed')
+    }
+    done(null, payload)
+  })
+
+  function recordAnswer (request: AuditedRequest, reply: FastifyReply, payload: unknown): void {
     const access = request[kAccess]
     if (access !== undefined && access.counts.length > 0) {
       enqueue(request, access.at, access.counts)
       if (cachedTallies !== undefined && request.responseCacheSlot !== undefined && typeof payload === 'string') {
         cachedTallies.set(payload, access.counts)
       }
-      return payload
+      return
     }
-    if (cachedTallies === undefined || typeof payload !== 'string') return payload
+    if (cachedTallies === undefined || typeof payload !== 'string') return
     if (request.responseCacheSlot !== undefined) {
       // A cacheable answer that handed over no records: a later hit records nothing either.
       cachedTallies.set(payload, [])
@@ -150,6 +161,5 @@ export default fp(async (app: FastifyInstance) => {
         enqueue(request, access?.at ?? new Date(), counts)
       }
     }
-    return payload
-  })
+  }
 }, { name: 'access-audit', dependencies: ['config', 'database', 'auth'] })
