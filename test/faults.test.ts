@@ -43,7 +43,7 @@ t.test('the database cut off and back', { skip: serverUrl === undefined ? 'needs
   t.teardown(() => proxy.cut())
 
   const school = await seedSchool('Faulty School', [['Ada Lovelace'], ['Alan Turing']])
-  const app = await buildApp(testConfig({ databaseUrl: proxy.url(url), databasePoolSize: 4 }), { logger: false })
+  const app = await buildApp(testConfig({ databaseUrl: proxy.url(url), databasePoolSize: 4, databaseConnectTimeoutMs: 1_000 }), { logger: false })
   t.teardown(() => app.close())
   const { accessToken } = await login(app, school.username)
   t.equal((await roster(app, accessToken)).body.data?.students.length, 2)
@@ -85,4 +85,27 @@ t.test('the database cut off and back', { skip: serverUrl === undefined ? 'needs
     await until('the moved user is refused', async () => (await roster(app, accessToken)).body.errors?.[0]?.extensions?.code === 'UNAUTHENTICATED')
     t.pass('the move was heard')
   })
+})
+
+t.test('a network that stops carrying packets on open connections: answered 503 after the handler timeout', { skip: serverUrl === undefined ? 'needs PostgreSQL' : false }, async (t) => {
+  const url = (await testDatabaseUrl())!
+  const target = new URL(url)
+  const proxy = new TcpProxy({ host: target.hostname, port: Number(target.port || 5432) })
+  await proxy.open()
+  t.teardown(() => proxy.cut())
+  const school = await seedSchool('Stalled School', [['Grace Hopper']])
+  const app = await buildApp(testConfig({ databaseUrl: proxy.url(url), databasePoolSize: 2, handlerTimeoutMs: 1_500 }), { logger: false })
+  t.teardown(() => app.close())
+  const { accessToken } = await login(app, school.username)
+  t.equal((await roster(app, accessToken)).body.data?.students.length, 1)
+
+  proxy.stall()
+  const stuck = await Promise.all(Array.from({ length: 3 }, async () => await roster(app, accessToken)))
+  for (const res of stuck) {
+    t.equal(res.statusCode, 503, 'answered, not left hanging')
+    t.notMatch(res.raw, INTERNALS)
+  }
+  proxy.resume()
+  await until('reads succeed again', async () => (await roster(app, accessToken)).body.data?.students.length === 1)
+  t.pass('recovered once the network carries again')
 })
