@@ -139,6 +139,19 @@ t.test('students and teachers nested in a relation read are counted, per record 
   ], 'count() hands over no record and is not counted')
 })
 
+t.test('change feed entries of students and teachers count as reads of those records', async (t) => {
+  const db = await testDatabase()
+  const app = await appWith(t)
+  const school = await seedSchool(unique('Feed School'), [['Ray Twenty', 'Room F']])
+  await createTeacher(db, { schoolId: school.schoolId, fullName: 'Sol TwentyOne' })
+  const access = new RequestAccess()
+  await requestAccess.run(access, async () => {
+    await app.db.forSchool(school.schoolId).change.findMany({})
+  })
+  const counts = Object.fromEntries(access.counts.map((c) => [`${c.recordType} ${c.action}`, c.count]))
+  t.same(counts, { 'Student read': 1, 'Teacher read': 1 }, 'the classroom\'s entry names no student or teacher')
+})
+
 t.test('writes are counted, inside interactive transactions too, once each', async (t) => {
   const app = await appWith(t)
   const school = await seedSchool(unique('Write School'))

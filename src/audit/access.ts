@@ -68,6 +68,15 @@ export function relationsOf (prisma: PrismaClient): Relations {
   return relations
 }
 
+/**
+ * Rows of other models that name a student or teacher: a change feed entry carries the record's id,
+ * sourcedId and student number, so reading it counts as reading that record (a feed read that also
+ * asks for the student as it is now counts both rows).
+ */
+const NAMING: ReadonlyMap<string, (row: Record<string, unknown>) => RecordType | undefined> = new Map([
+  ['Change', (row) => row.recordType === 'STUDENT' ? 'Student' : row.recordType === 'TEACHER' ? 'Teacher' : undefined]
+])
+
 /** Adds the audited rows in `value` (a row, a list of rows or null) of `model`, and those nested in it. */
 function tally (
   access: RequestAccess,
@@ -87,9 +96,11 @@ function tally (
   nested(access, schoolId, relations, model, value)
 }
 
-/** Rows read through the relation fields of one row. */
+/** Rows read through the relation fields of one row, and the record it names. */
 function nested (access: RequestAccess, schoolId: string, relations: Relations, model: string, row: unknown): void {
   if (row === null || typeof row !== 'object') return
+  const names = NAMING.get(model)?.(row as Record<string, unknown>)
+  if (names !== undefined) access.add(schoolId, names, 'read', 1)
   for (const [field, target] of relations.get(model) ?? []) {
     const inner = (row as Record<string, unknown>)[field]
     if (inner !== undefined && inner !== null) tally(access, schoolId, relations, target, 'read', inner)
