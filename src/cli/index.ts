@@ -139,6 +139,36 @@ export function buildProgram (): Command {
       printId(await withDatabase((db) => createTeacher(db, { ...rest, schoolId: school })))
     })
 
+  program.command('import')
+    .description('import records from other systems')
+    .command('oneroster')
+    .description('import a OneRoster 1.1/1.2 CSV bundle (folder or zip) into a school: all of it in one transaction, or nothing')
+    .argument('<path>', 'folder or zip file with manifest.csv, users.csv, classes.csv, enrollments.csv, ...')
+    .requiredOption('--school <schoolId>', 'school id')
+    .option('--dry-run', 'check and count everything, then write nothing')
+    .option('--json', 'print the summary as one JSON object')
+    .action(async (path: string, options: { school: string, dryRun?: boolean, json?: boolean }) => {
+      // Loaded on use: the CSV, zip and progress libraries are not needed by other commands.
+      const { importOneRoster, formatSummary } = await import('../import/index.js')
+      const config = loadConfig(process.env, { needsSecret: false })
+      const summary = await importOneRoster({
+        path, schoolId: options.school, dryRun: options.dryRun, databaseUrl: config.databaseUrl, dataDir: config.dataDir, progress: process.stderr
+      })
+      process.stdout.write(options.json === true ? JSON.stringify(summary) + '\n' : formatSummary(summary))
+    })
+
+  program.command('seed')
+    .description('fill the database with sample data (sandbox only)')
+    .command('demo')
+    .description('create a demo school with classrooms, teachers, students and a demo user; prints how to log in')
+    .action(async () => {
+      const { seedDemo, formatLogin, refuseInProduction } = await import('../seed/demo.js')
+      const config = loadConfig(process.env, { needsSecret: false })
+      refuseInProduction(config.env) // before the database is even opened
+      const login = await withDatabase((db) => seedDemo(db, { env: config.env }))
+      process.stdout.write(formatLogin(login))
+    })
+
   program.command('audit')
     .description("print a school's access audit, newest first (DATABASE_URL must be a role that may read it, e.g. the owner)")
     .requiredOption('--school <schoolId>', 'school id')

@@ -1,0 +1,100 @@
+// A OneRoster CSV bundle, from a folder or a zip file: its files' text, parsed into rows that keep
+// their line numbers (a bad row is reported as file:line).
+import { readFile, readdir, stat } from 'node:fs/promises'
+import { basename, join } from 'node:path'
+import { parse } from 'csv-parse/sync'
+import { unzipSync, strFromU8 } from 'fflate'
+
+export class ImportError extends Error {
+  override name = 'ImportError'
+  constructor (readonly file: string, readonly line: number | undefined, readonly reason: string) {
+    super(line === undefined ? `${file}: ${reason}` : `${file}:${line}: ${reason}`)
+  }
+}
+
+/** A record of a CSV file and the line it starts on (the header is line 1). */
+export class Row {
+  constructor (readonly line: number, private readonly record: string[], private readonly index: Map<string, number>) {}
+  /** The trimmed value of a column; '' when the file has no such column. */
+  get (column: string): string {
+    const i = this.index.get(column)
+    return i === undefined ? '' : (this.record[i] ?? '').trim()
+  }
+}
+
+export interface Table {
+  file: string
+  columns: Set<string>
+  rows: Row[]
+}
+
+/** The bundle's files by lower-cased name (`users.csv`), read as UTF-8. */
+export type Bundle = Map<string, string>
+
+export async function readBundle (path: string): Promise<Bundle> {
+  let info
+  try {
+    info = await stat(path)
+  } catch {
+    throw new ImportError(path, undefined, 'no such file or folder')
+  }
+  const files: Bundle = new Map()
+  if (info.isDirectory()) {
+    for (const name of await readdir(path)) {
+      if (name.toLowerCase().endsWith('.csv')) files.set(name.toLowerCase(), await readFile(join(path, name), 'utf8'))
+    }
+    return files
+  }
+  let entries: Record<string, Uint8Array>
+  try {
+    // Only the CSV files are inflated; a bundle is a few files of text.
+    entries = unzipSync(await readFile(path), { filter: (file) => file.name.toLowerCase().endsWith('.csv') })
+  } catch (err) {
+    throw new ImportError(basename(path), undefined, `not a folder nor a readable zip file (${(err as Error).message})`)
+  }
+  for (const [name, data] of Object.entries(entries)) {
+    // Zips made by "compress folder" keep the folder in each name; the files are what count.
+    if (name.startsWith('__MACOSX/')) continue
+    files.set(basename(name).toLowerCase(), strFromU8(data))
+  }
+  return files
+}
+
+/** Parses one CSV file of the bundle; undefined when the bundle has no such file. */
+export function readTable (bundle: Bundle, file: string, required: string[]): Table | undefined {
+  const text = bundle.get(file.toLowerCase())
+  if (text === undefined) return undefined
+  // Each record gets the line it ends on appended (cheaper than csv-parse's `info` snapshots).
+  let records: string[][]
+  try {
+    records = parse(text, {
+      bom: true,
+      skip_empty_lines: true,
+      on_record: (record: string[], context: { lines: number }) => { record.push(String(context.lines)); return record }
+    }) as string[][]
+  } catch (err) {
+    const e = err as Error & { lines?: number }
+    throw new ImportError(file, e.lines, `not valid CSV: ${e.message.replace(/^Invalid [^:]*: /, '')}`)
+  }
+  const lineOf = (record: string[]): number => Number(record.pop()) - countNewlines(record)
+  const [header, ...body] = records
+  if (header === undefined) throw new ImportError(file, 1, 'the file is empty (a header line is required)')
+  const headerLine = lineOf(header)
+  const names = header.map((name) => name.trim())
+  const index = new Map<string, number>()
+  names.forEach((name, i) => { if (!index.has(name)) index.set(name, i) })
+  for (const column of required) {
+    if (!index.has(column)) throw new ImportError(file, headerLine, `missing column "${column}"`)
+  }
+  // A quoted field may span lines: a record starts where it ends, less the line breaks inside it.
+  const rows = body.map((record) => new Row(lineOf(record), record, index))
+  return { file, columns: new Set(names), rows }
+}
+
+function countNewlines (record: string[]): number {
+  let n = 0
+  for (const field of record) {
+    for (let i = field.indexOf('\n'); i !== -1; i = field.indexOf('\n', i + 1)) n += 1
+  }
+  return n
+}

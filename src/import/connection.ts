@@ -1,0 +1,75 @@
+// One connection and one transaction for an import, straight through `pg` (or the embedded PGlite),
+// not Prisma: bulk statements of thousands of rows each. The school is set for the transaction, so
+// that row-level security admits its rows when DATABASE_URL is the service role.
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import pg from 'pg'
+import { lockDataDir } from '../db/embedded-lock.js'
+import { applyMigrations, pendingMigrations } from '../db/migrations/index.js'
+import type { Sql } from './write.js'
+
+export interface ConnectionOptions {
+  /** PostgreSQL server; undefined means the embedded database under dataDir. */
+  databaseUrl: string | undefined
+  dataDir: string
+}
+
+export class SchoolNotFoundError extends Error {
+  override name = 'SchoolNotFoundError'
+}
+
+/**
+ * Runs `work` in one transaction with the school set; commits unless `rollback` (a dry run) or
+ * `work` throws. The school's row is locked first: imports of one school run one at a time.
+ */
+export async function inSchoolTransaction<T> (
+  options: ConnectionOptions,
+  schoolId: string,
+  work: (sql: Sql) => Promise<T>,
+  rollback = false
+): Promise<T> {
+  const run = async (sql: Sql): Promise<T> => {
+    await sql.query('BEGIN')
+    try {
+      await sql.query("SELECT set_config('app.school_id', $1, true)", [schoolId])
+      const school = await sql.query('SELECT "id" FROM "schools" WHERE "id" = $1::uuid FOR UPDATE', [schoolId])
+      if (school.length === 0) throw new SchoolNotFoundError(`School ${schoolId} does not exist`)
+      const result = await work(sql)
+      await sql.query(rollback ? 'ROLLBACK' : 'COMMIT')
+      return result
+    } catch (err) {
+      await sql.query('ROLLBACK').catch(() => {})
+      throw err
+    }
+  }
+
+  if (options.databaseUrl !== undefined) {
+    const pending = await pendingMigrations({ url: options.databaseUrl })
+    if (pending.length > 0) {
+      throw new Error(`The database has ${pending.length} pending migration(s) (${pending.join(', ')}): run \`school-data migrate\` first`)
+    }
+    const client = new pg.Client({ connectionString: options.databaseUrl })
+    await client.connect()
+    try {
+      return await run({ query: async (text, params) => (await client.query(text, params)).rows })
+    } finally {
+      await client.end()
+    }
+  }
+
+  mkdirSync(join(options.dataDir, 'pglite'), { recursive: true })
+  const unlock = lockDataDir(options.dataDir)
+  try {
+    const { PGlite } = await import('@electric-sql/pglite')
+    const pglite = new PGlite(join(options.dataDir, 'pglite'))
+    try {
+      await pglite.waitReady
+      if ((await pendingMigrations({ pglite })).length > 0) await applyMigrations({ pglite })
+      return await run({ query: async <R>(text: string, params?: unknown[]) => (await pglite.query<R>(text, params)).rows })
+    } finally {
+      await pglite.close()
+    }
+  } finally {
+    unlock()
+  }
+}

@@ -1,0 +1,71 @@
+// `school-data import oneroster PATH --school ID`: read the bundle, check all of it against itself
+// and the school's records, then write everything in one transaction (or nothing).
+import cliProgress from 'cli-progress'
+import { readBundle } from './bundle.js'
+import { inSchoolTransaction, type ConnectionOptions } from './connection.js'
+import { planImport } from './oneroster.js'
+import { readExisting, rowsToWrite, writePlan, type WriteSummary } from './write.js'
+
+export { ImportError } from './bundle.js'
+export { SchoolNotFoundError } from './connection.js'
+
+export interface ImportOptions extends ConnectionOptions {
+  path: string
+  schoolId: string
+  /** Check and write, then roll back: the summary of what an import would do. */
+  dryRun?: boolean
+  /** Where the progress bar goes; shown only on a terminal. */
+  progress?: NodeJS.WriteStream
+}
+
+export interface ImportSummary extends WriteSummary {
+  skippedUsers: number
+  skippedEnrollments: number
+  dryRun: boolean
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+export async function importOneRoster (options: ImportOptions): Promise<ImportSummary> {
+  if (!UUID.test(options.schoolId)) throw new Error(`School id "${options.schoolId}" is not a UUID`)
+  const schoolId = options.schoolId.toLowerCase()
+  const bar = options.progress?.isTTY === true
+    ? new cliProgress.SingleBar({
+      stream: options.progress,
+      format: '{phase} [{bar}] {percentage}% | {value}/{total} rows',
+      hideCursor: true,
+      clearOnComplete: true
+    }, cliProgress.Presets.shades_classic)
+    : undefined
+  try {
+    const bundle = await readBundle(options.path)
+    return await inSchoolTransaction(options, schoolId, async (sql) => {
+      const plan = planImport(bundle, await readExisting(sql))
+      bar?.start(rowsToWrite(plan), 0, { phase: 'Writing' })
+      const written = await writePlan(sql, schoolId, plan, (n) => bar?.increment(n))
+      bar?.update({ phase: 'Committing' })
+      return { ...written, skippedUsers: plan.skippedUsers, skippedEnrollments: plan.skippedEnrollments, dryRun: options.dryRun === true }
+    }, options.dryRun === true)
+  } finally {
+    bar?.stop()
+  }
+}
+
+/** The summary as lines for a person (the CLI's standard output). */
+export function formatSummary (summary: ImportSummary): string {
+  const rows: Array<[string, keyof WriteSummary]> = [
+    ['classrooms', 'classrooms'],
+    ['teachers', 'teachers'],
+    ['students', 'students'],
+    ['teacher assignments', 'teacherAssignments']
+  ]
+  const lines = [summary.dryRun ? 'Dry run: nothing was written. The import would give:' : 'Imported:']
+  for (const [label, key] of rows) {
+    const c = summary[key]
+    lines.push(`  ${label.padEnd(20)} ${String(c.created).padStart(7)} created ${String(c.updated).padStart(7)} updated ${String(c.unchanged).padStart(7)} unchanged`)
+  }
+  if (summary.skippedUsers > 0 || summary.skippedEnrollments > 0) {
+    lines.push(`  skipped: ${summary.skippedUsers} users of other roles, ${summary.skippedEnrollments} of their enrollments (or of other roles)`)
+  }
+  return lines.join('\n') + '\n'
+}

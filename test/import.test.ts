@@ -1,0 +1,275 @@
+// `school-data import oneroster` as a user runs it: a real child process on this file's database
+// (PostgreSQL as the service role, or an embedded database in a temporary folder), with OneRoster
+// CSV bundles generated here, as folders and as zip files.
+import { spawn } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { strToU8, zipSync } from 'fflate'
+import t from 'tap'
+import { openDatabase, type Database } from '../src/db/client.js'
+import { testDatabase, testDatabaseUrl } from './helper.js'
+
+const bin = fileURLToPath(new URL('../bin/school-data.js', import.meta.url))
+
+// Some thirty CLI processes, each opening the database anew; a busy machine takes its time.
+t.setTimeout(600_000)
+
+interface Run { code: number | null, stdout: string, stderr: string }
+
+let env: NodeJS.ProcessEnv
+let dataDir: string
+let work: string
+
+async function cli (args: string[]): Promise<Run> {
+  const child = spawn(process.execPath, [bin, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (d: Buffer) => { stdout += d.toString() })
+  child.stderr.on('data', (d: Buffer) => { stderr += d.toString() })
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
+  return { code, stdout, stderr }
+}
+
+/** Reads the database the CLI writes to (the embedded one only while no CLI process holds it). */
+async function inspect<T> (read: (db: Database) => Promise<T>): Promise<T> {
+  if (env.DATABASE_URL !== undefined) return await read(await testDatabase())
+  const db = await openDatabase({ dataDir, migrate: false })
+  try {
+    return await read(db)
+  } finally {
+    await db.close()
+  }
+}
+
+type Files = Record<string, string[][]>
+
+/** A small OneRoster 1.2 bundle: two classes, three students, two teachers and a parent. */
+function bundle12 (): Files {
+  return {
+    manifest: [['propertyName', 'value'], ['manifest.version', '1.0'], ['oneroster.version', '1.2'],
+      ['file.users', 'bulk'], ['file.roles', 'bulk'], ['file.classes', 'bulk'], ['file.enrollments', 'bulk'],
+      ['file.demographics', 'bulk'], ['file.orgs', 'absent']],
+    users: [
+      ['sourcedId', 'status', 'dateLastModified', 'enabledUser', 'username', 'userIds', 'givenName', 'familyName', 'middleName', 'identifier', 'email', 'sms', 'phone', 'agentSourcedIds', 'grades', 'password', 'userMasterIdentifier', 'resourceSourcedIds', 'preferredGivenName', 'preferredMiddleName', 'preferredFamilyName', 'primaryOrgSourcedId', 'pronouns'],
+      ['stu-1', 'active', '2026-08-01T00:00:00Z', 'true', 'ada', '', 'Ada', 'Lovelace', '', '1001', 'ada@example.org', '', '', '', '03', '', '', '', 'Addie', '', '', 'org-1', ''],
+      ['stu-2', '', '', 'true', 'alan', '', 'Alan', 'Turing', '', '1002', '', '', '', '', 'KG', '', '', '', '', '', '', 'org-1', ''],
+      ['stu-3', '', '', 'false', 'kat', '', 'Katherine', 'Johnson', '', '1003', '', '', '', '', 'Other', '', '', '', '', '', '', 'org-1', ''],
+      ['tea-1', '', '', 'true', 'grace', '', 'Grace', 'Hopper', '', 'T1', 'grace@example.org', '', '', '', '', '', '', '', '', '', '', 'org-1', ''],
+      ['tea-2', '', '', 'true', 'edsger', '', 'Edsger', 'Dijkstra', '', 'T2', '', '', '', '', '', '', '', '', '', '', '', 'org-1', ''],
+      ['par-1', '', '', 'true', 'parent', '', 'Pat', 'Lovelace', '', '', '', '', '', '', '', '', '', '', '', '', '', 'org-1', '']
+    ],
+    roles: [
+      ['sourcedId', 'status', 'dateLastModified', 'userSourcedId', 'roleType', 'role', 'beginDate', 'endDate', 'orgSourcedId', 'userProfileSourcedId'],
+      ['r1', '', '', 'stu-1', 'primary', 'student', '', '', 'org-1', ''],
+      ['r2', '', '', 'stu-2', 'primary', 'student', '', '', 'org-1', ''],
+      ['r3', '', '', 'stu-3', 'primary', 'student', '', '', 'org-1', ''],
+      ['r4', '', '', 'tea-1', 'primary', 'teacher', '', '', 'org-1', ''],
+      ['r5', '', '', 'tea-2', 'primary', 'teacher', '', '', 'org-1', ''],
+      ['r6', '', '', 'par-1', 'primary', 'parent', '', '', 'org-1', '']
+    ],
+    classes: [
+      ['sourcedId', 'status', 'dateLastModified', 'title', 'grades', 'courseSourcedId', 'classCode', 'classType', 'location', 'schoolSourcedId', 'termSourcedIds', 'subjects', 'subjectCodes', 'periods'],
+      ['cls-1', '', '', 'Room 3', '03', 'c1', 'R3', 'homeroom', '', 'org-1', 't1', 'Homeroom', '', ''],
+      ['cls-2', '', '', 'Math 3', '03,04', 'c2', 'M3', 'scheduled', '', 'org-1', 't1', 'Mathematics,Geometry', '', '']
+    ],
+    enrollments: [
+      ['sourcedId', 'status', 'dateLastModified', 'classSourcedId', 'schoolSourcedId', 'userSourcedId', 'role', 'primary', 'beginDate', 'endDate'],
+      ['e1', '', '', 'cls-2', 'org-1', 'stu-1', 'student', 'false', '2026-09-01', '2027-06-15'],
+      ['e2', '', '', 'cls-1', 'org-1', 'stu-1', 'student', 'false', '2026-09-02', '2027-06-14'],
+      ['e3', '', '', 'cls-2', 'org-1', 'stu-2', 'student', 'false', '2026-09-01', ''],
+      ['e4', '', '', 'cls-1', 'org-1', 'tea-1', 'teacher', 'true', '', ''],
+      ['e5', '', '', 'cls-1', 'org-1', 'tea-2', 'teacher', 'false', '', ''],
+      ['e6', '', '', 'cls-2', 'org-1', 'tea-2', 'teacher', 'true', '', '']
+    ],
+    demographics: [
+      ['sourcedId', 'status', 'dateLastModified', 'birthDate', 'sex'],
+      ['stu-1', '', '', '2017-12-10', 'female'],
+      ['par-1', '', '', '1980-01-01', 'male']
+    ]
+  }
+}
+
+const csv = (rows: string[][]): string =>
+  rows.map((r) => r.map((v) => /[",\n]/.test(v) ? `"${v.replaceAll('"', '""')}"` : v).join(',')).join('\r\n') + '\r\n'
+
+let folders = 0
+function writeFolder (files: Files): string {
+  const dir = join(work, `bundle-${++folders}`)
+  mkdirSync(dir)
+  for (const [name, rows] of Object.entries(files)) writeFileSync(join(dir, `${name}.csv`), csv(rows))
+  return dir
+}
+
+function writeZip (files: Files): string {
+  const path = join(work, `bundle-${++folders}.zip`)
+  // Zipped the way "compress folder" does it: the files inside a folder.
+  writeFileSync(path, zipSync(Object.fromEntries(Object.entries(files).map(([name, rows]) => [`oneroster/${name}.csv`, strToU8(csv(rows))]))))
+  return path
+}
+
+async function newSchool (name: string): Promise<string> {
+  const run = await cli(['school', 'create', '--name', name])
+  if (run.code !== 0) throw new Error(run.stderr)
+  return run.stdout.trim().split('\n').at(-1)!
+}
+
+async function importJson (path: string, school: string, ...extra: string[]): Promise<Run & { summary: Record<string, any> }> {
+  const run = await cli(['import', 'oneroster', path, '--school', school, '--json', ...extra])
+  return { ...run, summary: run.code === 0 ? JSON.parse(run.stdout) : {} }
+}
+
+/** Everything an import may write for a school, in a stable order. */
+async function snapshot (schoolId: string): Promise<Record<string, unknown>> {
+  return await inspect(async (db) => {
+    const tenant = db.forSchool(schoolId)
+    return {
+      students: await tenant.student.findMany({ orderBy: { sourcedId: 'asc' }, include: { classroom: { select: { name: true } } } }),
+      teachers: await tenant.teacher.findMany({ orderBy: { sourcedId: 'asc' }, include: { classrooms: { select: { role: true, classroom: { select: { name: true } } }, orderBy: { classroomId: 'asc' } } } }),
+      classrooms: await tenant.classroom.findMany({ orderBy: { sourcedId: 'asc' } }),
+      changes: await tenant.change.findMany({ orderBy: { seq: 'asc' }, select: { seq: true, type: true, recordType: true, sourcedId: true } })
+    }
+  })
+}
+
+const counts = (created: number, updated: number, unchanged: number): { created: number, updated: number, unchanged: number } => ({ created, updated, unchanged })
+
+t.before(async () => {
+  const url = await testDatabaseUrl()
+  work = mkdtempSync(join(tmpdir(), 'sds-import-'))
+  dataDir = join(work, 'data')
+  t.teardown(() => rmSync(work, { recursive: true, force: true }))
+  env = { PATH: process.env.PATH, DATA_DIR: dataDir, ...(url !== undefined && { DATABASE_URL: url }) }
+})
+
+t.test('a OneRoster 1.2 folder is imported; a second run changes nothing; a changed row is updated', async (t) => {
+  const school = await newSchool('Import Academy')
+  const files = bundle12()
+  const folder = writeFolder(files)
+
+  const first = await cli(['import', 'oneroster', folder, '--school', school])
+  t.equal(first.code, 0, first.stderr)
+  t.match(first.stdout, /students\s+3 created\s+0 updated\s+0 unchanged/)
+  t.match(first.stdout, /teacher assignments\s+3 created/)
+  t.match(first.stdout, /skipped: 1 users of other roles/)
+  t.equal(first.stderr, '', 'no progress bar when standard error is not a terminal')
+
+  const after = await snapshot(school) as any
+  t.same(after.students.map((s: any) => [s.sourcedId, s.fullName, s.givenName, s.familyName, s.preferredName, s.studentNumber, s.email, s.gradeLevel, s.status, s.classroom?.name ?? null]), [
+    ['stu-1', 'Ada Lovelace', 'Ada', 'Lovelace', 'Addie', '1001', 'ada@example.org', 'GRADE_3', 'ACTIVE', 'Room 3'],
+    ['stu-2', 'Alan Turing', 'Alan', 'Turing', null, '1002', null, 'KINDERGARTEN', 'ACTIVE', 'Math 3'],
+    ['stu-3', 'Katherine Johnson', 'Katherine', 'Johnson', null, '1003', null, 'UNGRADED', 'INACTIVE', null]
+  ], 'students, each in its homeroom class or else its first class')
+  const ada = after.students[0]
+  t.equal(ada.dateOfBirth.toISOString().slice(0, 10), '2017-12-10', 'birth date from demographics.csv')
+  t.equal(ada.enrollmentStartDate.toISOString().slice(0, 10), '2026-09-02', 'enrollment dates of the homeroom enrollment')
+  t.equal(ada.enrollmentEndDate.toISOString().slice(0, 10), '2027-06-14')
+  t.same(after.teachers.map((x: any) => [x.sourcedId, x.fullName, x.email, x.classrooms.map((c: any) => `${c.classroom.name}:${c.role}`).sort()]), [
+    ['tea-1', 'Grace Hopper', 'grace@example.org', ['Room 3:PRIMARY']],
+    ['tea-2', 'Edsger Dijkstra', null, ['Math 3:PRIMARY', 'Room 3:ASSISTANT']]
+  ])
+  t.same(after.classrooms.map((c: any) => [c.sourcedId, c.name, c.gradeLevel, c.subject]), [
+    ['cls-1', 'Room 3', 'GRADE_3', 'Homeroom'],
+    ['cls-2', 'Math 3', null, 'Mathematics, Geometry']
+  ], 'one grade gives the level; several give none')
+  const created = after.changes.filter((c: any) => c.type === 'CREATED').map((c: any) => c.sourcedId).sort()
+  t.same(created, ['cls-1', 'cls-2', 'stu-1', 'stu-2', 'stu-3', 'tea-1', 'tea-2'], 'one CREATED entry per record')
+
+  const second = await importJson(folder, school)
+  t.equal(second.code, 0, second.stderr)
+  t.same(second.summary.students, counts(0, 0, 3))
+  t.same(second.summary.teachers, counts(0, 0, 2))
+  t.same(second.summary.classrooms, counts(0, 0, 2))
+  t.same(second.summary.teacherAssignments, counts(0, 0, 3))
+  t.same(await snapshot(school), after, 'the second run wrote nothing: same rows, same updatedAt, no change feed entry')
+
+  // Alan moves to grade 1 and changes his family name; Grace becomes an assistant.
+  files.users![2]![7] = 'Turing-Smith'
+  files.users![2]![14] = '01'
+  files.enrollments![4]![7] = 'false'
+  const third = await importJson(writeFolder(files), school)
+  t.equal(third.code, 0, third.stderr)
+  t.same(third.summary.students, counts(0, 1, 2))
+  t.same(third.summary.teacherAssignments, counts(0, 1, 2))
+  t.same(third.summary.classrooms, counts(0, 0, 2))
+  const changed = await snapshot(school) as any
+  const alan = changed.students[1]
+  t.equal(alan.fullName, 'Alan Turing-Smith', 'the derived full name follows the names')
+  t.equal(alan.gradeLevel, 'GRADE_1')
+  t.ok(alan.updatedAt > after.students[1].updatedAt)
+  t.same(changed.students[0], after.students[0], 'the other students are untouched')
+  const added = changed.changes.slice(after.changes.length).map((c: any) => `${c.type} ${c.recordType} ${c.sourcedId}`).sort()
+  t.same(added, ['UPDATED STUDENT stu-2', 'UPDATED TEACHER tea-1'], 'the change feed has exactly the two updates')
+})
+
+t.test('a zip of a OneRoster 1.1 bundle (role in users.csv) is imported', async (t) => {
+  const school = await newSchool('Zip Academy')
+  const files = bundle12()
+  // 1.1: users.csv carries the role; there is no roles.csv.
+  const role = new Map(files.roles!.slice(1).map((r) => [r[3]!, r[5]!]))
+  files.users = files.users!.map((r, i) => [...r.slice(0, 5), i === 0 ? 'role' : role.get(r[0]!)!, ...r.slice(5, 17)])
+  delete files.roles
+  files.manifest = files.manifest!.filter((r) => r[0] !== 'file.roles').map((r) => r[0] === 'oneroster.version' ? [r[0], '1.1'] : r)
+  const zip = writeZip(files)
+  const run = await importJson(zip, school)
+  t.equal(run.code, 0, run.stderr)
+  t.same(run.summary.students, counts(3, 0, 0))
+  t.same(run.summary.teachers, counts(2, 0, 0))
+  t.equal(run.summary.skippedUsers, 1)
+  const again = await importJson(zip, school)
+  t.same(again.summary.students, counts(0, 0, 3), 'a second run changes nothing')
+})
+
+t.test('a bad row stops the import with file:line: reason, and nothing is written', async (t) => {
+  const school = await newSchool('Careful Academy')
+  const good = await importJson(writeFolder(bundle12()), school)
+  t.equal(good.code, 0, good.stderr)
+  const before = await snapshot(school)
+
+  const cases: Array<[string, (f: Files) => void, RegExp]> = [
+    ['unknown grade', (f) => { f.users![3]![14] = '14' }, /^error: users\.csv:4: grade "14" is not a OneRoster grade/m],
+    ['missing sourcedId', (f) => { f.users![5]![0] = '' }, /^error: users\.csv:6: sourcedId is empty/m],
+    ['enrollment to an unknown class', (f) => { f.enrollments![3]![3] = 'cls-404' }, /^error: enrollments\.csv:4: class "cls-404" is neither in classes\.csv nor in the school/m],
+    ['bad date', (f) => { f.demographics![1]![3] = '2017-02-30' }, /^error: demographics\.csv:2: birthDate "2017-02-30" is not a date/m],
+    ['bad enrollment date', (f) => { f.enrollments![6]![8] = 'soon' }, /^error: enrollments\.csv:7: beginDate "soon" is not a date/m],
+    ['duplicate sourcedId', (f) => { f.classes![2]![0] = 'cls-1' }, /^error: classes\.csv:3: sourcedId "cls-1" is already on line 2/m],
+    ['duplicate student number', (f) => { f.users![2]![9] = '1001' }, /^error: users\.csv:3: identifier "1001" is already the student number on line 2/m],
+    ['missing column', (f) => { f.enrollments = f.enrollments!.map((r) => r.slice(0, 3)) }, /^error: enrollments\.csv:1: missing column "classSourcedId"/m],
+    ['missing file', (f) => { delete f.classes }, /^error: classes\.csv: the manifest lists it \(bulk\), but the bundle has no such file/m],
+    ['no manifest', (f) => { delete f.manifest }, /^error: manifest\.csv: the bundle has no manifest\.csv/m],
+    ['a deletion', (f) => { f.users![1]![1] = 'tobedeleted' }, /^error: users\.csv:2: status tobedeleted: deletions are not imported/m]
+  ]
+  for (const [label, spoil, message] of cases) {
+    const files = bundle12()
+    // Every good row changes, so that a partial write would show.
+    for (const row of files.users!.slice(1)) row[7] = `${row[7]!}-changed`
+    spoil(files)
+    const run = await cli(['import', 'oneroster', writeFolder(files), '--school', school])
+    t.not(run.code, 0, label)
+    t.match(run.stderr, message, label)
+    t.equal(run.stdout, '', `${label}: nothing on standard output`)
+  }
+  t.same(await snapshot(school), before, 'the database is unchanged')
+})
+
+t.test('the school must exist; a dry run writes nothing', async (t) => {
+  const folder = writeFolder(bundle12())
+  const missing = await cli(['import', 'oneroster', folder, '--school', '00000000-0000-4000-8000-000000000000'])
+  t.not(missing.code, 0)
+  t.match(missing.stderr, /School 00000000-0000-4000-8000-000000000000 does not exist/)
+  const malformed = await cli(['import', 'oneroster', folder, '--school', 'nope'])
+  t.not(malformed.code, 0)
+  t.match(malformed.stderr, /School id "nope" is not a UUID/)
+  const nowhere = await cli(['import', 'oneroster', join(work, 'no-such-bundle'), '--school', '00000000-0000-4000-8000-000000000000'])
+  t.not(nowhere.code, 0)
+  t.match(nowhere.stderr, /no such file or folder/)
+
+  const school = await newSchool('Dry Run Academy')
+  const dry = await importJson(folder, school, '--dry-run')
+  t.equal(dry.code, 0, dry.stderr)
+  t.same(dry.summary.students, counts(3, 0, 0), 'counts what an import would do')
+  t.equal(dry.summary.dryRun, true)
+  const after = await snapshot(school) as any
+  t.same([after.students.length, after.teachers.length, after.classrooms.length, after.changes.length], [0, 0, 0, 0])
+})
