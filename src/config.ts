@@ -15,6 +15,8 @@ export interface Config {
   databaseUrl: string | undefined
   /** Connections in the PostgreSQL pool of each API process. */
   databasePoolSize: number
+  /** Streaming replicas of DATABASE_URL that serve reads of school data (none: all on the primary). */
+  databaseReplicaUrls: string[]
   dataDir: string
   /** Signs access tokens (and verifies them); at least 32 bytes. */
   jwtSecret: string
@@ -90,6 +92,7 @@ const schema = {
     PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 4000 },
     DATABASE_URL: { type: 'string', pattern: '^postgres(ql)?://' },
     DATABASE_POOL_SIZE: { type: 'integer', minimum: 1, maximum: 1000, default: 10 },
+    DATABASE_REPLICA_URLS: { type: 'string', pattern: '^\\s*postgres(ql)?://[^,]+(,\\s*postgres(ql)?://[^,]+)*$' },
     DATA_DIR: { type: 'string', minLength: 1, default: '.data' },
     // Lengths in bytes are checked below (JSON Schema counts characters).
     JWT_SECRET: { type: 'string' },
@@ -142,6 +145,7 @@ interface RawEnv {
   PORT: number
   DATABASE_URL?: string
   DATABASE_POOL_SIZE: number
+  DATABASE_REPLICA_URLS?: string
   DATA_DIR: string
   JWT_SECRET?: string
   JWT_PREVIOUS_SECRETS?: string
@@ -196,6 +200,9 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, { needsSecret 
   } catch (err) {
     throw new ConfigError(`Invalid configuration: ${(err as Error).message.replace(/env\//g, '')}`)
   }
+  if (raw.DATABASE_REPLICA_URLS !== undefined && raw.DATABASE_URL === undefined) {
+    throw new ConfigError('Invalid configuration: DATABASE_REPLICA_URLS needs DATABASE_URL (replicas of that primary)')
+  }
   const dataDir = resolve(raw.DATA_DIR)
   let jwtSecret = raw.JWT_SECRET
   if (jwtSecret !== undefined && Buffer.byteLength(jwtSecret, 'utf8') < MIN_SECRET_BYTES) {
@@ -217,6 +224,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, { needsSecret 
     port: raw.PORT,
     databaseUrl: raw.DATABASE_URL,
     databasePoolSize: raw.DATABASE_POOL_SIZE,
+    databaseReplicaUrls: raw.DATABASE_REPLICA_URLS?.split(',').map((url) => url.trim()) ?? [],
     dataDir,
     jwtSecret,
     jwtPreviousSecrets,

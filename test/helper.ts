@@ -26,6 +26,7 @@ export function testConfig (overrides: Partial<Config> = {}): Config {
     port: 0,
     databaseUrl: undefined,
     databasePoolSize: 10,
+    databaseReplicaUrls: [],
     dataDir: '.data-test-unused',
     jwtSecret: 'test-secret-that-is-long-enough-for-hs256-0123456789',
     jwtPreviousSecrets: [],

@@ -9,6 +9,7 @@ import { PrismaClient } from '../generated/prisma/client.js'
 import { applyMigrations, pendingMigrations, type MigrationTarget } from './migrations/index.js'
 import { lockDataDir } from './embedded-lock.js'
 import { listenPostgres, type Listener, type ListenHandlers } from './listen.js'
+import { DATA_CHANGED_CHANNEL, openReplicas, type Replicas, type ReplicaStatus } from './replicas.js'
 import { SchoolSessionClient, SchoolSessionPool, withSchoolSessions } from './school-session.js'
 import { scopeToSchool, tenantModelInfo, type ScopeOptions, type TenantDb } from './tenant.js'
 
@@ -22,6 +23,8 @@ export interface Database {
    * when the role connected is a superuser, has BYPASSRLS or owns the tenant tables.
    */
   readonly rowSecurity: boolean
+  /** The read replicas (DATABASE_REPLICA_URLS) and whether each gets reads now; empty without. */
+  replicaStatus (): ReplicaStatus[]
   /** The client confined to one school; built once per school and reused. */
   forSchool (schoolId: string): TenantDb
   ping (): Promise<void>
@@ -64,6 +67,12 @@ export interface DatabaseOptions {
   serviceRole?: boolean
   /** The tenant extension's filters (wall 1); off only in tests that take wall 1 away. */
   tenantFilter?: boolean
+  /** PostgreSQL streaming replicas of `url` that serve tenant reads (replicas.ts). */
+  replicaUrls?: readonly string[] | undefined
+  /** How often a replica's replay position is polled (ms). */
+  replicaPollMs?: number
+  /** Where the replicas' warnings go (the app's logger). */
+  warn?: (message: string, err?: unknown) => void
 }
 
 /** The role the embedded database runs the service as; a server's role is the operator's choice. */
@@ -129,8 +138,30 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
     const adapter = withSchoolSessions(new PrismaPg(pool, { disposeExternalPool: true, statementNameGenerator: preparedStatements() }), true)
     const prisma = new PrismaClient({ adapter })
     const url = options.url
+    let replicas: Replicas | undefined
+    if (options.replicaUrls !== undefined && options.replicaUrls.length > 0) {
+      try {
+        replicas = await openReplicas({
+          urls: options.replicaUrls,
+          poolSize: options.poolSize ?? 10,
+          connectTimeoutMs: options.connectTimeoutMs ?? 5_000,
+          statementTimeoutMs: options.statementTimeoutMs,
+          pollMs: options.replicaPollMs,
+          primary: prisma,
+          listen: (channel, handlers) => listenPostgres(url, channel, handlers),
+          statementNames: preparedStatements,
+          warn: options.warn ?? (() => {})
+        })
+      } catch (err) {
+        await prisma.$disconnect()
+        throw err
+      }
+    }
+    const router = replicas
     return await wrap('postgresql', prisma, target, options, {
-      listen: (channel, handlers) => listenPostgres(url, channel, handlers),
+      // The replicas hear of a school's change before anyone else on this node (the response cache).
+      listen: (channel, handlers) => listenPostgres(url, channel, router !== undefined && channel === DATA_CHANGED_CHANNEL ? router.wrap(handlers) : handlers),
+      replicas,
       poolStats: () => ({ max: pool.options.max, total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
       close: async () => {}
     })
@@ -215,7 +246,7 @@ async function wrap (
   prisma: PrismaClient,
   migrationTarget: MigrationTarget,
   options: DatabaseOptions,
-  driver: { listen: Database['listen'], close: () => Promise<void>, poolStats?: () => PoolStats }
+  driver: { listen: Database['listen'], close: () => Promise<void>, poolStats?: () => PoolStats, replicas?: Replicas | undefined }
 ): Promise<Database> {
   const closeDriver = driver.close
   let rowSecurity: boolean
@@ -228,13 +259,14 @@ async function wrap (
     throw err
   }
   const info = tenantModelInfo(prisma)
-  const scopeOptions: ScopeOptions = { filter: options.tenantFilter !== false }
+  const scopeOptions: ScopeOptions = { filter: options.tenantFilter !== false, reads: driver.replicas }
   const scoped = new LRUCache<string, TenantDb>({ max: 10_000 })
   return {
     kind,
     prisma,
     migrationTarget,
     rowSecurity,
+    replicaStatus: () => driver.replicas?.status() ?? [],
     forSchool (schoolId) {
       let db = scoped.get(schoolId)
       if (db === undefined) {
@@ -250,6 +282,7 @@ async function wrap (
     },
     async close () {
       scoped.clear()
+      await driver.replicas?.close()
       await prisma.$disconnect()
       await closeDriver()
     }

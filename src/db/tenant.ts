@@ -3,6 +3,7 @@
 // their filter and written data, School is readable only as the caller's own row, and anything
 // else (users, tokens, raw SQL, unknown operations) is refused.
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js'
+import type { ReadRouter } from './replicas.js'
 import { schoolSession } from './school-session.js'
 
 /** Models whose rows belong to one school (primary key leads with schoolId). */
@@ -23,6 +24,10 @@ const FILTER_ONLY = new Set([
 ])
 const CREATE = new Set(['create', 'createMany', 'createManyAndReturn'])
 const UPDATE = new Set(['update', 'updateMany', 'updateManyAndReturn'])
+/** Operations that only read: these may run on a replica (replicas.ts). */
+const READS = new Set([
+  'findUnique', 'findUniqueOrThrow', 'findFirst', 'findFirstOrThrow', 'findMany', 'count', 'aggregate', 'groupBy'
+])
 const SCHOOL_READS = new Set([
   'findUnique', 'findUniqueOrThrow', 'findFirst', 'findFirstOrThrow', 'findMany', 'count'
 ])
@@ -195,6 +200,8 @@ export interface ScopeOptions {
    * holds on its own; the school is still set for row-level security.
    */
   filter?: boolean
+  /** Where reads go when there are replicas; without it everything runs on `prisma`. */
+  reads?: ReadRouter | undefined
 }
 
 interface HookParams {
@@ -216,6 +223,11 @@ function uniqueAsFilter (where: unknown, scalars: ReadonlySet<string> | undefine
 
 const same = <T>(value: T): T => value
 
+/** findFirstOrThrow's "no record": an answer, not a failure of the replica. */
+function isNotFound (err: unknown): boolean {
+  return err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2025'
+}
+
 const lowerFirst = (name: string): string => name.charAt(0).toLowerCase() + name.slice(1)
 
 /**
@@ -224,6 +236,21 @@ const lowerFirst = (name: string): string => name.charAt(0).toLowerCase() + name
  */
 export function scopeToSchool (prisma: PrismaClient, schoolId: string, info: TenantModelInfo, options: ScopeOptions = {}) {
   const filter = options.filter !== false
+  const reads = options.reads
+
+  /** One operation of a model on `client`, in the school's context (findUnique as findFirst). */
+  function run (client: PrismaClient, model: string, operation: string, scoped: Args): Promise<unknown> {
+    const delegate = (client as unknown as Record<string, Record<string, (a: unknown) => Promise<unknown>>>)[lowerFirst(model)]!
+    if (operation === 'findUnique' || operation === 'findUniqueOrThrow') {
+      // Prisma gathers the findUnique calls of one tick and runs them under the async context
+      // of the first caller, which may be another school's: findFirst runs on the caller's own.
+      const where = uniqueAsFilter(scoped?.where, info.scalars.get(model))
+      const findFirst = operation === 'findUnique' ? delegate.findFirst! : delegate.findFirstOrThrow!
+      return schoolSession.run(schoolId, () => findFirst({ ...scoped, where }).then(same))
+    }
+    return schoolSession.run(schoolId, () => delegate[operation]!(scoped).then(same))
+  }
+
   return prisma
     .$extends({
       name: 'tenant',
@@ -233,13 +260,29 @@ export function scopeToSchool (prisma: PrismaClient, schoolId: string, info: Ten
           const scoped = (filter ? scopeArgs(schoolId, model, operation, args as Args, info) : args) as typeof args
           // Inside a transaction of this client, the school was set when it began.
           if ((params as HookParams).__internalParams?.transaction !== undefined) return query(scoped)
+          if (model !== undefined && reads !== undefined) {
+            if (!READS.has(operation)) {
+              // A write pins the school to the primary before its answer returns (read your writes).
+              return schoolSession.run(schoolId, () => query(scoped).then((result) => {
+                reads.changed(schoolId)
+                return result
+              }, (err: unknown) => {
+                reads.changed(schoolId)
+                throw err
+              }))
+            }
+            const replica = reads.replicaFor(schoolId)
+            if (replica !== undefined) {
+              return run(replica, model, operation, scoped as Args).catch((err: unknown) => {
+                if (isNotFound(err)) throw err
+                // The replica is gone or refused: this read, and the next ones, on the primary.
+                reads.failed(replica)
+                return run(prisma, model, operation, scoped as Args)
+              })
+            }
+          }
           if (model !== undefined && (operation === 'findUnique' || operation === 'findUniqueOrThrow')) {
-            // Prisma gathers the findUnique calls of one tick and runs them under the async context
-            // of the first caller, which may be another school's: findFirst runs on the caller's own.
-            const delegate = (prisma as unknown as Record<string, Record<string, (a: unknown) => Promise<unknown>>>)[lowerFirst(model)]!
-            const where = uniqueAsFilter((scoped as Args)?.where, info.scalars.get(model))
-            const findFirst = operation === 'findUnique' ? delegate.findFirst! : delegate.findFirstOrThrow!
-            return schoolSession.run(schoolId, () => findFirst({ ...(scoped as Args), where }).then(same))
+            return run(prisma, model, operation, scoped as Args)
           }
           // Prisma's promises are lazy: `then` inside run() starts the query in the school's context.
           return schoolSession.run(schoolId, () => query(scoped).then(same))
@@ -255,7 +298,9 @@ export function scopeToSchool (prisma: PrismaClient, schoolId: string, info: Ten
             throw new TenantViolationError('A school-scoped client runs interactive transactions only: $transaction(async (tx) => ...)')
           }
           const parent = Prisma.getExtensionContext(this).$parent as unknown as { $transaction: (...a: unknown[]) => Promise<unknown> }
-          return schoolSession.run(schoolId, () => parent.$transaction(first, ...rest).then(same))
+          const done = schoolSession.run(schoolId, () => parent.$transaction(first, ...rest).then(same))
+          // A transaction may have written: the school's next reads go to the primary.
+          return reads === undefined ? done : done.finally(() => { reads.changed(schoolId) })
         }
       }
     })

@@ -17,7 +17,7 @@ export default fp<DatabasePluginOptions>(async (app, { database }) => {
     app.decorate('db', database)
     return
   }
-  const { databaseUrl, databasePoolSize, dataDir, databaseConnectTimeoutMs, databaseStatementTimeoutMs } = app.config
+  const { databaseUrl, databasePoolSize, databaseReplicaUrls, dataDir, databaseConnectTimeoutMs, databaseStatementTimeoutMs } = app.config
   // The embedded default applies its migrations on start; a server is migrated as its own step.
   const db = await openDatabase({
     url: databaseUrl,
@@ -25,7 +25,9 @@ export default fp<DatabasePluginOptions>(async (app, { database }) => {
     poolSize: databasePoolSize,
     connectTimeoutMs: databaseConnectTimeoutMs,
     statementTimeoutMs: databaseStatementTimeoutMs,
-    migrate: databaseUrl === undefined
+    migrate: databaseUrl === undefined,
+    replicaUrls: databaseReplicaUrls,
+    warn: (message, err) => { app.log.warn({ err }, message) }
   })
   if (!db.rowSecurity) {
     const message = 'DATABASE_URL connects as a role that bypasses row-level security (a superuser, a BYPASSRLS ' +

@@ -1,0 +1,242 @@
+// Reads of tenant data on PostgreSQL streaming replicas (DATABASE_REPLICA_URLS); writes,
+// transactions, authentication and everything else on the primary.
+//
+// A replica is asynchronous: it replays the primary's WAL a little later. A school's reads go to a
+// replica only when that replica has replayed the school's last change, so no one reads older data
+// than the primary's once a change is known to this process:
+// - a write of this process to a school pins the school to the primary at once (before the write's
+//   answer returns, so a request that wrote reads its own writes, and so do later requests);
+// - a change from anywhere else (another node, the CLI, SQL) arrives as the notification the
+//   triggers send (school_data_changed, as for the response cache) and pins the school likewise;
+// - the pin holds until the replica's replay position (pg_last_wal_replay_lsn(), polled) has passed
+//   the primary's WAL insert position read after the change (pg_current_wal_insert_lsn(), which
+//   is past the change's commit record even with synchronous_commit off);
+// - while the notifications are not being received, every read goes to the primary.
+// A replica that fails a read, or does not answer the poll, gets no reads until it answers again;
+// the failed read is run again on the primary.
+import { PrismaPg } from '@prisma/adapter-pg'
+import { PrismaClient } from '../generated/prisma/client.js'
+import type { Listener, ListenHandlers } from './listen.js'
+import { SchoolSessionClient, SchoolSessionPool, withSchoolSessions } from './school-session.js'
+
+export const DATA_CHANGED_CHANNEL = 'school_data_changed'
+
+/** What the tenant extension asks before and after an operation of a school. */
+export interface ReadRouter {
+  /** The client to read `schoolId`'s data from now; undefined means the primary. */
+  replicaFor (schoolId: string): PrismaClient | undefined
+  /** A read on `replica` failed: no more reads there until it answers the poll again. */
+  failed (replica: PrismaClient): void
+  /** The school's data changed: read it from the primary until the replicas have replayed the change. */
+  changed (schoolId: string): void
+  /** Handlers of a school_data_changed listener that tell this router first (see client.ts). */
+  wrap (handlers: ListenHandlers): ListenHandlers
+}
+
+export interface ReplicaStatus {
+  /** The replica's place in the list of DATABASE_REPLICA_URLS. */
+  index: number
+  up: boolean
+  /** WAL position replayed at the last poll. */
+  replayed: string | null
+}
+
+export interface Replicas extends ReadRouter {
+  status (): ReplicaStatus[]
+  /** Resolves once every replica has been polled (up or not). */
+  polled (): Promise<void>
+  close (): Promise<void>
+}
+
+export interface ReplicaOptions {
+  urls: readonly string[]
+  poolSize: number
+  connectTimeoutMs: number
+  /** PostgreSQL's statement_timeout for the replicas' connections (0 or undefined: none). */
+  statementTimeoutMs?: number | undefined
+  /** How often each replica's replay position is read (ms). */
+  pollMs?: number
+  /** The primary's client: its WAL position marks where a change ends. */
+  primary: PrismaClient
+  /** LISTEN on the primary. */
+  listen: (channel: string, handlers: ListenHandlers) => Promise<Listener>
+  /** Statement names for PrismaPg (prepared statements), one generator per replica. */
+  statementNames: () => (query: { sql: string, args: unknown[] }) => string
+  warn: (message: string, err?: unknown) => void
+}
+
+/** '16/B374D848' (a pg_lsn) as a number that compares. */
+export function parseLsn (text: string): bigint {
+  const [high, low] = text.split('/')
+  if (high === undefined || low === undefined || !/^[0-9A-F]+$/i.test(high) || !/^[0-9A-F]+$/i.test(low)) {
+    throw new Error(`Not a WAL position: ${text}`)
+  }
+  return (BigInt('0x' + high) << 32n) | BigInt('0x' + low)
+}
+
+interface Replica {
+  index: number
+  client: PrismaClient
+  up: boolean
+  replayed: bigint
+  warned: boolean
+}
+
+/** A pinned school: the primary's WAL position after its change, or null while it is being read. */
+interface Pin { lsn: bigint | null }
+
+const INFINITE = (1n << 64n)
+
+export async function openReplicas (options: ReplicaOptions): Promise<Replicas> {
+  const pollMs = options.pollMs ?? 200
+  const replicas: Replica[] = options.urls.map((url, index) => {
+    const pool = new SchoolSessionPool({
+      connectionString: url,
+      max: options.poolSize,
+      connectionTimeoutMillis: options.connectTimeoutMs,
+      ...(options.statementTimeoutMs !== undefined && options.statementTimeoutMs > 0 && { statement_timeout: options.statementTimeoutMs }),
+      Client: SchoolSessionClient
+    })
+    // A dropped connection of an idle pool must not crash the process; the poll notices.
+    pool.on('error', () => {})
+    const adapter = withSchoolSessions(new PrismaPg(pool, { disposeExternalPool: true, statementNameGenerator: options.statementNames() }), true)
+    return { index, client: new PrismaClient({ adapter }), up: false, replayed: 0n, warned: false }
+  })
+
+  const pins = new Map<string, Pin>()
+  // Changes whose end on the primary is still to be read.
+  let waiting: Pin[] = []
+  let reading = false
+  // Every school waits for this position after the notifications were (re)started.
+  let floor = INFINITE
+  let live = false
+  let next = 0
+  let closed = false
+
+  async function primaryLsn (): Promise<bigint> {
+    const [row] = await options.primary.$queryRawUnsafe<Array<{ lsn: string }>>('SELECT pg_current_wal_insert_lsn()::text AS lsn')
+    return parseLsn(row!.lsn)
+  }
+
+  function readPrimaryLsn (): void {
+    if (reading || waiting.length === 0 || closed) return
+    reading = true
+    const batch = waiting
+    waiting = []
+    primaryLsn().then((lsn) => {
+      for (const pin of batch) pin.lsn = lsn
+    }, (err: unknown) => {
+      // The pins stay on the primary; try again with the next change or poll.
+      waiting.push(...batch)
+      options.warn('could not read the primary\'s WAL position', err)
+    }).finally(() => {
+      reading = false
+      if (waiting.length > 0) setTimeout(readPrimaryLsn, pollMs).unref()
+    })
+  }
+
+  function changed (schoolId: string): void {
+    const pin: Pin = { lsn: null }
+    pins.set(schoolId, pin)
+    waiting.push(pin)
+    readPrimaryLsn()
+  }
+
+  async function pollOne (replica: Replica): Promise<void> {
+    try {
+      const [row] = await replica.client.$queryRawUnsafe<Array<{ lsn: string | null }>>('SELECT pg_last_wal_replay_lsn()::text AS lsn')
+      if (row?.lsn == null) {
+        if (!replica.warned) options.warn(`database replica ${replica.index + 1} is not a standby (pg_last_wal_replay_lsn() is null): no reads go there`)
+        replica.warned = true
+        replica.up = false
+        return
+      }
+      replica.replayed = parseLsn(row.lsn)
+      if (!replica.up) replica.warned = false
+      replica.up = true
+    } catch (err) {
+      if (replica.up || !replica.warned) options.warn(`database replica ${replica.index + 1} does not answer: reads go to the primary`, err)
+      replica.warned = true
+      replica.up = false
+    }
+  }
+
+  let polling: Promise<void> = Promise.resolve()
+  function poll (): Promise<void> {
+    polling = Promise.all(replicas.map(pollOne)).then(() => {
+      // Pins every replica has passed are done with.
+      const up = replicas.filter((r) => r.up)
+      if (up.length === replicas.length && up.length > 0) {
+        const slowest = up.reduce((min, r) => (r.replayed < min ? r.replayed : min), INFINITE)
+        for (const [schoolId, pin] of pins) if (pin.lsn !== null && pin.lsn <= slowest) pins.delete(schoolId)
+      }
+    })
+    return polling
+  }
+  await poll()
+  const timer = setInterval(() => { void poll() }, pollMs)
+  timer.unref()
+
+  const listener = await options.listen(DATA_CHANGED_CHANNEL, {
+    notify (payload) { changed(payload) },
+    async listening () {
+      // Anything may have changed while not listening: wait for the primary's current position.
+      floor = INFINITE
+      live = true
+      try {
+        floor = await primaryLsn()
+      } catch (err) {
+        options.warn('could not read the primary\'s WAL position', err)
+      }
+    },
+    lost () {
+      live = false
+      floor = INFINITE
+    }
+  })
+
+  function replicaFor (schoolId: string): PrismaClient | undefined {
+    if (!live || !listener.live) return undefined
+    const pin = pins.get(schoolId)
+    const needed = pin === undefined ? floor : (pin.lsn === null ? INFINITE : (pin.lsn > floor ? pin.lsn : floor))
+    for (let i = 0; i < replicas.length; i++) {
+      const replica = replicas[(next + i) % replicas.length]!
+      if (replica.up && replica.replayed >= needed) {
+        next = (next + i + 1) % replicas.length
+        return replica.client
+      }
+    }
+    return undefined
+  }
+
+  return {
+    replicaFor,
+    changed,
+    failed (client) {
+      const replica = replicas.find((r) => r.client === client)
+      if (replica !== undefined) replica.up = false
+    },
+    wrap (handlers) {
+      return {
+        notify (payload) {
+          changed(payload)
+          handlers.notify(payload)
+        },
+        listening: handlers.listening,
+        lost: handlers.lost
+      }
+    },
+    status: () => replicas.map((r) => ({ index: r.index, up: r.up, replayed: r.up ? lsnText(r.replayed) : null })),
+    polled: async () => { await polling; await poll() },
+    async close () {
+      closed = true
+      clearInterval(timer)
+      await listener.close()
+      await Promise.all(replicas.map(async (r) => { await r.client.$disconnect() }))
+    }
+  }
+}
+
+function lsnText (lsn: bigint): string {
+  return `${(lsn >> 32n).toString(16).toUpperCase()}/${(lsn & 0xFFFFFFFFn).toString(16).toUpperCase()}`
+}
