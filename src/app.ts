@@ -37,6 +37,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
     },
     requestIdHeader: false,
+    // Opening a new embedded database applies every migration: seconds, more on a busy machine.
+    pluginTimeout: 120_000,
     // HTTP bounds (README, "Limits"): body size, time to receive a request, time to answer it.
     bodyLimit: config.bodyLimitBytes,
     requestTimeout: config.requestTimeoutMs,

@@ -4,6 +4,7 @@
 // it exits 1.
 import { buildApp } from './app.js'
 import { loadConfig, type Config } from './config.js'
+import { seedEmptySandbox } from './seed/sandbox.js'
 
 export async function startServer (config: Config): Promise<void> {
   const started = Date.now()
@@ -32,6 +33,8 @@ export async function startServer (config: Config): Promise<void> {
   process.on('SIGTERM', shutdown)
   await app.listen({ host: config.host, port: config.port })
   app.log.info({ env: config.env, database: app.db.kind, startupMs: Date.now() - started }, 'School Data Service ready')
+  // Sandbox on a fresh embedded database: a demo school and user to log in with (README "Demo data").
+  await seedEmptySandbox(app.db, config.env, app.log)
 }
 
 // Run when executed directly (node dist/server.js), not when imported by the CLI.
