@@ -10,7 +10,7 @@ CREATE TABLE "access_audit" (
     "record_count" INTEGER NOT NULL,
     "action" TEXT NOT NULL,
 
-    CONSTRAINT "access_audit_pkey" PRIMARY KEY ("id")
+    CONSTRAINT "access_audit_pkey" PRIMARY KEY ("school_id","id")
 );
 
 -- CreateIndex
