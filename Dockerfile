@@ -29,6 +29,8 @@ COPY --chown=node:node package.json ./
 COPY --chown=node:node bin ./bin
 COPY --chown=node:node prisma ./prisma
 COPY --chown=node:node schema ./schema
+# GraphiQL's page (served only outside production, e.g. SCHOOL_DATA_ENV=sandbox).
+COPY --chown=node:node static ./static
 USER node
 EXPOSE 4000
 HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
