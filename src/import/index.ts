@@ -38,10 +38,12 @@ export async function importOneRoster (options: ImportOptions): Promise<ImportSu
     }, cliProgress.Presets.shades_classic)
     : undefined
   try {
+    bar?.start(1, 0, { phase: 'Reading and checking' })
     const bundle = await readBundle(options.path)
     return await inSchoolTransaction(options, schoolId, async (sql) => {
       const plan = planImport(bundle, await readExisting(sql))
-      bar?.start(rowsToWrite(plan), 0, { phase: 'Writing' })
+      bar?.setTotal(rowsToWrite(plan))
+      bar?.update(0, { phase: 'Writing' })
       const written = await writePlan(sql, schoolId, plan, (n) => bar?.increment(n))
       bar?.update({ phase: 'Committing' })
       return { ...written, skippedUsers: plan.skippedUsers, skippedEnrollments: plan.skippedEnrollments, dryRun: options.dryRun === true }
