@@ -249,3 +249,19 @@ t.test('a page deep in 100,000 students is an index range scan that reads only t
     if (name === 'deep page') t.match(scan?.['Index Cond'], /family_name >= /, 'the scan starts at the cursor')
   }
 })
+
+t.test('a name search finds % and _ literally', async (t) => {
+  const app = await build(t)
+  const db = await testDatabase()
+  const seeded = await seedSchool('Wildcard School')
+  const percent = await createStudent(db, { schoolId: seeded.schoolId, givenName: '100%', familyName: 'Pure' })
+  const underscore = await createStudent(db, { schoolId: seeded.schoolId, givenName: 'snake_case', familyName: 'Name' })
+  await createStudent(db, { schoolId: seeded.schoolId, givenName: 'Plain', familyName: 'Name' })
+  const { accessToken: token } = await login(app, seeded.username)
+  const ask = async (search: string) => (await gql(app, 'query ($s: String) { students(filter: { search: $s }) { id } }', { token, variables: { s: search } }))
+    .body.data!.students.map((s: { id: string }) => s.id)
+  t.same(await ask('%'), [percent])
+  t.same(await ask('0% p'), [percent])
+  t.same(await ask('_'), [underscore])
+  t.same(await ask('e_c'), [underscore])
+})
