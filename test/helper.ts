@@ -166,7 +166,9 @@ export async function createTestDatabase (options: TestDatabaseOptions = {}): Pr
   await admin((client) => client.query(`CREATE DATABASE ${name} TEMPLATE ${template}`))
   const ownerUrl = withDatabase(serverUrl, name)
   const url = role === 'service' ? withDatabase(serverUrl, name, SERVICE_ROLE) : ownerUrl
-  const db = await openDatabase({ url, tenantFilter: options.tenantFilter })
+  // Tests that send a thousand requests at once queue for the pool for seconds on a loaded shared
+  // machine; the pool's wait bound itself is tested on databases of its own (bounds, faults).
+  const db = await openDatabase({ url, tenantFilter: options.tenantFilter, connectTimeoutMs: 120_000 })
   t.teardown(async () => {
     await db.close()
     await admin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))

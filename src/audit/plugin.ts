@@ -105,7 +105,7 @@ export default fp(async (app: FastifyInstance) => {
   }
 
   function enqueue (request: FastifyRequest, at: Date, counts: readonly AccessCount[]): void {
-    const identity = app.auth.identify(request.headers.authorization)
+    const identity = request.identity
     if (identity.kind !== 'user') {
       // Records were handed over to a user whose token was revoked while the request ran.
       request.log.error('access audit: records were read by a caller that is no longer a user; not recorded')

@@ -23,7 +23,7 @@ declare module 'mercurius' {
 }
 
 export function buildContext (app: FastifyInstance, request: FastifyRequest) {
-  const identity = app.auth.identify(request.headers.authorization)
+  const identity = request.identity
   return {
     identity,
     auth: app.auth,

@@ -100,7 +100,7 @@ export async function registerResponseCache (app: FastifyInstance, options: Resp
     if (typeof body?.query !== 'string') return
     const operationName = typeof body.operationName === 'string' ? body.operationName : undefined
     if (!queryOperation(body.query, operationName)) return
-    const identity = app.auth.identify(request.headers.authorization)
+    const identity = request.identity
     if (identity.kind !== 'user' || identity.schoolId === null) return
     const schoolId = identity.schoolId
     const key = `${schoolId}\0${operationName ?? ''}\0${body.query}\0${JSON.stringify(body.variables ?? null)}`

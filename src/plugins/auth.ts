@@ -1,12 +1,22 @@
+import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { watchAccessChanges } from '../auth/access-changes.js'
 import { createAuthService, type AuthService } from '../auth/auth-service.js'
 import { prepareDecoy } from '../auth/passwords.js'
 import { createAccessTokens, MIN_SECRET_BYTES, secretTooShort } from '../auth/tokens.js'
+import type { Identity } from '../auth/identity.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     auth: AuthService
+  }
+  interface FastifyRequest {
+    /**
+     * The caller, from the Authorization header, worked out once per request (the rate limits, the
+     * response cache, the GraphQL context, the audit and the request log all ask).
+     */
+    readonly identity: Identity
+    identityMemo: Identity | null
   }
 }
 
@@ -19,4 +29,11 @@ export default fp(async (app) => {
   const accessChanges = await watchAccessChanges(app.db, accessTokenTtl, app.log)
   app.addHook('onClose', async () => { await accessChanges.close() })
   app.decorate('auth', createAuthService(tokens, app.db.prisma, refreshTokenTtl, accessChanges, app.log))
+  const auth = app.auth
+  app.decorateRequest('identityMemo', null)
+  app.decorateRequest('identity', {
+    getter (this: FastifyRequest): Identity {
+      return (this.identityMemo ??= auth.identify(this.headers.authorization))
+    }
+  })
 }, { name: 'auth', dependencies: ['config', 'database'] })

@@ -68,7 +68,7 @@ function summary (request: FastifyRequest, reply: FastifyReply): Record<string, 
   const app = request.server
   if (app.hasDecorator('auth')) {
     // Verified tokens are cached, so this costs a lookup, not a signature check.
-    const identity = app.auth.identify(request.headers.authorization)
+    const identity = request.identity
     if (identity.kind === 'user') {
       line.userId = identity.userId
       line.schoolId = identity.schoolId

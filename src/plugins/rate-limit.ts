@@ -125,7 +125,7 @@ export default fp(async (app) => {
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     // The GraphQL endpoint only: health, readiness and metrics stay answerable to probes.
     if (request.routeOptions.url !== '/') return
-    const identity = app.auth.identify(request.headers.authorization)
+    const identity = request.identity
     request.rateLimitIdentity = identity
     const limits: Limit[] = []
     if (identity.kind === 'user') {
