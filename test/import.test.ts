@@ -253,6 +253,21 @@ t.test('a bad row stops the import with file:line: reason, and nothing is writte
   t.same(await snapshot(school), before, 'the database is unchanged')
 })
 
+t.test('a classroom and a student entered by hand are taken over, not duplicated', async (t) => {
+  const school = await newSchool('Hand Made Academy')
+  const made = await cli(['student', 'create', '--school', school, '--full-name', 'Ada King', '--classroom', 'Room 3', '--student-number', '1001'])
+  t.equal(made.code, 0, made.stderr)
+  const studentId = made.stdout.trim().split('\n').at(-1)
+  const run = await importJson(writeFolder(bundle12()), school)
+  t.equal(run.code, 0, run.stderr)
+  t.same(run.summary.classrooms, counts(1, 1, 0), 'Room 3 gets its sourcedId; Math 3 is new')
+  t.same(run.summary.students, counts(2, 1, 0), 'student number 1001 is Ada')
+  const after = await snapshot(school) as any
+  t.same(after.classrooms.map((c: any) => c.name), ['Room 3', 'Math 3'])
+  t.same(after.students.map((s: any) => [s.id === studentId, s.sourcedId, s.givenName, s.familyName]),
+    [[true, 'stu-1', 'Ada', 'Lovelace'], [false, 'stu-2', 'Alan', 'Turing'], [false, 'stu-3', 'Katherine', 'Johnson']])
+})
+
 t.test('the school must exist; a dry run writes nothing', async (t) => {
   const folder = writeFolder(bundle12())
   const missing = await cli(['import', 'oneroster', folder, '--school', '00000000-0000-4000-8000-000000000000'])
