@@ -238,7 +238,8 @@ t.test('a bad row stops the import with file:line: reason, and nothing is writte
     ['missing column', (f) => { f.enrollments = f.enrollments!.map((r) => r.slice(0, 3)) }, /^error: enrollments\.csv:1: missing column "classSourcedId"/m],
     ['missing file', (f) => { delete f.classes }, /^error: classes\.csv: the manifest lists it \(bulk\), but the bundle has no such file/m],
     ['no manifest', (f) => { delete f.manifest }, /^error: manifest\.csv: the bundle has no manifest\.csv/m],
-    ['a deletion', (f) => { f.users![1]![1] = 'tobedeleted' }, /^error: users\.csv:2: status tobedeleted: deletions are not imported/m]
+    ['a deletion', (f) => { f.users![1]![1] = 'tobedeleted' }, /^error: users\.csv:2: status tobedeleted: deletions are not imported/m],
+    ['a bad row after a quoted field with a line break', (f) => { f.users![1]![8] = 'two\nlines'; f.users![3]![14] = '14' }, /^error: users\.csv:5: grade "14"/m]
   ]
   for (const [label, spoil, message] of cases) {
     const files = bundle12()

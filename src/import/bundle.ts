@@ -64,31 +64,66 @@ export async function readBundle (path: string): Promise<Bundle> {
 export function readTable (bundle: Bundle, file: string, required: string[]): Table | undefined {
   const text = bundle.get(file.toLowerCase())
   if (text === undefined) return undefined
-  // Each record gets the line it ends on appended (cheaper than csv-parse's `info` snapshots).
-  let records: string[][]
+  const records = parseCsv(file, text, false)
+  // Line numbers: when no line break is inside a quoted field, the records are the file's non-empty
+  // lines in order (cheap to count); otherwise csv-parse tells each record's last line (slower).
+  const simple = recordLines(text)
+  let lines: number[]
+  if (simple !== undefined && simple.length === records.length) {
+    lines = simple
+  } else {
+    const ends = parseCsv(file, text, true) as unknown as Array<[...string[], string]>
+    lines = ends.map((record, i) => Number(record.at(-1)) - countNewlines(records[i]!))
+  }
+  const [header, ...body] = records
+  if (header === undefined) throw new ImportError(file, 1, 'the file is empty (a header line is required)')
+  const names = header.map((name) => name.trim())
+  const index = new Map<string, number>()
+  names.forEach((name, i) => { if (!index.has(name)) index.set(name, i) })
+  for (const column of required) {
+    if (!index.has(column)) throw new ImportError(file, lines[0], `missing column "${column}"`)
+  }
+  const rows = body.map((record, i) => new Row(lines[i + 1]!, record, index))
+  return { file, columns: new Set(names), rows }
+}
+
+function parseCsv (file: string, text: string, withLines: boolean): string[][] {
   try {
-    records = parse(text, {
+    return parse(text, {
       bom: true,
       skip_empty_lines: true,
-      on_record: (record: string[], context: { lines: number }) => { record.push(String(context.lines)); return record }
+      // The line each record ends on, appended to it.
+      ...(withLines && { on_record: (record: string[], context: { lines: number }) => [...record, String(context.lines)] })
     }) as string[][]
   } catch (err) {
     const e = err as Error & { lines?: number }
     throw new ImportError(file, e.lines, `not valid CSV: ${e.message.replace(/^Invalid [^:]*: /, '')}`)
   }
-  const lineOf = (record: string[]): number => Number(record.pop()) - countNewlines(record)
-  const [header, ...body] = records
-  if (header === undefined) throw new ImportError(file, 1, 'the file is empty (a header line is required)')
-  const headerLine = lineOf(header)
-  const names = header.map((name) => name.trim())
-  const index = new Map<string, number>()
-  names.forEach((name, i) => { if (!index.has(name)) index.set(name, i) })
-  for (const column of required) {
-    if (!index.has(column)) throw new ImportError(file, headerLine, `missing column "${column}"`)
+}
+
+/**
+ * The numbers of the non-empty lines, when every line has an even number of quotes (so no quoted
+ * field spans lines); undefined otherwise.
+ */
+function recordLines (text: string): number[] | undefined {
+  const lines: number[] = []
+  let line = 0
+  for (let start = 0; start < text.length;) {
+    let end = text.indexOf('\n', start)
+    if (end === -1) end = text.length
+    line += 1
+    let quotes = 0
+    let blank = true
+    for (let i = start; i < end; i++) {
+      const c = text.charCodeAt(i)
+      if (c === 34) quotes += 1
+      if (blank && c !== 13 && c !== 32 && c !== 9 && c !== 0xfeff) blank = false
+    }
+    if (quotes % 2 === 1) return undefined
+    if (!blank) lines.push(line)
+    start = end + 1
   }
-  // A quoted field may span lines: a record starts where it ends, less the line breaks inside it.
-  const rows = body.map((record) => new Row(lineOf(record), record, index))
-  return { file, columns: new Set(names), rows }
+  return lines
 }
 
 function countNewlines (record: string[]): number {
