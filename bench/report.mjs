@@ -10,6 +10,8 @@ export const TARGET_LABELS = {
   service: 'service (RLS role, response cache on)',
   uncached: 'service (RLS role, cache off)',
   superuser: 'service (superuser, cache off)',
+  'service-2': 'two service processes (RLS role, cache on)',
+  'uncached-2': 'two service processes (RLS role, cache off)',
   ceiling: 'ceiling'
 }
 
@@ -56,6 +58,10 @@ export function renderMarkdown (r) {
     lines.push(`The superuser comparison ran in ${r.modes.superuser} mode: production mode refuses a role that bypasses row-level security.`)
   }
   for (const [workload, cost] of Object.entries(r.rls.cost)) lines.push(`Row-level security cost (${workload}): ${pct(cost)}`)
+  for (const [target, ratio] of Object.entries(r.scaling ?? {})) {
+    lines.push(`${TARGET_LABELS[target]} vs one process, flat: ${fmt(ratio, 2)}× the requests per second ` +
+      '(the load generator, the processes and PostgreSQL share this machine\'s cores).')
+  }
   lines.push('', '## Targets', '')
   for (const t of r.targets) lines.push(`- ${t.status} ${t.name}: ${t.detail}`)
   lines.push('', `## Correctness`, '', r.correct

@@ -47,6 +47,7 @@ function readSettings () {
     quietWaitSeconds: intSetting('BENCH_QUIET_WAIT', 30, 0),
     // BENCH_PROFILE=1: each server writes a V8 CPU profile to bench/results/profiles/ (slows it down).
     profile: process.env.BENCH_PROFILE === '1',
+    nodes: intSetting('BENCH_NODES', 2),
     workloads: (process.env.BENCH_WORKLOADS || WORKLOADS.map((w) => w.name).join(',')).split(',').map((s) => s.trim()).filter(Boolean),
     sizes: {
       schools: intSetting('BENCH_SCHOOLS', 50),
@@ -160,7 +161,8 @@ function checker (workload, pages, verify) {
  * response is checked against its request's school (autocannon keeps one request in flight per
  * connection, so the connection's context holds the school of the answer being read).
  */
-async function cannon (port, workload, schools, seconds, check) {
+async function cannon (port, workload, schools, seconds, check, connections = settings.connections) {
+  if (Array.isArray(port)) return await cannonMany(port, workload, schools, seconds, check)
   const bodies = new Map(schools.map((s) => [s.id, Buffer.from(requestBody(workload, s))]))
   const headers = new Map(schools.map((s) => [s.id, {
     'content-type': 'application/json',
@@ -176,7 +178,7 @@ async function cannon (port, workload, schools, seconds, check) {
   }
   const result = await autocannon({
     url: `http://127.0.0.1:${port}`,
-    connections: settings.connections,
+    connections,
     duration: seconds,
     timeout: 30,
     requests: [{
@@ -199,6 +201,58 @@ async function cannon (port, workload, schools, seconds, check) {
     }]
   })
   return { result, checked, wrong, examples }
+}
+
+/**
+ * The same load spread over several servers (API processes behind a load balancer): one autocannon
+ * per server with its share of the connections, all at once. Requests and errors add up; p50 and
+ * p90 are the request-weighted means of the servers', p99 and the maximum the worst server's.
+ */
+async function cannonMany (ports, workload, schools, seconds, check) {
+  const share = Math.max(1, Math.round(settings.connections / ports.length))
+  const parts = await Promise.all(ports.map((p) => cannon(p, workload, schools, seconds, check, share)))
+  const results = parts.map((p) => p.result)
+  const total = results.reduce((n, r) => n + r.requests.total, 0)
+  const weighted = (key) => results.reduce((n, r) => n + r.latency[key] * r.requests.total, 0) / Math.max(1, total)
+  const sum = (key) => results.reduce((n, r) => n + r[key], 0)
+  return {
+    result: {
+      requests: { average: results.reduce((n, r) => n + r.requests.average, 0), total },
+      latency: {
+        p50: weighted('p50'),
+        p90: weighted('p90'),
+        p99: Math.max(...results.map((r) => r.latency.p99)),
+        max: Math.max(...results.map((r) => r.latency.max))
+      },
+      errors: sum('errors'),
+      timeouts: sum('timeouts'),
+      non2xx: sum('non2xx')
+    },
+    checked: parts.reduce((n, p) => n + p.checked, 0),
+    wrong: parts.reduce((n, p) => n + p.wrong, 0),
+    examples: parts.flatMap((p) => p.examples).slice(0, 5)
+  }
+}
+
+/** Several processes watched as one: CPU adds up, RSS is the largest process's (the per-process target). */
+function watchMany (watches) {
+  return {
+    window () {
+      const windows = watches.map((w) => w.window())
+      return {
+        end () {
+          const usage = windows.map((w) => w.end())
+          return {
+            ...usage[0],
+            peakRssMb: Math.max(...usage.map((u) => u.peakRssMb)),
+            cpuCores: usage.reduce((n, u) => n + u.cpuCores, 0)
+          }
+        }
+      }
+    },
+    peakRssMb: () => Math.max(...watches.map((w) => w.peakRssMb())),
+    stop () { for (const w of watches) w.stop() }
+  }
 }
 
 /**
@@ -459,6 +513,34 @@ async function main () {
     })), rlsWorkloads, new URL(settings.adminUrl).username || 'postgres')
   }
 
+  // Two API processes against the one database (issue: scaling out), with the cache on and off,
+  // beside the single process measured above.
+  const flatWorkload = selected.filter((w) => w.name === 'flat')
+  if (flatWorkload.length > 0 && settings.nodes > 1) {
+    for (const [target, extra] of [['service-2', {}], ['uncached-2', UNCACHED]]) {
+      const nodes = []
+      try {
+        for (let i = 0; i < settings.nodes; i++) {
+          nodes.push(await start(target, serviceArgs, [{ mode: 'production', env: (port) => serviceEnv('production', serviceBenchUrl, port, jwtSecret, pool, extra) }]))
+        }
+        ready[target] = Math.max(...nodes.map((n) => n.readyMs))
+        modes[target] = 'production'
+        log(`${target}: ${nodes.length} processes ready on ports ${nodes.map((n) => n.port).join(', ')}`)
+        const watch = watchMany(nodes.map((n) => n.watch))
+        const m = await measure(nodes.map((n) => n.port), flatWorkload[0], target, schools, checker(flatWorkload[0], pages, verify), watch, connectionProbe(adminBenchUrl, SERVICE_ROLE))
+        runs.push(m.row)
+        checkedResponses += m.checkedResponses
+        failures.push(...m.failures.map((message) => ({ workload: 'flat', target, message })))
+        peakRssMb[target] = watch.peakRssMb()
+      } finally {
+        for (const n of nodes) {
+          n.watch.stop()
+          await stopNode(n.proc)
+        }
+      }
+    }
+  }
+
   // The ceiling: the same requests answered by one SQL statement each.
   const ceilingWorkloads = selected.filter((w) => w.ceiling)
   if (ceilingWorkloads.length > 0) {
@@ -481,6 +563,13 @@ async function main () {
   for (const row of runs) {
     const ceiling = find(row.workload, 'ceiling')
     row.ceilingRatio = row.target !== 'ceiling' && ceiling !== undefined ? row.rps / ceiling.rps : undefined
+  }
+  // Two processes against one: the throughput ratio of the same workload.
+  const scaling = {}
+  for (const [two, one] of [['service-2', 'service'], ['uncached-2', 'uncached']]) {
+    const a = find('flat', two)
+    const b = find('flat', one)
+    if (a && b) scaling[two] = a.rps / b.rps
   }
   const rlsCost = {}
   for (const w of rlsWorkloads) {
@@ -536,6 +625,7 @@ async function main () {
       observedMax: Math.max(0, ...runs.filter((r) => r.target === 'service').map((r) => r.dbConnections ?? 0))
     },
     rls: { tables: rls, summary: rlsSummary, cost: rlsCost },
+    scaling,
     ready,
     modes,
     peakRssMb,
