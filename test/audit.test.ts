@@ -1,10 +1,8 @@
 // The access audit: who read or wrote which student and teacher records, written in batches after
 // the answer, kept in PostgreSQL, append-only for the service, read with `school-data audit`.
-import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { Writable } from 'node:stream'
 import pg from 'pg'
 import t from 'tap'
@@ -15,8 +13,8 @@ import { buildApp } from '../src/app.js'
 import type { Config } from '../src/config.js'
 import { openDatabase, type Database } from '../src/db/client.js'
 import { PASSWORD, login, seedSchool, serverUrl, testConfig, testDatabase, unique, type TestDatabase } from './helper.js'
+import { runCli, type CliRun } from './fixtures/cli.js'
 
-const bin = fileURLToPath(new URL('../bin/school-data.js', import.meta.url))
 
 // The CLI test opens an embedded database in a child process several times: slow on a busy machine.
 t.setTimeout(300_000)
@@ -263,17 +261,7 @@ t.test('the service role may add to the audit but not read, change or remove it'
   t.equal((await auditRows(db, schoolId)).length, 1, 'the row stays')
 })
 
-interface Run { code: number | null, stdout: string, stderr: string }
-
-async function cli (args: string[], env: NodeJS.ProcessEnv): Promise<Run> {
-  const child = spawn(process.execPath, [bin, ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (d: Buffer) => { stdout += d.toString() })
-  child.stderr.on('data', (d: Buffer) => { stderr += d.toString() })
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
-  return { code, stdout, stderr }
-}
+const cli = async (args: string[], env: NodeJS.ProcessEnv): Promise<CliRun> => await runCli(args, { PATH: process.env.PATH, ...env })
 
 t.test('school-data audit prints a school\'s audit, newest first, as lines or JSON lines', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'sds-audit-'))

@@ -1,28 +1,15 @@
 // The `school-data` command as a user runs it: a real child process on this file's database.
-import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { build, gql, login, testDatabaseUrl } from './helper.js'
+import { runCli, type CliRun } from './fixtures/cli.js'
 
-const bin = fileURLToPath(new URL('../bin/school-data.js', import.meta.url))
-
-interface Run { code: number | null, stdout: string, stderr: string }
 
 let env: NodeJS.ProcessEnv
 
-async function cli (args: string[], input?: string): Promise<Run> {
-  const child = spawn(process.execPath, [bin, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (d: Buffer) => { stdout += d.toString() })
-  child.stderr.on('data', (d: Buffer) => { stderr += d.toString() })
-  child.stdin.end(input)
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
-  return { code, stdout, stderr }
-}
+const cli = async (args: string[], input?: string): Promise<CliRun> => await runCli(args, env, input)
 
 const lastLine = (text: string): string => text.trimEnd().split('\n').at(-1) ?? ''
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/

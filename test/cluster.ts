@@ -48,7 +48,8 @@ async function run (command: string, args: string[]): Promise<string> {
   return stdout
 }
 
-async function freePort (): Promise<number> {
+/** A TCP port nothing listens on now. */
+export async function freePort (): Promise<number> {
   return await new Promise((resolve, reject) => {
     const server = createServer()
     server.on('error', reject)

@@ -1,36 +1,26 @@
 // `school-data import oneroster` as a user runs it: a real child process on this file's database
 // (PostgreSQL as the service role, or an embedded database in a temporary folder), with OneRoster
 // CSV bundles generated here, as folders and as zip files.
-import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { strToU8, zipSync } from 'fflate'
 import t from 'tap'
 import { openDatabase, type Database } from '../src/db/client.js'
 import { testDatabase, testDatabaseUrl } from './helper.js'
+import { runCli, type CliRun } from './fixtures/cli.js'
 
-const bin = fileURLToPath(new URL('../bin/school-data.js', import.meta.url))
 
 // Some thirty CLI processes, each opening the database anew; a busy machine takes its time.
 t.setTimeout(600_000)
 
-interface Run { code: number | null, stdout: string, stderr: string }
+type Run = CliRun
 
 let env: NodeJS.ProcessEnv
 let dataDir: string
 let work: string
 
-async function cli (args: string[]): Promise<Run> {
-  const child = spawn(process.execPath, [bin, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (d: Buffer) => { stdout += d.toString() })
-  child.stderr.on('data', (d: Buffer) => { stderr += d.toString() })
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
-  return { code, stdout, stderr }
-}
+const cli = async (args: string[]): Promise<CliRun> => await runCli(args, env)
 
 /** Reads the database the CLI writes to (the embedded one only while no CLI process holds it). */
 async function inspect<T> (read: (db: Database) => Promise<T>): Promise<T> {

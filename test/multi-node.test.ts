@@ -4,24 +4,13 @@
 // every node; a user's rate limit is one count across the nodes.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import t from 'tap'
 import { assignUser, createSchool, createStudent, createUser } from '../src/admin/records.js'
+import { freePort } from './cluster.js'
 import { PASSWORD, createTestDatabase, serverUrl, unique } from './helper.js'
 
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
-
-async function freePort (): Promise<number> {
-  return await new Promise((resolve, reject) => {
-    const server = createServer()
-    server.on('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address()
-      server.close(() => { resolve(typeof address === 'object' && address !== null ? address.port : 0) })
-    })
-  })
-}
 
 interface Node { port: number, proc: ChildProcess, output: string[] }
 

@@ -11,27 +11,18 @@ import { openDatabase, type Database } from '../src/db/client.js'
 import { DEMO_SCHOOL_NAME, DEMO_USERNAME } from '../src/seed/demo.js'
 import { seedEmptySandbox } from '../src/seed/sandbox.js'
 import { createTestDatabase, gql, login, testConfig, testDatabase, testDatabaseUrl } from './helper.js'
+import { runCli, type CliRun } from './fixtures/cli.js'
 
-const bin = fileURLToPath(new URL('../bin/school-data.js', import.meta.url))
 const server = fileURLToPath(new URL('../dist/server.js', import.meta.url))
 
 // CLI processes and a server start on a fresh embedded database; a busy machine takes its time.
 t.setTimeout(600_000)
 
-interface Run { code: number | null, stdout: string, stderr: string }
 
 let env: NodeJS.ProcessEnv
 let dataDir: string
 
-async function cli (args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<Run> {
-  const child = spawn(process.execPath, [bin, ...args], { env: { ...env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (d: Buffer) => { stdout += d.toString() })
-  child.stderr.on('data', (d: Buffer) => { stderr += d.toString() })
-  const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
-  return { code, stdout, stderr }
-}
+const cli = async (args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<CliRun> => await runCli(args, { ...env, ...extraEnv })
 
 /** The database the CLI wrote to (the embedded one is opened once the CLI has ended). */
 async function cliDatabase (t: { teardown: (fn: () => unknown) => void }): Promise<Database> {
