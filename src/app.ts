@@ -10,6 +10,7 @@ import configPlugin from './plugins/config.js'
 import databasePlugin from './plugins/database.js'
 import graphiqlPlugin from './plugins/graphiql.js'
 import graphqlPlugin from './plugins/graphql.js'
+import handlerTimeoutPlugin from './plugins/handler-timeout.js'
 import loggingPlugin, { loggerOptions, RequestLog } from './plugins/logging.js'
 import metricsPlugin from './plugins/metrics.js'
 import operationsPlugin from './plugins/operations.js'
@@ -39,10 +40,10 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     requestIdHeader: false,
     // Opening a new embedded database applies every migration: seconds, more on a busy machine.
     pluginTimeout: 120_000,
-    // HTTP bounds (README, "Limits"): body size, time to receive a request, time to answer it.
+    // HTTP bounds (README, "Limits"): body size, time to receive a request; the time to answer it
+    // is the handler-timeout plugin's (one sweep, not Fastify's timer and signal per request).
     bodyLimit: config.bodyLimitBytes,
     requestTimeout: config.requestTimeoutMs,
-    handlerTimeout: config.handlerTimeoutMs,
     // Node needs requestTimeout (and a headersTimeout no longer) when the server is created, and
     // checks them every 30 s by default: often enough for the bound to hold.
     http: config.requestTimeoutMs > 0
@@ -70,6 +71,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   })
 
   await app.register(configPlugin, { config })
+  await app.register(handlerTimeoutPlugin)
   await app.register(pressurePlugin)
   await app.register(databasePlugin, { database: options.database })
   await app.register(metricsPlugin)

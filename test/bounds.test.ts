@@ -92,6 +92,69 @@ t.test('a handler slower than HANDLER_TIMEOUT_MS is answered 503 with a clear er
   t.equal(fast.statusCode, 200)
 })
 
+/** A stuck test-only field, and a way to let every stuck call go. */
+function stuckField (t: Test, app: FastifyInstance): void {
+  const waiting: Array<() => void> = []
+  app.graphql.extendSchema('extend type Query { stuck: Boolean }')
+  app.graphql.defineResolvers({ Query: { stuck: async () => await new Promise<boolean>((resolve) => { waiting.push(() => { resolve(true) }) }) } })
+  t.teardown(() => { for (const release of waiting) release() })
+}
+
+async function waitFor (what: string, check: () => boolean): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if (check()) return
+    await sleep(10)
+  }
+  throw new Error(`gave up waiting: ${what}`)
+}
+
+t.test('requests in flight: counted while they run, forgotten once answered, timed out or abandoned by their client', async (t) => {
+  const database = await testDatabase()
+  const app = await buildApp(testConfig({ handlerTimeoutMs: 300 }), { database, logger: false })
+  t.teardown(() => app.close())
+  stuckField(t, app)
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const { port } = app.server.address() as { port: number }
+
+  for (let i = 0; i < 20; i++) t.equal((await gql(app, '{ __typename }')).statusCode, 200)
+  t.equal(app.requestsInFlight(), 0, 'answered requests are forgotten')
+
+  // A client that sends a query and goes away before the answer: the request never ends normally.
+  const socket = connect(port, '127.0.0.1')
+  await new Promise<void>((resolve) => socket.once('connect', resolve))
+  const body = JSON.stringify({ query: '{ stuck }' })
+  socket.write(`POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
+  await waitFor('the request to arrive', () => app.requestsInFlight() === 1)
+  const metrics = await app.inject({ method: 'GET', url: '/metrics' })
+  t.match(metrics.body, /^sds_http_requests_in_flight 2$/m, 'the gauge counts it (and the scrape itself)')
+  socket.destroy()
+  await waitFor('the abandoned request to be dropped', () => app.requestsInFlight() === 0)
+  t.pass('the abandoned request is dropped at the bound')
+
+  // A request over the bound is answered 503 and forgotten too.
+  const timedOut = await gql(app, '{ stuck }')
+  t.equal(timedOut.statusCode, 503)
+  t.equal(app.requestsInFlight(), 0)
+})
+
+t.test('without a handler bound (HANDLER_TIMEOUT_MS=0), an abandoned request is still forgotten', async (t) => {
+  const database = await testDatabase()
+  const app = await buildApp(testConfig({ handlerTimeoutMs: 0 }), { database, logger: false })
+  t.teardown(() => app.close())
+  stuckField(t, app)
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const { port } = app.server.address() as { port: number }
+  const socket = connect(port, '127.0.0.1')
+  await new Promise<void>((resolve) => socket.once('connect', resolve))
+  const body = JSON.stringify({ query: '{ stuck }' })
+  socket.write(`POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
+  await waitFor('the request to arrive', () => app.requestsInFlight() === 1)
+  socket.destroy()
+  // The clean-up sweep runs every second.
+  await waitFor('the abandoned request to be dropped', () => app.requestsInFlight() === 0)
+  t.pass('dropped')
+})
+
 t.test('a statement past DATABASE_STATEMENT_TIMEOUT_MS is cancelled by PostgreSQL: a generic error, no hang', { skip: ONLY_POSTGRES }, async (t) => {
   const database = await openDatabase({ url: await testDatabaseUrl(), statementTimeoutMs: 200 })
   t.teardown(() => database.close())

@@ -59,9 +59,8 @@ const OPERATION_NAME = /^[_A-Za-z][_0-9A-Za-z]{0,99}$/
 
 export default fp(async (app: FastifyInstance) => {
   const { auditFlushMs, auditBatchSize, auditMaxQueue, responseCacheTtl, responseCacheMb } = app.config
-  const prisma = app.db.prisma
   const writer = new AuditWriter({
-    insert: (rows) => insertAuditRows(prisma, rows),
+    insert: (rows) => insertAuditRows(app.db, rows),
     flushMs: auditFlushMs,
     batchSize: auditBatchSize,
     maxQueue: auditMaxQueue,

@@ -1,34 +1,44 @@
 // The access audit in PostgreSQL (table access_audit): a batch goes in as one INSERT, and the CLI
-// reads it back. The service writes through the unscoped client, outside any school's session:
-// one batch holds rows of many schools, and the table has no row-level security (the service role
+// reads it back. The service writes outside any school's session (Database.runStatement): one
+// batch holds rows of many schools, and the table has no row-level security (the service role
 // should hold INSERT only on it; README "Access audit").
 import type { PrismaClient } from '../generated/prisma/client.js'
-import { schoolSession } from '../db/school-session.js'
+import type { Database } from '../db/client.js'
 import type { AuditRow } from './writer.js'
 
-const same = <T>(value: T): T => value
+const INSERT = `
+  INSERT INTO access_audit (at, school_id, user_id, request_id, operation, record_type, record_count, action)
+  SELECT * FROM unnest(
+    $1::timestamptz[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[]
+  )`
 
 /**
  * One INSERT for the whole batch. The rows travel as one array per column (unnest), so the
  * statement's text is the same for every batch size: one prepared statement per connection.
  */
-export function insertAuditRows (prisma: PrismaClient, rows: readonly AuditRow[]): Promise<void> {
-  if (rows.length === 0) return Promise.resolve()
-  const at = rows.map((r) => r.at.toISOString())
-  const schoolIds = rows.map((r) => r.schoolId)
-  const userIds = rows.map((r) => r.userId)
-  const requestIds = rows.map((r) => r.requestId)
-  const operations = rows.map((r) => r.operation)
-  const recordTypes = rows.map((r) => r.recordType)
-  const counts = rows.map((r) => r.recordCount)
-  const actions = rows.map((r) => r.action)
-  // Lazy Prisma promise: `then` inside exit() runs it with no school set, whoever scheduled the flush.
-  return schoolSession.exit(() => prisma.$executeRaw`
-    INSERT INTO access_audit (at, school_id, user_id, request_id, operation, record_type, record_count, action)
-    SELECT * FROM unnest(
-      ${at}::timestamptz[], ${schoolIds}::uuid[], ${userIds}::uuid[], ${requestIds}::text[],
-      ${operations}::text[], ${recordTypes}::text[], ${counts}::int[], ${actions}::text[]
-    )`.then(same)).then(() => {})
+export async function insertAuditRows (db: Pick<Database, 'runStatement'>, rows: readonly AuditRow[]): Promise<void> {
+  if (rows.length === 0) return
+  const n = rows.length
+  const at = new Array<string>(n)
+  const schoolIds = new Array<string>(n)
+  const userIds = new Array<string>(n)
+  const requestIds = new Array<string>(n)
+  const operations = new Array<string>(n)
+  const recordTypes = new Array<string>(n)
+  const counts = new Array<number>(n)
+  const actions = new Array<string>(n)
+  for (let i = 0; i < n; i++) {
+    const r = rows[i]!
+    at[i] = r.at.toISOString()
+    schoolIds[i] = r.schoolId
+    userIds[i] = r.userId
+    requestIds[i] = r.requestId
+    operations[i] = r.operation
+    recordTypes[i] = r.recordType
+    counts[i] = r.recordCount
+    actions[i] = r.action
+  }
+  await db.runStatement('sds_audit_insert', INSERT, [at, schoolIds, userIds, requestIds, operations, recordTypes, counts, actions])
 }
 
 export interface AuditQuery {

@@ -10,7 +10,7 @@ import { applyMigrations, pendingMigrations, type MigrationTarget } from './migr
 import { lockDataDir } from './embedded-lock.js'
 import { listenPostgres, type Listener, type ListenHandlers } from './listen.js'
 import { DATA_CHANGED_CHANNEL, openReplicas, type Replicas, type ReplicaStatus } from './replicas.js'
-import { SchoolSessionClient, SchoolSessionPool, withSchoolSessions } from './school-session.js'
+import { schoolSession, SchoolSessionClient, SchoolSessionPool, withSchoolSessions } from './school-session.js'
 import { scopeToSchool, tenantModelInfo, type ScopeOptions, type TenantDb } from './tenant.js'
 
 export interface Database {
@@ -35,6 +35,13 @@ export interface Database {
   listen (channel: string, handlers: ListenHandlers): Promise<Listener>
   /** Connections of the PostgreSQL pool (for metrics); null on the embedded database. */
   poolStats (): PoolStats | null
+  /**
+   * One statement outside any school's session, for the service's own bulk writes (the access
+   * audit). On PostgreSQL it goes straight to the pool as a named prepared statement, with none of
+   * Prisma's argument serialization (a batch's arrays would otherwise be turned to JSON and back);
+   * on the embedded database it goes through Prisma, which orders it among Prisma's transactions.
+   */
+  runStatement (name: string, sql: string, values: unknown[]): Promise<void>
   close (): Promise<void>
 }
 
@@ -163,6 +170,10 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
       listen: (channel, handlers) => listenPostgres(url, channel, router !== undefined && channel === DATA_CHANGED_CHANNEL ? router.wrap(handlers) : handlers),
       replicas,
       poolStats: () => ({ max: pool.options.max, total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+      runStatement: async (name, sql, values) => {
+        // No school: outside the tenant extension's session, whoever scheduled the write.
+        await schoolSession.exit(() => pool.query({ name, text: sql, values }))
+      },
       close: async () => {}
     })
   }
@@ -246,7 +257,13 @@ async function wrap (
   prisma: PrismaClient,
   migrationTarget: MigrationTarget,
   options: DatabaseOptions,
-  driver: { listen: Database['listen'], close: () => Promise<void>, poolStats?: () => PoolStats, replicas?: Replicas | undefined }
+  driver: {
+    listen: Database['listen']
+    close: () => Promise<void>
+    poolStats?: () => PoolStats
+    runStatement?: Database['runStatement']
+    replicas?: Replicas | undefined
+  }
 ): Promise<Database> {
   const closeDriver = driver.close
   let rowSecurity: boolean
@@ -277,6 +294,10 @@ async function wrap (
     },
     listen: driver.listen,
     poolStats: () => driver.poolStats?.() ?? null,
+    runStatement: driver.runStatement ?? (async (_name, sql, values) => {
+      // Lazy Prisma promise: `then` inside exit() runs it with no school set.
+      await schoolSession.exit(() => prisma.$executeRawUnsafe(sql, ...values).then((count) => count))
+    }),
     async ping () {
       await prisma.$queryRaw`SELECT 1`
     },

@@ -34,7 +34,7 @@ interface RequestError { statusCode: number, message: string, code?: string }
 function requestErrors (bodyLimitBytes: number): Record<string, RequestError> {
   return {
     FST_ERR_CTP_BODY_TOO_LARGE: { statusCode: 413, message: `Request body is too large: at most ${bodyLimitBytes} bytes` },
-    // Fastify's handlerTimeout (HANDLER_TIMEOUT_MS).
+    // HANDLER_TIMEOUT_MS (plugins/handler-timeout.ts).
     FST_ERR_HANDLER_TIMEOUT: { statusCode: 503, message: 'The request took too long and was stopped; retry later', code: 'TIMEOUT' },
     MER_ERR_METHOD_NOT_ALLOWED: { statusCode: 405, message: 'Only queries can be sent with GET; send mutations with POST' }
   }

@@ -108,6 +108,16 @@ export default fp(async (app) => {
   poolGauge('sds_db_pool_waiting_requests', 'Callers waiting for a PostgreSQL connection', (s) => s.waiting)
   poolGauge('sds_db_pool_max_connections', 'Size limit of the PostgreSQL pool (DATABASE_POOL_SIZE)', (s) => s.max)
 
+  if (app.hasDecorator('requestsInFlight')) {
+    // eslint-disable-next-line no-new
+    new Gauge({
+      name: 'sds_http_requests_in_flight',
+      help: 'HTTP requests received and not yet answered',
+      registers: [registry],
+      collect () { this.set(app.requestsInFlight()) }
+    })
+  }
+
   const operations = new Set<string>()
   function operationLabel (name: string): string {
     if (operations.has(name)) return name

@@ -1,0 +1,69 @@
+// The bound on the time to answer a request (HANDLER_TIMEOUT_MS): a request still unanswered that
+// long after it arrived is answered 503 (`extensions.code` TIMEOUT on the GraphQL endpoint), so a
+// stuck resolver or a database that stopped answering does not leave its caller hanging.
+//
+// One timer sweeps the requests in flight, oldest first, a tenth of the bound apart (at most a
+// second): a request is answered between the bound and 1.1 times it. Fastify's own
+// `handlerTimeout` gives every request a timer, an AbortController and a close listener, and
+// aborts the signal (building a DOMException) on every normal close: about a tenth of a cached
+// read's CPU and most of the garbage the old generation collects (BENCHMARKS.md). Nothing here
+// reads `request.signal`, so the per-request signal bought nothing.
+import { errorCodes, type FastifyReply } from 'fastify'
+import fp from 'fastify-plugin'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Requests received and not yet answered (the metrics' in-flight gauge). */
+    requestsInFlight (): number
+  }
+}
+
+/** How often the requests in flight are looked at, for a bound of `timeoutMs` (> 0). */
+export function sweepInterval (timeoutMs: number): number {
+  return Math.min(1_000, Math.max(5, Math.floor(timeoutMs / 10)))
+}
+
+export default fp(async (app) => {
+  const timeoutMs = app.config.handlerTimeoutMs
+  // In arrival order: every request has the same bound, so the oldest expires first.
+  const inFlight = new Set<FastifyReply>()
+  app.decorate('requestsInFlight', () => inFlight.size)
+
+  // Callback style, no promise: these two run on every request.
+  app.addHook('onRequest', (_request, reply, done) => {
+    inFlight.add(reply)
+    done()
+  })
+  app.addHook('onResponse', (_request, reply, done) => {
+    inFlight.delete(reply)
+    done()
+  })
+
+  function sweep (): void {
+    for (const reply of inFlight) {
+      if (timeoutMs <= 0 || reply.elapsedTime < timeoutMs) {
+        // Without a bound, only the requests whose client went away (they never get an
+        // onResponse) are looked for; with one, the rest of the set arrived later still.
+        if (timeoutMs > 0) return
+        if (reply.raw.destroyed) inFlight.delete(reply)
+        continue
+      }
+      inFlight.delete(reply)
+      // Answered already (the response is still being written), or the connection is gone: the
+      // entry only had to go.
+      if (reply.sent || reply.raw.destroyed) continue
+      const err = new errorCodes.FST_ERR_HANDLER_TIMEOUT(timeoutMs, reply.request.routeOptions.url ?? reply.request.url)
+      if (reply.raw.headersSent) {
+        // A response already on its way cannot become an error answer: cut it off.
+        reply.raw.destroy(err)
+        continue
+      }
+      reply.log.warn({ timeoutMs }, 'request took longer than HANDLER_TIMEOUT_MS; answered 503')
+      // The route's error handler answers it (the GraphQL formatter: 503, TIMEOUT).
+      reply.send(err)
+    }
+  }
+  const timer = setInterval(sweep, timeoutMs > 0 ? sweepInterval(timeoutMs) : 1_000)
+  timer.unref()
+  app.addHook('onClose', async () => { clearInterval(timer) })
+}, { name: 'handler-timeout', dependencies: ['config'] })
