@@ -6,6 +6,9 @@
 //   Student and Teacher rows of every operation into the request's tally.
 // - Recorded when the answer is sent (onSend): one row per request, school, record type and
 //   action, pushed onto the writer's queue; nothing on the request path waits for the database.
+//   The onSend hook is registered before the response cache's, so that a cached answer's tally is
+//   kept before the answer itself can be served to anyone; the tally's scope (auditScope) is
+//   registered after the response cache's preHandler.
 // - Answers served from the response cache ran no query: the tally of the answer that filled the
 //   cache is kept beside it and recorded again for every request the cached answer serves.
 // - Written in batches (writer.ts); the queue is written out when the app closes.
@@ -116,18 +119,6 @@ export default fp(async (app: FastifyInstance) => {
     }
   }
 
-  // Around the handler, so that every operation the request's resolvers run finds its tally.
-  // Only requests with credentials can reach records. (Callback style: the handler runs inside run().)
-  app.addHook('preHandler', (request: AuditedRequest, _reply, done) => {
-    if (request.headers.authorization === undefined) {
-      done()
-      return
-    }
-    const access = new RequestAccess()
-    request[kAccess] = access
-    requestAccess.run(access, done)
-  })
-
   // Callback style: no promise per request on this path.
   app.addHook('onSend', (request: AuditedRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) => {
     try {
@@ -162,3 +153,21 @@ export default fp(async (app: FastifyInstance) => {
     }
   }
 }, { name: 'access-audit', dependencies: ['config', 'database', 'auth'] })
+
+/**
+ * The tally's scope: around the handler, so that every operation the request's resolvers run finds
+ * its tally. Registered after the GraphQL plugin, so that an answer the response cache sends from
+ * its own preHandler (no resolver runs) costs no tally and no async context. Only requests with
+ * credentials can reach records. (Callback style: the handler runs inside run().)
+ */
+export const auditScope = fp(async (app: FastifyInstance) => {
+  app.addHook('preHandler', (request: AuditedRequest, _reply, done) => {
+    if (request.headers.authorization === undefined) {
+      done()
+      return
+    }
+    const access = new RequestAccess()
+    request[kAccess] = access
+    requestAccess.run(access, done)
+  })
+}, { name: 'access-audit-scope', dependencies: ['access-audit', 'graphql'] })

@@ -14,8 +14,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { parse, type OperationDefinitionNode } from 'graphql'
 import { LRUCache } from 'lru-cache'
 import type { Listener } from '../db/listen.js'
-
-export const DATA_CHANGED_CHANNEL = 'school_data_changed'
+import { DATA_CHANGED_CHANNEL } from '../db/replicas.js'
 
 export interface ResponseCacheOptions {
   maxBytes: number
@@ -94,33 +93,41 @@ export async function registerResponseCache (app: FastifyInstance, options: Resp
     return answer
   }
 
-  app.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
-    if (request.method !== 'POST' || request.routeOptions.url !== '/' || !listener.live) return
+  /** The answer kept for this request, else undefined (and the slot to keep it in, when it may be). */
+  function lookUp (request: FastifyRequest): string | undefined {
+    if (request.method !== 'POST' || request.routeOptions.url !== '/' || !listener.live) return undefined
     const body = request.body as GraphQLBody | undefined
-    if (typeof body?.query !== 'string') return
+    if (typeof body?.query !== 'string') return undefined
     const operationName = typeof body.operationName === 'string' ? body.operationName : undefined
-    if (!queryOperation(body.query, operationName)) return
+    if (!queryOperation(body.query, operationName)) return undefined
     const identity = request.identity
-    if (identity.kind !== 'user' || identity.schoolId === null) return
+    if (identity.kind !== 'user' || identity.schoolId === null) return undefined
     const schoolId = identity.schoolId
     const key = `${schoolId}\0${operationName ?? ''}\0${body.query}\0${JSON.stringify(body.variables ?? null)}`
     const cached = answers.get(key)
-    if (cached !== undefined) {
-      return await reply.header('content-type', 'application/json; charset=utf-8').header('x-cache', 'hit').send(cached)
-    }
-    request.responseCacheSlot = { schoolId, key, generation: generations.get(schoolId) ?? 0 }
+    if (cached === undefined) request.responseCacheSlot = { schoolId, key, generation: generations.get(schoolId) ?? 0 }
+    return cached
+  }
+
+  // Callback style (no promise per request). A hit is answered here: the hook chain stops.
+  app.addHook('preHandler', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    const cached = lookUp(request)
+    if (cached === undefined) done()
+    else void reply.header('content-type', 'application/json; charset=utf-8').header('x-cache', 'hit').send(cached)
   })
 
-  app.addHook('onSend', async (request, reply, payload) => {
+  app.addHook('onSend', (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) => {
     const slot = request.responseCacheSlot
-    if (slot === undefined || reply.statusCode !== 200 || typeof payload !== 'string') return payload
-    reply.header('x-cache', 'miss')
-    // A write landed while this read ran, or the answer holds an error: not kept.
-    if (!listener.live || (generations.get(slot.schoolId) ?? 0) !== slot.generation || payload.includes('"errors"')) return payload
-    answers.set(slot.key, payload)
-    let keys = keysBySchool.get(slot.schoolId)
-    if (keys === undefined) keysBySchool.set(slot.schoolId, keys = new Set())
-    keys.add(slot.key)
-    return payload
+    if (slot !== undefined && reply.statusCode === 200 && typeof payload === 'string') {
+      reply.header('x-cache', 'miss')
+      // A write landed while this read ran, or the answer holds an error: not kept.
+      if (listener.live && (generations.get(slot.schoolId) ?? 0) === slot.generation && !payload.includes('"errors"')) {
+        answers.set(slot.key, payload)
+        let keys = keysBySchool.get(slot.schoolId)
+        if (keys === undefined) keysBySchool.set(slot.schoolId, keys = new Set())
+        keys.add(slot.key)
+      }
+    }
+    done(null, payload)
   })
 }

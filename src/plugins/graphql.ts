@@ -88,19 +88,25 @@ export default fp(async (app) => {
 
   // Only JSON bodies: no form or text body (which a browser sends cross-site without a preflight),
   // no application/graphql. Runs before Mercurius's own CSRF check, so that such a body is a 415.
-  app.addHook('onRequest', async (request: FastifyRequest) => {
-    if (request.method !== 'POST' || request.routeOptions.url !== GRAPHQL_PATH) return
+  app.addHook('onRequest', (request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
+    if (request.method !== 'POST' || request.routeOptions.url !== GRAPHQL_PATH) {
+      done()
+      return
+    }
     const type = request.headers['content-type']?.split(';', 1)[0]?.trim().toLowerCase()
-    if (type !== 'application/json') throw unsupportedMediaType()
+    if (type !== 'application/json') done(unsupportedMediaType())
+    else done()
   })
 
   // The size of the text before anything parses it (the response cache parses ahead of Mercurius).
-  app.addHook('preValidation', async (request: FastifyRequest, reply: FastifyReply) => {
-    if (request.routeOptions.url !== GRAPHQL_PATH) return
-    const source = (request.method === 'GET' ? request.query : request.body) as { query?: unknown } | undefined
-    if (typeof source?.query !== 'string') return
-    const error = sizeLimitError(source.query, limits)
-    if (error !== undefined) return await reply.code(400).send({ data: null, errors: [error] })
+  app.addHook('preValidation', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    const source = request.routeOptions.url === GRAPHQL_PATH
+      ? (request.method === 'GET' ? request.query : request.body) as { query?: unknown } | undefined
+      : undefined
+    const error = typeof source?.query === 'string' ? sizeLimitError(source.query, limits) : undefined
+    // An early answer: the hook chain stops here (done is not called).
+    if (error !== undefined) void reply.code(400).send({ data: null, errors: [error] })
+    else done()
   })
 
   await app.register(mercurius, {

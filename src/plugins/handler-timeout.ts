@@ -23,11 +23,62 @@ export function sweepInterval (timeoutMs: number): number {
   return Math.min(1_000, Math.max(5, Math.floor(timeoutMs / 10)))
 }
 
+declare module 'fastify' {
+  interface FastifyReply {
+    /** Links of the in-flight list (arrival order). */
+    inFlightPrev: FastifyReply | null
+    inFlightNext: FastifyReply | null
+  }
+}
+
+/**
+ * The requests in flight, oldest first: a list linked through the replies themselves, so that
+ * adding and removing a request allocates nothing (a Set's table is reallocated as it churns, and
+ * those tables live long enough to reach the old generation).
+ */
+class InFlight {
+  private head: FastifyReply | null = null
+  private tail: FastifyReply | null = null
+  size = 0
+
+  add (reply: FastifyReply): void {
+    reply.inFlightPrev = this.tail
+    reply.inFlightNext = null
+    if (this.tail === null) this.head = reply
+    else this.tail.inFlightNext = reply
+    this.tail = reply
+    this.size += 1
+  }
+
+  delete (reply: FastifyReply): void {
+    const { inFlightPrev: prev, inFlightNext: next } = reply
+    if (prev === null && next === null && this.head !== reply) return // not in the list
+    if (prev === null) this.head = next
+    else prev.inFlightNext = next
+    if (next === null) this.tail = prev
+    else next.inFlightPrev = prev
+    reply.inFlightPrev = null
+    reply.inFlightNext = null
+    this.size -= 1
+  }
+
+  * [Symbol.iterator] (): Generator<FastifyReply> {
+    let reply = this.head
+    while (reply !== null) {
+      // Read before yielding: the caller may remove this one.
+      const next = reply.inFlightNext
+      yield reply
+      reply = next
+    }
+  }
+}
+
 export default fp(async (app) => {
   const timeoutMs = app.config.handlerTimeoutMs
-  // In arrival order: every request has the same bound, so the oldest expires first.
-  const inFlight = new Set<FastifyReply>()
+  const inFlight = new InFlight()
   app.decorate('requestsInFlight', () => inFlight.size)
+  app.decorateReply('inFlightPrev', null)
+  app.decorateReply('inFlightNext', null)
 
   // Callback style, no promise: these two run on every request.
   app.addHook('onRequest', (_request, reply, done) => {

@@ -98,9 +98,11 @@ export class RequestLog extends LogController {
 
 /** At `debug`, each GraphQL request's operation and variables (secrets redacted). */
 export default fp(async (app) => {
-  app.addHook('preHandler', async (request) => {
-    if (!isGraphQLRequest(request) || !enabled(request, 'debug')) return
-    const body = request.body as { variables?: unknown } | undefined
-    request.log.debug({ operation: operationOf(request), variables: body?.variables }, 'graphql request')
+  app.addHook('preHandler', (request, _reply, done) => {
+    if (isGraphQLRequest(request) && enabled(request, 'debug')) {
+      const body = request.body as { variables?: unknown } | undefined
+      request.log.debug({ operation: operationOf(request), variables: body?.variables }, 'graphql request')
+    }
+    done()
   })
 }, { name: 'logging' })

@@ -126,12 +126,13 @@ export default fp(async (app) => {
     return name
   }
 
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched'
     httpRequests.inc({ route, status: reply.statusCode })
     if (isGraphQLRequest(request)) {
       graphqlDuration.observe({ operation: operationLabel(operationOf(request)), outcome: outcomeOf(request, reply) }, reply.elapsedTime / 1000)
     }
+    done()
   })
 
   // The GraphQL hooks exist once Mercurius is registered (graphql plugin).

@@ -25,10 +25,6 @@ declare module 'fastify' {
       refused: (limit: LimitName) => void
     }
   }
-  interface FastifyRequest {
-    /** The caller as the rate limits saw it (set on GraphQL requests while limits are on). */
-    rateLimitIdentity: Identity | null
-  }
 }
 
 const WINDOW_MS = 60_000
@@ -85,7 +81,6 @@ export default fp(async (app) => {
     }),
     refused
   })
-  app.decorateRequest('rateLimitIdentity', null)
 
   // Each limit in a context of its own: its own counters (and Redis key space), one check per call.
   const limit = async (name: LimitName, max: number, key: (request: FastifyRequest) => string): Promise<Limit | null> => {
@@ -106,10 +101,11 @@ export default fp(async (app) => {
     })
     return { name, max, policy: `${max};w=${WINDOW_MS / 1000}`, check: check! }
   }
+  // Checked only for a user (below), so the identity is one.
   const user = await limit('user', config.rateLimitUserPerMinute,
-    (request) => (request.rateLimitIdentity as Extract<Identity, { kind: 'user' }>).userId)
+    (request) => (request.identity as Extract<Identity, { kind: 'user' }>).userId)
   const school = await limit('school', config.rateLimitSchoolPerMinute,
-    (request) => (request.rateLimitIdentity as Extract<Identity, { kind: 'user' }>).schoolId!)
+    (request) => (request.identity as Extract<Identity, { kind: 'user' }>).schoolId!)
   const address = await limit('address', config.rateLimitAddressPerMinute, (request) => normalizeIP(request.ip, 64))
   if (user === null && school === null && address === null) return
 
@@ -126,7 +122,6 @@ export default fp(async (app) => {
     // The GraphQL endpoint only: health, readiness and metrics stay answerable to probes.
     if (request.routeOptions.url !== '/') return
     const identity = request.identity
-    request.rateLimitIdentity = identity
     const limits: Limit[] = []
     if (identity.kind === 'user') {
       if (user !== null) limits.push(user)
