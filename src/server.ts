@@ -2,12 +2,18 @@
 // connections, answers 503 to new requests on open keep-alive connections, lets the requests in
 // flight finish, closes the database, and exits 0; if that takes longer than SHUTDOWN_TIMEOUT_MS
 // it exits 1.
+import { setFlagsFromString } from 'node:v8'
 import { buildApp } from './app.js'
 import { loadConfig, type Config } from './config.js'
 import { seedEmptySandbox } from './seed/sandbox.js'
 
 export async function startServer (config: Config): Promise<void> {
   const started = Date.now()
+  // Prisma's query compiler is WebAssembly. V8 compiles it with its baseline compiler (Liftoff),
+  // then again, in the background, with its optimizing one: about 50 MB more memory, for no gain
+  // in requests per second measured here (BENCHMARKS.md). The server keeps the baseline code. Set
+  // before the module is compiled (the database plugin's connect).
+  setFlagsFromString('--liftoff-only')
   const app = await buildApp(config)
   // Fastify is closing by now: new requests get 503, and the listening socket closes next.
   app.addHook('preClose', async () => { app.log.info('refusing new requests') })

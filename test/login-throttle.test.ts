@@ -1,32 +1,14 @@
 // Login throttling per account and per client address: every attempt counts (aliased and repeated
 // login fields too), locks grow, a success forgets the account's failures only; counters in memory
 // or in Redis (shared by every app on it).
-import { randomBytes } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
-import { Redis } from 'ioredis'
 import t from 'tap'
 import type { Config } from '../src/config.js'
+import { metricsText, REDIS_URL, redisPrefix } from './fixtures/shared-state.js'
 import { build, LOGIN, PASSWORD, seedSchool, type GraphQLResponse } from './helper.js'
 
-const REDIS_URL = 'redis://127.0.0.1:6379'
-
-/** The app's Prometheus text (the metrics plugin's registry, when it is registered). */
-const metricsText = (app: FastifyInstance): Promise<string> =>
-  (app as unknown as { metrics: { registry: { metrics: () => Promise<string> } } }).metrics.registry.metrics()
 const WRONG = 'not the password at all'
-
-/** A key prefix of its own for this run, its keys deleted when the file ends. */
-function redisPrefix (): string {
-  const prefix = `sds-test-${randomBytes(6).toString('hex')}:`
-  t.teardown(async () => {
-    const redis = new Redis(REDIS_URL)
-    const keys = await redis.keys(`${prefix}*`)
-    if (keys.length > 0) await redis.del(...keys)
-    await redis.quit()
-  })
-  return prefix
-}
 
 async function attempt (app: FastifyInstance, username: string, password: string, remoteAddress = '127.0.0.1'): Promise<GraphQLResponse> {
   const res = await app.inject({ method: 'POST', url: '/', remoteAddress, payload: { query: LOGIN, variables: { username, password } } })

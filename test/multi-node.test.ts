@@ -8,9 +8,8 @@ import { join } from 'node:path'
 import t from 'tap'
 import { assignUser, createSchool, createStudent, createUser } from '../src/admin/records.js'
 import { freePort } from './cluster.js'
+import { REDIS_URL } from './fixtures/shared-state.js'
 import { PASSWORD, createTestDatabase, serverUrl, unique } from './helper.js'
-
-const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 
 interface Node { port: number, proc: ChildProcess, output: string[] }
 

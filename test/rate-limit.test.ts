@@ -1,31 +1,14 @@
 // Rate limits per user, per school and (without a valid token) per client address: 429 with
 // Retry-After and the RateLimit headers; counters in memory or in Redis, shared by every app on it;
 // a Redis outage lets requests through.
-import { randomBytes } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
-import { Redis } from 'ioredis'
 import t from 'tap'
 import { createUser } from '../src/admin/records.js'
 import type { Config } from '../src/config.js'
+import { metricsText, REDIS_URL, redisPrefix } from './fixtures/shared-state.js'
 import { build, login, PASSWORD, seedSchool, testDatabase, unique, type GraphQLResponse } from './helper.js'
 
-const REDIS_URL = 'redis://127.0.0.1:6379'
-
-/** The app's Prometheus text (the metrics plugin's registry, when it is registered). */
-const metricsText = (app: FastifyInstance): Promise<string> =>
-  (app as unknown as { metrics: { registry: { metrics: () => Promise<string> } } }).metrics.registry.metrics()
 const SCHOOL = '{ school { id } }'
-
-function redisPrefix (): string {
-  const prefix = `sds-test-${randomBytes(6).toString('hex')}:`
-  t.teardown(async () => {
-    const redis = new Redis(REDIS_URL)
-    const keys = await redis.keys(`${prefix}*`)
-    if (keys.length > 0) await redis.del(...keys)
-    await redis.quit()
-  })
-  return prefix
-}
 
 async function ask (app: FastifyInstance, token?: string, remoteAddress = '127.0.0.1'): Promise<GraphQLResponse> {
   const res = await app.inject({

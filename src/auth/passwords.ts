@@ -75,7 +75,12 @@ let decoy: Promise<string> | undefined
  */
 export async function prepareDecoy (): Promise<void> {
   decoy ??= argon2Hash(randomBytes(32))
-  await decoy
+  try {
+    await decoy
+  } catch (err) {
+    decoy = undefined // the next caller tries again
+    throw err
+  }
 }
 
 /**

@@ -124,14 +124,6 @@ function preparedStatements (): (query: { sql: string, args: unknown[] }) => str
 export async function openDatabase (options: DatabaseOptions): Promise<Database> {
   if (options.url !== undefined) {
     const target: MigrationTarget = { url: options.url }
-    const pending = await pendingMigrations(target)
-    if (options.migrate === true) {
-      if (pending.length > 0) await applyMigrations(target)
-    } else if (pending.length > 0) {
-      throw new PendingMigrationsError(
-        `The database has ${pending.length} pending migration(s) (${pending.join(', ')}): run \`school-data migrate\` first`
-      )
-    }
     const pool = new SchoolSessionPool({
       connectionString: options.url,
       max: options.poolSize ?? 10,
@@ -144,6 +136,24 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
     })
     const adapter = withSchoolSessions(new PrismaPg(pool, { disposeExternalPool: true, statementNameGenerator: preparedStatements() }), true)
     const prisma = new PrismaClient({ adapter })
+    // Prisma loads and compiles its query compiler (WebAssembly) while the migrations are read.
+    const [migrations, connected] = await Promise.allSettled([pendingMigrations(target), prisma.$connect()])
+    try {
+      // The migrations' error first: it names the database and what failed.
+      if (migrations.status === 'rejected') throw migrations.reason
+      if (connected.status === 'rejected') throw connected.reason
+      const pending = migrations.value
+      if (options.migrate === true) {
+        if (pending.length > 0) await applyMigrations(target)
+      } else if (pending.length > 0) {
+        throw new PendingMigrationsError(
+          `The database has ${pending.length} pending migration(s) (${pending.join(', ')}): run \`school-data migrate\` first`
+        )
+      }
+    } catch (err) {
+      await prisma.$disconnect()
+      throw err
+    }
     const url = options.url
     let replicas: Replicas | undefined
     if (options.replicaUrls !== undefined && options.replicaUrls.length > 0) {

@@ -25,7 +25,9 @@ export default fp(async (app) => {
   // Also checked by loadConfig; this guards a Config built in code.
   if (secretTooShort(jwtSecret)) throw new Error(`JWT_SECRET must have at least ${MIN_SECRET_BYTES} bytes`)
   const tokens = await createAccessTokens(app, { current: jwtSecret, previous: jwtPreviousSecrets }, accessTokenTtl)
-  await prepareDecoy()
+  // Hashed on the thread pool while the rest of the app starts (about a tenth of a second); the
+  // first login for an unknown user waits for it if it comes sooner.
+  prepareDecoy().catch((err: unknown) => { app.log.error({ err }, 'could not make the decoy password hash; logins will try again') })
   const accessChanges = await watchAccessChanges(app.db, accessTokenTtl, app.log)
   app.addHook('onClose', async () => { await accessChanges.close() })
   app.decorate('auth', createAuthService(tokens, app.db.prisma, refreshTokenTtl, accessChanges, app.log))

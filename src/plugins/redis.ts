@@ -7,7 +7,7 @@
 // failure means (rate limits let the request through, login throttling falls back to this
 // process's own counters).
 import fp from 'fastify-plugin'
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -29,6 +29,8 @@ export default fp(async (app) => {
     app.decorate('redis', undefined)
     return
   }
+  // Loaded only when used: a node without REDIS_URL starts without it.
+  const { Redis } = await import('ioredis')
   const redis = new Redis(redisUrl, {
     lazyConnect: false,
     connectTimeout: CONNECT_TIMEOUT_MS,
