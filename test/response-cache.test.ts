@@ -45,6 +45,21 @@ t.test('an answer is reused within its school only', async (t) => {
   t.same((await post(app, STUDENTS, tokenA)).body.data.students.map((s: { id: string }) => s.id), a.studentIds)
 })
 
+t.test('a hit sends the very bytes of the first answer (UTF-8 names included), as JSON', async (t) => {
+  const app = await build(t, CACHED)
+  const school = await seedSchool('Cache Bytes', [['Zoë Ñúñez-Łukasz 李']])
+  const token = (await login(app, school.username)).accessToken
+  const ask = async () => await app.inject({ method: 'POST', url: '/', headers: { authorization: `Bearer ${token}` }, payload: { query: STUDENTS } })
+  const miss = await ask()
+  const hit = await ask()
+  t.equal(miss.headers['x-cache'], 'miss')
+  t.equal(hit.headers['x-cache'], 'hit')
+  t.equal(hit.headers['content-type'], 'application/json; charset=utf-8')
+  t.same(hit.rawPayload, miss.rawPayload, 'byte for byte')
+  t.equal(Number(hit.headers['content-length']), hit.rawPayload.length)
+  t.equal(hit.json().data.students[0].fullName, 'Zoë Ñúñez-Łukasz 李')
+})
+
 t.test('a write to the school, from anywhere, drops its answers on every node', async (t) => {
   const db = await testDatabase()
   const one = await build(t, CACHED)

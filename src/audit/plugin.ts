@@ -6,11 +6,10 @@
 //   Student and Teacher rows of every operation into the request's tally.
 // - Recorded when the answer is sent (onSend): one row per request, school, record type and
 //   action, pushed onto the writer's queue; nothing on the request path waits for the database.
-//   The onSend hook is registered before the response cache's, so that a cached answer's tally is
-//   kept before the answer itself can be served to anyone; the tally's scope (auditScope) is
-//   registered after the response cache's preHandler.
 // - Answers served from the response cache ran no query: the tally of the answer that filled the
-//   cache is kept beside it and recorded again for every request the cached answer serves.
+//   cache is kept in the cache with the answer itself (this onSend hook, registered before the
+//   cache's, hands it to the cache's slot), and recorded again for every request the answer serves.
+//   The tally's scope (auditScope) is registered after the cache's preHandler: a hit needs none.
 // - Written in batches (writer.ts); the queue is written out when the app closes.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
@@ -61,7 +60,7 @@ function countSchoolClients (db: Database): void {
 const OPERATION_NAME = /^[_A-Za-z][_0-9A-Za-z]{0,99}$/
 
 export default fp(async (app: FastifyInstance) => {
-  const { auditFlushMs, auditBatchSize, auditMaxQueue, responseCacheTtl, responseCacheMb } = app.config
+  const { auditFlushMs, auditBatchSize, auditMaxQueue } = app.config
   const writer = new AuditWriter({
     insert: (rows) => insertAuditRows(app.db, rows),
     flushMs: auditFlushMs,
@@ -76,16 +75,6 @@ export default fp(async (app: FastifyInstance) => {
   })
   // After the server has closed (Fastify closes it first) and before the database plugin's close.
   app.addHook('onClose', async () => { await writer.close() })
-
-  /** The tally of each answer the response cache keeps, keyed by the answer itself. */
-  const cachedTallies = responseCacheTtl > 0
-    ? new LRUCache<string, AccessCount[]>({
-      maxSize: responseCacheMb * 1024 * 1024,
-      sizeCalculation: (_value, key) => key.length + 1,
-      // A little longer than the cache keeps the answer, so that no hit finds its tally gone.
-      ttl: responseCacheTtl * 1000 + 1000
-    })
-    : undefined
 
   const operationNames = new LRUCache<string, string>({ max: 1_000 })
 
@@ -120,9 +109,9 @@ export default fp(async (app: FastifyInstance) => {
   }
 
   // Callback style: no promise per request on this path.
-  app.addHook('onSend', (request: AuditedRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) => {
+  app.addHook('onSend', (request: AuditedRequest, _reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) => {
     try {
-      recordAnswer(request, reply, payload)
+      recordAnswer(request)
     } catch (err) {
       // The answer goes out regardless.
       request.log.error({ err }, 'access audit: recording failed')
@@ -130,26 +119,22 @@ export default fp(async (app: FastifyInstance) => {
     done(null, payload)
   })
 
-  function recordAnswer (request: AuditedRequest, reply: FastifyReply, payload: unknown): void {
+  function recordAnswer (request: AuditedRequest): void {
     const access = request[kAccess]
+    const slot = request.responseCacheSlot
+    // An answer the response cache may keep: its tally goes with it, for every later hit.
+    if (slot !== undefined) slot.tally = access?.counts ?? []
     if (access !== undefined && access.counts.length > 0) {
       enqueue(request, access.at, access.counts)
-      if (cachedTallies !== undefined && request.responseCacheSlot !== undefined && typeof payload === 'string') {
-        cachedTallies.set(payload, access.counts)
-      }
       return
     }
-    if (cachedTallies === undefined || typeof payload !== 'string') return
-    if (request.responseCacheSlot !== undefined) {
-      // A cacheable answer that handed over no records: a later hit records nothing either.
-      cachedTallies.set(payload, [])
-    } else if (reply.getHeader('x-cache') === 'hit') {
-      const counts = cachedTallies.get(payload)
-      if (counts === undefined) {
-        request.log.error('access audit: an answer from the response cache has no known tally; not recorded')
-      } else if (counts.length > 0) {
-        enqueue(request, access?.at ?? new Date(), counts)
-      }
+    const hit = request.responseCacheHit
+    if (hit === undefined) return
+    const counts = hit.tally as readonly AccessCount[] | undefined
+    if (counts === undefined) {
+      request.log.error('access audit: an answer from the response cache has no known tally; not recorded')
+    } else if (counts.length > 0) {
+      enqueue(request, new Date(), counts)
     }
   }
 }, { name: 'access-audit', dependencies: ['config', 'database', 'auth'] })

@@ -127,6 +127,36 @@ function keysetAfter (fields: readonly string[], values: unknown[], direction: D
   return { AND: [{ [fields[0]!]: { [from]: values[0] } }, { OR: branches }] }
 }
 
+/** The arguments of a list (`students`, ...) and of its page (`studentsPage`, ...). */
+export interface ListArgs<O extends string, F> extends PageArgs<O> {
+  filter?: F | null
+}
+
+/** A list's findMany arguments that paging decides, and the plan they were read from. */
+export interface ListQuery<W> {
+  plan: PagePlan
+  query: { where: { AND: [W, Record<string, unknown>] }, take: number, orderBy: PagePlan['orderBy'] }
+}
+
+/**
+ * What a list or a page reads, from its arguments: its own filter (`whereOf`), the keyset after the
+ * cursor, the order, and how many: `limit`, or one more for a page (whether another page follows,
+ * see toPage). Throws BAD_USER_INPUT for a bad limit, cursor or filter.
+ */
+export function listQuery<O extends string, F, W> (
+  spec: ListSpec<O>,
+  args: ListArgs<O, F>,
+  whereOf: (filter: F | null | undefined) => W,
+  kind: 'list' | 'page'
+): ListQuery<W> {
+  const plan = planPage(spec, args)
+  const where = whereOf(args.filter)
+  return {
+    plan,
+    query: { where: { AND: [where, plan.where] }, take: kind === 'page' ? plan.take + 1 : plan.take, orderBy: plan.orderBy }
+  }
+}
+
 /** A page of `rows` read with `plan` and `take + 1` records, the extra one telling whether more follow. */
 export function toPage<T extends Record<string, unknown>> (rows: T[], plan: PagePlan): { nodes: T[], pageInfo: PageInfo } {
   const nodes = rows.slice(0, plan.take)

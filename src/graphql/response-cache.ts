@@ -29,10 +29,25 @@ interface GraphQLBody {
   operationName?: unknown
 }
 
+/** An answer kept: its bytes as sent (encoded once, not on every hit), and what came with it. */
+export interface CachedAnswer {
+  body: Buffer
+  /**
+   * The access audit's tally of the records the answer hands over (audit/plugin.ts), kept with the
+   * answer so that every hit records what the answer holds.
+   */
+  tally: unknown
+}
+
 declare module 'fastify' {
   interface FastifyRequest {
-    /** Where the answer to this request is kept, when it may be. */
-    responseCacheSlot?: { schoolId: string, key: string, generation: number }
+    /**
+     * Where the answer to this request is kept, when it may be; `tally` is set by the access audit
+     * before the answer is kept.
+     */
+    responseCacheSlot?: { schoolId: string, key: string, generation: number, tally?: unknown }
+    /** The kept answer this request was served. */
+    responseCacheHit?: CachedAnswer
   }
 }
 
@@ -41,9 +56,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 export async function registerResponseCache (app: FastifyInstance, options: ResponseCacheOptions): Promise<void> {
   /** Keys kept per school, so that a write drops exactly that school's answers. */
   const keysBySchool = new Map<string, Set<string>>()
-  const answers = new LRUCache<string, string>({
+  const answers = new LRUCache<string, CachedAnswer>({
     maxSize: options.maxBytes,
-    sizeCalculation: (value, key) => value.length + key.length,
+    sizeCalculation: (value, key) => value.body.length + key.length,
     ttl: options.ttlMs,
     // Keys start with the school id (36 characters).
     dispose: (_value, key) => { keysBySchool.get(key.slice(0, 36))?.delete(key) }
@@ -94,7 +109,7 @@ export async function registerResponseCache (app: FastifyInstance, options: Resp
   }
 
   /** The answer kept for this request, else undefined (and the slot to keep it in, when it may be). */
-  function lookUp (request: FastifyRequest): string | undefined {
+  function lookUp (request: FastifyRequest): CachedAnswer | undefined {
     if (request.method !== 'POST' || request.routeOptions.url !== '/' || !listener.live) return undefined
     const body = request.body as GraphQLBody | undefined
     if (typeof body?.query !== 'string') return undefined
@@ -112,8 +127,12 @@ export async function registerResponseCache (app: FastifyInstance, options: Resp
   // Callback style (no promise per request). A hit is answered here: the hook chain stops.
   app.addHook('preHandler', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
     const cached = lookUp(request)
-    if (cached === undefined) done()
-    else void reply.header('content-type', 'application/json; charset=utf-8').header('x-cache', 'hit').send(cached)
+    if (cached === undefined) {
+      done()
+      return
+    }
+    request.responseCacheHit = cached
+    void reply.header('content-type', 'application/json; charset=utf-8').header('x-cache', 'hit').send(cached.body)
   })
 
   app.addHook('onSend', (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) => {
@@ -122,7 +141,7 @@ export async function registerResponseCache (app: FastifyInstance, options: Resp
       reply.header('x-cache', 'miss')
       // A write landed while this read ran, or the answer holds an error: not kept.
       if (listener.live && (generations.get(slot.schoolId) ?? 0) === slot.generation && !payload.includes('"errors"')) {
-        answers.set(slot.key, payload)
+        answers.set(slot.key, { body: Buffer.from(payload), tally: slot.tally })
         let keys = keysBySchool.get(slot.schoolId)
         if (keys === undefined) keysBySchool.set(slot.schoolId, keys = new Set())
         keys.add(slot.key)

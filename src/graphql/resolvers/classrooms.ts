@@ -4,7 +4,7 @@ import type { QueryResolvers } from '../generated.js'
 import { requireUuid } from '../ids.js'
 import type { AssignmentRow, ClassroomRow, StudentRow, TeacherRow } from '../models.js'
 import { badUserInput } from '../errors.js'
-import { nameSearch, planPage, toPage, type ListSpec } from '../paging.js'
+import { listQuery, nameSearch, toPage, type ListArgs, type ListSpec } from '../paging.js'
 import { columns, prismaSelect, type SelectionMap } from '../selection.js'
 
 const CLASSROOM_SELECT: SelectionMap = columns('sourcedId', 'name', 'gradeLevel', 'subject', 'createdAt', 'updatedAt')
@@ -23,12 +23,7 @@ export const CLASSROOM_LIST: ListSpec<ClassroomOrderField> = {
   dates: new Set(['createdAt', 'updatedAt'])
 }
 
-interface ClassroomListArgs {
-  limit?: number | null
-  after?: string | null
-  filter?: { gradeLevel?: string | null, subject?: string | null, search?: string | null } | null
-  orderBy?: { field: ClassroomOrderField, direction?: 'ASC' | 'DESC' | null } | null
-}
+type ClassroomListArgs = ListArgs<ClassroomOrderField, { gradeLevel?: string | null, subject?: string | null, search?: string | null }>
 
 function classroomWhere (filter: ClassroomListArgs['filter']): Prisma.ClassroomWhereInput {
   const where: Prisma.ClassroomWhereInput = {}
@@ -44,26 +39,20 @@ function classroomWhere (filter: ClassroomListArgs['filter']): Prisma.ClassroomW
 
 export const classroomQueries: Pick<QueryResolvers, 'classrooms' | 'classroomsPage' | 'classroom'> = {
   async classrooms (_parent, args, ctx, info) {
-    const plan = planPage(CLASSROOM_LIST, args as ClassroomListArgs)
-    const where = classroomWhere((args as ClassroomListArgs).filter)
+    const { plan, query } = listQuery(CLASSROOM_LIST, args as ClassroomListArgs, classroomWhere, 'list')
     const { db } = ctx.school()
     if (plan.take === 0) return []
     return await db.classroom.findMany({
-      where: { AND: [where, plan.where] },
-      take: plan.take,
-      orderBy: plan.orderBy,
+      ...query,
       select: prismaSelect(info, 'Classroom', CLASSROOM_SELECT)
     }) as unknown as ClassroomRow[]
   },
 
   async classroomsPage (_parent, args, ctx, info) {
-    const plan = planPage(CLASSROOM_LIST, args as ClassroomListArgs)
-    const where = classroomWhere((args as ClassroomListArgs).filter)
+    const { plan, query } = listQuery(CLASSROOM_LIST, args as ClassroomListArgs, classroomWhere, 'page')
     const { db } = ctx.school()
     const rows = await db.classroom.findMany({
-      where: { AND: [where, plan.where] },
-      take: plan.take + 1,
-      orderBy: plan.orderBy,
+      ...query,
       select: { ...prismaSelect(info, 'Classroom', CLASSROOM_SELECT, [['ClassroomPage', 'nodes']]), ...plan.select }
     })
     return toPage(rows, plan) as unknown as { nodes: ClassroomRow[], pageInfo: { endCursor: string | null, hasNextPage: boolean } }

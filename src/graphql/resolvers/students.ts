@@ -2,7 +2,7 @@ import type { Prisma } from '../../generated/prisma/client.js'
 import type { QueryResolvers, StudentResolvers } from '../generated.js'
 import type { StudentRow } from '../models.js'
 import { requireUuid } from '../ids.js'
-import { nameSearch, planPage, toPage, type ListSpec } from '../paging.js'
+import { listQuery, nameSearch, toPage, type ListArgs, type ListSpec } from '../paging.js'
 import { columns, prismaSelect, type SelectionMap } from '../selection.js'
 
 // A relation reached from a student carries all of the classroom's columns.
@@ -30,12 +30,7 @@ export const STUDENT_LIST: ListSpec<StudentOrderField> = {
   dates: new Set(['createdAt', 'updatedAt'])
 }
 
-interface StudentListArgs {
-  limit?: number | null
-  after?: string | null
-  filter?: { classroomId?: string | null, gradeLevel?: string | null, status?: string | null, search?: string | null } | null
-  orderBy?: { field: StudentOrderField, direction?: 'ASC' | 'DESC' | null } | null
-}
+type StudentListArgs = ListArgs<StudentOrderField, { classroomId?: string | null, gradeLevel?: string | null, status?: string | null, search?: string | null }>
 
 /** The Prisma filter of a StudentFilter. */
 export function studentWhere (filter: StudentListArgs['filter']): Prisma.StudentWhereInput {
@@ -49,30 +44,23 @@ export function studentWhere (filter: StudentListArgs['filter']): Prisma.Student
 
 export const studentQueries: Pick<QueryResolvers, 'students' | 'studentsPage' | 'student'> = {
   async students (_parent, args, ctx, info) {
-    const plan = planPage(STUDENT_LIST, args as StudentListArgs)
-    const where = studentWhere((args as StudentListArgs).filter)
+    const { plan, query } = listQuery(STUDENT_LIST, args as StudentListArgs, studentWhere, 'list')
     const { db } = ctx.school()
     if (plan.take === 0) return []
     return await db.student.findMany({
       relationLoadStrategy: 'join',
-      where: { AND: [where, plan.where] },
-      take: plan.take,
-      orderBy: plan.orderBy,
+      ...query,
       select: prismaSelect(info, 'Student', STUDENT_SELECT)
       // The rows hold exactly the columns the query selected, which is all its resolvers read.
     }) as unknown as StudentRow[]
   },
 
   async studentsPage (_parent, args, ctx, info) {
-    const plan = planPage(STUDENT_LIST, args as StudentListArgs)
-    const where = studentWhere((args as StudentListArgs).filter)
+    const { plan, query } = listQuery(STUDENT_LIST, args as StudentListArgs, studentWhere, 'page')
     const { db } = ctx.school()
     const rows = await db.student.findMany({
       relationLoadStrategy: 'join',
-      where: { AND: [where, plan.where] },
-      // One more than the page: whether another page follows.
-      take: plan.take + 1,
-      orderBy: plan.orderBy,
+      ...query,
       select: { ...prismaSelect(info, 'Student', STUDENT_SELECT, [['StudentPage', 'nodes']]), ...plan.select }
     })
     return toPage(rows, plan) as unknown as { nodes: StudentRow[], pageInfo: { endCursor: string | null, hasNextPage: boolean } }

@@ -3,7 +3,7 @@ import type { Prisma } from '../../generated/prisma/client.js'
 import type { QueryResolvers } from '../generated.js'
 import type { AssignmentRow, ClassroomRow, TeacherRow } from '../models.js'
 import { requireUuid } from '../ids.js'
-import { nameSearch, planPage, toPage, type ListSpec } from '../paging.js'
+import { listQuery, nameSearch, toPage, type ListArgs, type ListSpec } from '../paging.js'
 import { columns, prismaSelect, type SelectionMap } from '../selection.js'
 
 const TEACHER_SELECT: SelectionMap = columns(
@@ -25,12 +25,7 @@ export const TEACHER_LIST: ListSpec<TeacherOrderField> = {
   dates: new Set(['createdAt', 'updatedAt'])
 }
 
-interface TeacherListArgs {
-  limit?: number | null
-  after?: string | null
-  filter?: { classroomId?: string | null, status?: string | null, search?: string | null } | null
-  orderBy?: { field: TeacherOrderField, direction?: 'ASC' | 'DESC' | null } | null
-}
+type TeacherListArgs = ListArgs<TeacherOrderField, { classroomId?: string | null, status?: string | null, search?: string | null }>
 
 function teacherWhere (filter: TeacherListArgs['filter']): Prisma.TeacherWhereInput {
   const where: Prisma.TeacherWhereInput = {}
@@ -44,27 +39,21 @@ function teacherWhere (filter: TeacherListArgs['filter']): Prisma.TeacherWhereIn
 
 export const teacherQueries: Pick<QueryResolvers, 'teachers' | 'teachersPage' | 'teacher'> = {
   async teachers (_parent, args, ctx, info) {
-    const plan = planPage(TEACHER_LIST, args as TeacherListArgs)
-    const where = teacherWhere((args as TeacherListArgs).filter)
+    const { plan, query } = listQuery(TEACHER_LIST, args as TeacherListArgs, teacherWhere, 'list')
     const { db } = ctx.school()
     if (plan.take === 0) return []
     return await db.teacher.findMany({
-      where: { AND: [where, plan.where] },
-      take: plan.take,
-      orderBy: plan.orderBy,
+      ...query,
       select: prismaSelect(info, 'Teacher', TEACHER_SELECT)
       // The rows hold exactly the columns the query selected, which is all its resolvers read.
     }) as unknown as TeacherRow[]
   },
 
   async teachersPage (_parent, args, ctx, info) {
-    const plan = planPage(TEACHER_LIST, args as TeacherListArgs)
-    const where = teacherWhere((args as TeacherListArgs).filter)
+    const { plan, query } = listQuery(TEACHER_LIST, args as TeacherListArgs, teacherWhere, 'page')
     const { db } = ctx.school()
     const rows = await db.teacher.findMany({
-      where: { AND: [where, plan.where] },
-      take: plan.take + 1,
-      orderBy: plan.orderBy,
+      ...query,
       select: { ...prismaSelect(info, 'Teacher', TEACHER_SELECT, [['TeacherPage', 'nodes']]), ...plan.select }
     })
     return toPage(rows, plan) as unknown as { nodes: TeacherRow[], pageInfo: { endCursor: string | null, hasNextPage: boolean } }
