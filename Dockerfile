@@ -37,4 +37,5 @@ HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||4000)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 # Migrations are their own step, run once per release before the new servers start:
 #   docker run --rm -e DATABASE_URL=... IMAGE node bin/school-data.js migrate
-CMD ["node", "bin/school-data.js", "serve"]
+# Node's options for the server: src/server-flags.ts.
+CMD ["node", "--max-semi-space-size=8", "bin/school-data.js", "serve"]

@@ -491,7 +491,9 @@ async function main () {
   }
 
   // (a) The reported configuration: the service as a non-superuser role, so row-level security applies.
-  const serviceArgs = [join('dist', 'server.js')]
+  // As the service is started in production (npm start, the Docker image): src/server-flags.ts.
+  const { SERVER_NODE_FLAGS } = await import(pathToFileURL(join(projectDir, 'dist', 'server-flags.js')).href)
+  const serviceArgs = [...SERVER_NODE_FLAGS, join('dist', 'server.js')]
   await against('service', serviceArgs, [{ mode: 'production', env: (port) => serviceEnv('production', serviceBenchUrl, port, jwtSecret, pool) }], selected, SERVICE_ROLE,
     async (port) => {
       log(`logging in once per school (${schools.length} users)`)

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import t from 'tap'
 import { assignUser, createSchool, createStudent, createUser } from '../src/admin/records.js'
+import { SERVER_NODE_FLAGS } from '../src/server-flags.js'
 import { freePort } from './cluster.js'
 import { REDIS_URL } from './fixtures/shared-state.js'
 import { PASSWORD, createTestDatabase, serverUrl, unique } from './helper.js'
@@ -15,7 +16,7 @@ interface Node { port: number, proc: ChildProcess, output: string[] }
 
 async function startNode (env: Record<string, string>): Promise<Node> {
   const port = await freePort()
-  const proc = spawn(process.execPath, [join('dist', 'server.js')], {
+  const proc = spawn(process.execPath, [...SERVER_NODE_FLAGS, join('dist', 'server.js')], {
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'pipe']
   })
