@@ -5,7 +5,6 @@
 import { setFlagsFromString } from 'node:v8'
 import { buildApp } from './app.js'
 import { loadConfig, type Config } from './config.js'
-import { seedEmptySandbox } from './seed/sandbox.js'
 
 export async function startServer (config: Config): Promise<void> {
   const started = Date.now()
@@ -40,7 +39,11 @@ export async function startServer (config: Config): Promise<void> {
   await app.listen({ host: config.host, port: config.port })
   app.log.info({ env: config.env, database: app.db.kind, startupMs: Date.now() - started }, 'School Data Service ready')
   // Sandbox on a fresh embedded database: a demo school and user to log in with (README "Demo data").
-  await seedEmptySandbox(app.db, config.env, app.log)
+  // Loaded only then: the seed brings the OneRoster import's CSV and zip readers with it.
+  if (config.env === 'sandbox' && app.db.kind === 'embedded') {
+    const { seedEmptySandbox } = await import('./seed/sandbox.js')
+    await seedEmptySandbox(app.db, config.env, app.log)
+  }
 }
 
 // Run when executed directly (node dist/server.js), not when imported by the CLI.

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { watchAccessChanges } from '../auth/access-changes.js'
+import { watchAccessChanges, type AccessChanges } from '../auth/access-changes.js'
 import { createAuthService, type AuthService } from '../auth/auth-service.js'
 import { prepareDecoy } from '../auth/passwords.js'
 import { createAccessTokens, MIN_SECRET_BYTES, secretTooShort } from '../auth/tokens.js'
@@ -28,7 +28,19 @@ export default fp(async (app) => {
   // Hashed on the thread pool while the rest of the app starts (about a tenth of a second); the
   // first login for an unknown user waits for it if it comes sooner.
   prepareDecoy().catch((err: unknown) => { app.log.error({ err }, 'could not make the decoy password hash; logins will try again') })
-  const accessChanges = await watchAccessChanges(app.db, accessTokenTtl, app.log)
+  // The user-change notifications connect (and load the recent changes) while the other plugins
+  // register; the app is ready, and so serves, only once they are in (onReady).
+  const watching = watchAccessChanges(app.db, accessTokenTtl, app.log)
+  // Its failure is start-up's (onReady, below), not an unhandled rejection meanwhile.
+  watching.catch(() => {})
+  let watched: AccessChanges | undefined
+  const accessChanges: AccessChanges = {
+    // Asked only once the app is ready, by then always set.
+    revoked: (userId, schoolId) => watched === undefined || watched.revoked(userId, schoolId),
+    get live () { return watched?.live ?? false },
+    close: async () => { await (watched ?? await watching.catch(() => undefined))?.close() }
+  }
+  app.addHook('onReady', async () => { watched = await watching })
   app.addHook('onClose', async () => { await accessChanges.close() })
   app.decorate('auth', createAuthService(tokens, app.db.prisma, refreshTokenTtl, accessChanges, app.log))
   const auth = app.auth
