@@ -1,7 +1,7 @@
 // HTTP and database bounds (issue 5, point 5), each caused for real: a body over the limit, a
 // request that never finishes arriving (on a real socket), a handler that takes too long, a
 // statement that outlasts statement_timeout and a full pool on PostgreSQL, and an overloaded process.
-import { connect } from 'node:net'
+import { connect, type Socket } from 'node:net'
 import t, { type Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../src/app.js'
@@ -108,23 +108,29 @@ async function waitFor (what: string, check: () => boolean): Promise<void> {
   throw new Error(`gave up waiting: ${what}`)
 }
 
-t.test('requests in flight: counted while they run, forgotten once answered, timed out or abandoned by their client', async (t) => {
+/**
+ * A listening app with a stuck field, and a client on a real socket that has sent `{ stuck }` and
+ * waits for the request to arrive: destroying the socket abandons the request.
+ */
+async function abandonedRequest (t: Test, handlerTimeoutMs: number): Promise<{ app: FastifyInstance, socket: Socket }> {
   const database = await testDatabase()
-  const app = await buildApp(testConfig({ handlerTimeoutMs: 300 }), { database, logger: false })
+  const app = await buildApp(testConfig({ handlerTimeoutMs }), { database, logger: false })
   t.teardown(() => app.close())
   stuckField(t, app)
   await app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = app.server.address() as { port: number }
-
   for (let i = 0; i < 20; i++) t.equal((await gql(app, '{ __typename }')).statusCode, 200)
   t.equal(app.requestsInFlight(), 0, 'answered requests are forgotten')
-
-  // A client that sends a query and goes away before the answer: the request never ends normally.
   const socket = connect(port, '127.0.0.1')
   await new Promise<void>((resolve) => socket.once('connect', resolve))
   const body = JSON.stringify({ query: '{ stuck }' })
   socket.write(`POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
   await waitFor('the request to arrive', () => app.requestsInFlight() === 1)
+  return { app, socket }
+}
+
+t.test('requests in flight: counted while they run, forgotten once answered, timed out or abandoned by their client', async (t) => {
+  const { app, socket } = await abandonedRequest(t, 300)
   const metrics = await app.inject({ method: 'GET', url: '/metrics' })
   t.match(metrics.body, /^sds_http_requests_in_flight 2$/m, 'the gauge counts it (and the scrape itself)')
   socket.destroy()
@@ -138,17 +144,7 @@ t.test('requests in flight: counted while they run, forgotten once answered, tim
 })
 
 t.test('without a handler bound (HANDLER_TIMEOUT_MS=0), an abandoned request is still forgotten', async (t) => {
-  const database = await testDatabase()
-  const app = await buildApp(testConfig({ handlerTimeoutMs: 0 }), { database, logger: false })
-  t.teardown(() => app.close())
-  stuckField(t, app)
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  const { port } = app.server.address() as { port: number }
-  const socket = connect(port, '127.0.0.1')
-  await new Promise<void>((resolve) => socket.once('connect', resolve))
-  const body = JSON.stringify({ query: '{ stuck }' })
-  socket.write(`POST / HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
-  await waitFor('the request to arrive', () => app.requestsInFlight() === 1)
+  const { app, socket } = await abandonedRequest(t, 0)
   socket.destroy()
   // The clean-up sweep runs every second.
   await waitFor('the abandoned request to be dropped', () => app.requestsInFlight() === 0)
