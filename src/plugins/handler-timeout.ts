@@ -16,14 +16,6 @@ declare module 'fastify' {
     /** Requests received and not yet answered (the metrics' in-flight gauge). */
     requestsInFlight (): number
   }
-}
-
-/** How often the requests in flight are looked at, for a bound of `timeoutMs` (> 0). */
-export function sweepInterval (timeoutMs: number): number {
-  return Math.min(1_000, Math.max(5, Math.floor(timeoutMs / 10)))
-}
-
-declare module 'fastify' {
   interface FastifyReply {
     /** Links of the in-flight list (arrival order). */
     inFlightPrev: FastifyReply | null
@@ -73,6 +65,11 @@ class InFlight {
   }
 }
 
+/** How often the requests in flight are looked at, for a bound of `timeoutMs` (> 0). */
+function sweepInterval (timeoutMs: number): number {
+  return Math.min(1_000, Math.max(5, Math.floor(timeoutMs / 10)))
+}
+
 export default fp(async (app) => {
   const timeoutMs = app.config.handlerTimeoutMs
   const inFlight = new InFlight()
@@ -94,7 +91,7 @@ export default fp(async (app) => {
     for (const reply of inFlight) {
       if (timeoutMs <= 0 || reply.elapsedTime < timeoutMs) {
         // Without a bound, only the requests whose client went away (they never get an
-        // onResponse) are looked for; with one, the rest of the set arrived later still.
+        // onResponse) are looked for; with one, the rest of the list arrived later still.
         if (timeoutMs > 0) return
         if (reply.raw.destroyed) inFlight.delete(reply)
         continue
