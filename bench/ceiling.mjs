@@ -2,14 +2,15 @@
 // requests correctly. Fastify parses the same request body, @fastify/jwt verifies the same HS256
 // access token with the same secret, and a pg.Pool of the service's size runs one plain SQL
 // statement per request; the answer has the same JSON as the GraphQL one. The GraphQL text is
-// only used to pick the statement: no parsing, validation, resolvers or ORM.
+// only used to pick the statement (the deep page's cursor is decoded and encoded as the service
+// does): no parsing, validation, resolvers or ORM.
 //
 // Started by bench/run.mjs with CEILING_DATABASE_URL, JWT_SECRET, PORT, HOST and POOL_SIZE.
 // It connects as the superuser: the statements filter by school themselves.
 import jwt from '@fastify/jwt'
 import Fastify from 'fastify'
 import pg from 'pg'
-import { FLAT_QUERY, NESTED_STUDENTS_QUERY, NESTED_TEACHERS_QUERY } from './workloads.mjs'
+import { DEEP_PAGE_LIMIT, DEEP_PAGE_QUERY, FLAT_QUERY, NESTED_STUDENTS_QUERY, NESTED_TEACHERS_QUERY, studentCursor, studentCursorId } from './workloads.mjs'
 
 const { CEILING_DATABASE_URL, JWT_SECRET, PORT, HOST = '127.0.0.1', POOL_SIZE = '10' } = process.env
 
@@ -29,6 +30,11 @@ const NESTED_STUDENTS_SQL = `WITH page AS (
   )
   SELECT p.id, p.full_name, r.id AS classroom_id, r.name AS classroom_name, r.teachers
   FROM page p LEFT JOIN rooms r ON r.id = p.classroom_id ORDER BY p.id`
+
+// The keyset page after the cursor's student, one row more to tell whether another page follows.
+const DEEP_PAGE_SQL = `SELECT s.id, s.full_name, c.name AS classroom_name
+  FROM students s LEFT JOIN classrooms c ON c.school_id = s.school_id AND c.id = s.classroom_id
+  WHERE s.school_id = $1 AND s.id > $2 ORDER BY s.id LIMIT ${DEEP_PAGE_LIMIT + 1}`
 
 const NESTED_TEACHERS_SQL = `SELECT t.id, t.full_name,
     COALESCE((SELECT json_agg(json_build_object('id', c.id, 'name', c.name) ORDER BY c.name)
@@ -59,6 +65,14 @@ const HANDLERS = new Map([
   [NESTED_TEACHERS_QUERY, async (schoolId) => {
     const { rows } = await pool.query(NESTED_TEACHERS_SQL, [schoolId])
     return { data: { teachers: rows.map((r) => ({ id: r.id, fullName: r.full_name, classrooms: r.classrooms })) } }
+  }],
+  [DEEP_PAGE_QUERY, async (schoolId, variables) => {
+    const after = studentCursorId(variables?.after)
+    if (after === null) return { data: null, errors: [{ message: 'after is not a cursor of this API', extensions: { code: 'BAD_USER_INPUT' } }] }
+    const { rows } = await pool.query(DEEP_PAGE_SQL, [schoolId, after])
+    const nodes = rows.slice(0, DEEP_PAGE_LIMIT).map((r) => ({ id: r.id, fullName: r.full_name, classroomName: r.classroom_name }))
+    const endCursor = nodes.length === 0 ? null : studentCursor(nodes.at(-1).id)
+    return { data: { studentsPage: { nodes, pageInfo: { endCursor, hasNextPage: rows.length > DEEP_PAGE_LIMIT } } } }
   }]
 ])
 
@@ -81,7 +95,7 @@ app.post('/', async (request, reply) => {
     claims = null
   }
   if (claims === null || typeof claims.school !== 'string') return UNAUTHENTICATED
-  return await handler(claims.school)
+  return await handler(claims.school, request.body.variables)
 })
 
 app.get('/ready', async () => {

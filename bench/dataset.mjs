@@ -2,7 +2,7 @@
 // set-based SQL as the superuser, and opened to the non-superuser role the service runs as.
 import { spawn } from 'node:child_process'
 import pg from 'pg'
-import { expectedFlat, expectedStudentsNested, expectedTeachersNested } from './workloads.mjs'
+import { DEEP_PAGE_LIMIT, deepPagePosition, expectedDeepPage, expectedFlat, expectedStudentsNested, expectedTeachersNested, studentCursor } from './workloads.mjs'
 
 export const SERVICE_ROLE = 'sds_bench_service'
 
@@ -151,9 +151,10 @@ export async function rowLevelSecurity (benchUrl) {
 
 /**
  * The expected answer of every read workload for every school, read as the superuser with
- * plain SQL in the order the API promises (by id; a teacher's classrooms by name).
+ * plain SQL in the order the API promises (by id; a teacher's classrooms by name), and the
+ * `after` cursor of each school's deep page (`deepAfter`).
  */
-export async function expectedPages (benchUrl, schools) {
+export async function expectedPages (benchUrl, schools, studentsPerSchool) {
   return await withClient(benchUrl, async (client) => {
     const pages = new Map()
     for (const school of schools) {
@@ -168,12 +169,22 @@ export async function expectedPages (benchUrl, schools) {
                     FROM teacher_classrooms tc JOIN classrooms c ON c.school_id = tc.school_id AND c.id = tc.classroom_id
                     WHERE tc.school_id = t.school_id AND tc.teacher_id = t.id), '[]'::json) AS classrooms
         FROM teachers t WHERE t.school_id = $1 ORDER BY t.id LIMIT 100`, [school.id])).rows
+      // The deep page: the students after the deepPagePosition-th (by id), one more to tell whether
+      // another page follows; `after` is the cursor of that student, as the API writes it.
+      const position = deepPagePosition(studentsPerSchool)
+      const deep = (await client.query(`SELECT s.id, s.full_name, c.name AS classroom_name,
+          (SELECT id FROM students WHERE school_id = $1 ORDER BY id OFFSET $2 - 1 LIMIT 1) AS after_id
+        FROM students s LEFT JOIN classrooms c ON c.school_id = s.school_id AND c.id = s.classroom_id
+        WHERE s.school_id = $1 ORDER BY s.id OFFSET $2 LIMIT $3`, [school.id, position, DEEP_PAGE_LIMIT + 1])).rows
+      if (deep.length === 0) throw new Error(`school ${school.tag} has no students after the ${position}th: the deep page would be empty`)
       const page = {
         flat: expectedFlat(students),
         nestedStudents: expectedStudentsNested(students),
-        nestedTeachers: expectedTeachersNested(teachers)
+        nestedTeachers: expectedTeachersNested(teachers),
+        deepPage: expectedDeepPage(deep)
       }
-      pages.set(school.id, Object.fromEntries(Object.entries(page).map(([k, v]) => [k, { value: v, text: JSON.stringify(v) }])))
+      const expected = Object.fromEntries(Object.entries(page).map(([k, v]) => [k, { value: v, text: JSON.stringify(v) }]))
+      pages.set(school.id, { ...expected, deepAfter: studentCursor(deep[0].after_id) })
     }
     return pages
   })

@@ -436,7 +436,8 @@ async function main () {
     ? `not enabled on any table (${rls.length} tables, 0 policies): the service role and the superuser read the same way.`
     : `enabled on ${rlsTables.map((t) => `${t.table} (${t.policies} polic${t.policies === 1 ? 'y' : 'ies'}${t.forced ? ', forced' : ''})`).join(', ')}.`
   log(`row-level security: ${rlsSummary}`)
-  const pages = await expectedPages(adminBenchUrl, schools)
+  const pages = await expectedPages(adminBenchUrl, schools, sizes.students)
+  for (const school of schools) school.deepAfter = pages.get(school.id).deepAfter
   log(`pool: ${pool.note}`)
 
   const runs = []

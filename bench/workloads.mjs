@@ -14,6 +14,11 @@ export const NESTED_STUDENTS_QUERY =
 
 export const NESTED_TEACHERS_QUERY = '{ teachers(limit: 100) { id fullName classrooms { id name } } }'
 
+// A page deep in a school's students (after the DEEP_PAGE_POSITION-th by id), as a sync job pages
+// through a school: keyset paging reads only the page, however deep.
+export const DEEP_PAGE_QUERY =
+  'query DeepPage($after: String!) { studentsPage(limit: 100, after: $after) { nodes { id fullName classroomName } pageInfo { endCursor hasNextPage } } }'
+
 export const LOGIN_MUTATION =
   'mutation Login($username: String!, $password: String!) { login(username: $username, password: $password) { accessToken refreshToken } }'
 
@@ -24,6 +29,30 @@ export const REFRESH_MUTATION =
 export const FLAT_LIMIT = 20
 export const NESTED_STUDENTS_LIMIT = 100
 export const NESTED_TEACHERS_LIMIT = 100
+export const DEEP_PAGE_LIMIT = 100
+
+/** Students before the deep page: 1,500 of the default 2,000, fewer in a smaller data set. */
+export function deepPagePosition (studentsPerSchool) {
+  return Math.max(1, Math.min(1500, studentsPerSchool - 2 * DEEP_PAGE_LIMIT))
+}
+
+// The API's cursor of the students list in its default order (by id): base64url JSON of the list,
+// the order, the direction and the sort key. The runner builds the `after` of each school with it
+// and the expected `endCursor`; the ceiling decodes and encodes it as the service does. A change to
+// the service's cursor format shows as a wrong answer.
+export function studentCursor (id) {
+  return Buffer.from(JSON.stringify({ l: 'students', o: 'ID', d: 'ASC', v: [id] })).toString('base64url')
+}
+
+/** The student id of a cursor made by `studentCursor`, or null. */
+export function studentCursorId (cursor) {
+  try {
+    const body = JSON.parse(Buffer.from(String(cursor), 'base64url').toString('utf8'))
+    return body.l === 'students' && body.o === 'ID' && body.d === 'ASC' && typeof body.v?.[0] === 'string' ? body.v[0] : null
+  } catch {
+    return null
+  }
+}
 
 // ---- Workloads ---------------------------------------------------------------------------------
 // kind 'read': sends `query` with the school's access token; the answer must equal the expected
@@ -35,18 +64,18 @@ export const WORKLOADS = [
   { name: 'flat', kind: 'read', query: FLAT_QUERY, expected: 'flat', ceiling: true, rlsCompare: true },
   { name: 'nested', kind: 'read', query: NESTED_STUDENTS_QUERY, expected: 'nestedStudents', ceiling: true, rlsCompare: true },
   { name: 'nested-teachers', kind: 'read', query: NESTED_TEACHERS_QUERY, expected: 'nestedTeachers', ceiling: true, rlsCompare: false },
+  // `variables`: the request's variables for a school (its `deepAfter` is set by the runner).
+  { name: 'deep-page', kind: 'read', query: DEEP_PAGE_QUERY, expected: 'deepPage', ceiling: true, rlsCompare: true, variables: (school) => ({ after: school.deepAfter }) },
   { name: 'login', kind: 'login', query: LOGIN_MUTATION, ceiling: false, rlsCompare: false },
   { name: 'refresh', kind: 'refresh', query: REFRESH_MUTATION, ceiling: false, rlsCompare: false }
-  // Change feed / deep cursor (to come): add e.g.
-  //   { name: 'changes', kind: 'read', query: CHANGES_QUERY, expected: 'changes', ceiling: true, rlsCompare: true }
-  // with CHANGES_QUERY above, an `expected.changes` page per school in bench/dataset.mjs
-  // (expectedPages) and, for the ceiling, a SQL handler keyed by the same query text.
+  // Another read workload: its query above, an expected page per school in bench/dataset.mjs
+  // (expectedPages), and for the ceiling a SQL handler keyed by the same query text.
 ]
 
 /** The JSON body a workload sends for one school. */
 export function requestBody (workload, school) {
   switch (workload.kind) {
-    case 'read': return JSON.stringify({ query: workload.query })
+    case 'read': return JSON.stringify(workload.variables === undefined ? { query: workload.query } : { query: workload.query, variables: workload.variables(school) })
     case 'login': return JSON.stringify({ query: workload.query, variables: { username: school.username, password: school.password } })
     case 'refresh': return JSON.stringify({ query: workload.query, variables: { refreshToken: school.refreshToken } })
     default: throw new Error(`unknown workload kind ${workload.kind}`)
@@ -94,6 +123,22 @@ export function expectedTeachersNested (rows) {
   }
 }
 
+/**
+ * rows: { id, full_name, classroom_name } ordered by id, from just after the deep page's `after`
+ * cursor, with one row more than the page when another page follows.
+ */
+export function expectedDeepPage (rows) {
+  const nodes = rows.slice(0, DEEP_PAGE_LIMIT).map((r) => ({ id: r.id, fullName: r.full_name, classroomName: r.classroom_name }))
+  return {
+    data: {
+      studentsPage: {
+        nodes,
+        pageInfo: { endCursor: nodes.length === 0 ? null : studentCursor(nodes.at(-1).id), hasNextPage: rows.length > DEEP_PAGE_LIMIT }
+      }
+    }
+  }
+}
+
 // ---- Checking answers -----------------------------------------------------------------------
 
 /**
@@ -111,9 +156,11 @@ export function checkRead (body, expectedText, expected, school) {
   }
   if (parsed.errors !== undefined) return `errors: ${JSON.stringify(parsed.errors).slice(0, 300)}`
   const [field] = Object.keys(expected.data)
-  const list = parsed.data?.[field]
-  if (!Array.isArray(list)) return `no data.${field} list: ${body.slice(0, 200)}`
-  const want = expected.data[field]
+  // A list, or a page of one (`nodes`).
+  const paged = !Array.isArray(expected.data[field])
+  const list = paged ? parsed.data?.[field]?.nodes : parsed.data?.[field]
+  if (!Array.isArray(list)) return `no data.${field}${paged ? '.nodes' : ''} list: ${body.slice(0, 200)}`
+  const want = paged ? expected.data[field].nodes : expected.data[field]
   if (list.length !== want.length) return `${list.length} ${field} instead of ${want.length}`
   for (const item of list) {
     // Names encode the school (`S07 Student 0123`): a row of another school is a tenant leak.
