@@ -38,4 +38,4 @@ HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
 # Migrations are their own step, run once per release before the new servers start:
 #   docker run --rm -e DATABASE_URL=... IMAGE node bin/school-data.js migrate
 # Node's options for the server: src/server-flags.ts.
-CMD ["node", "--max-semi-space-size=8", "bin/school-data.js", "serve"]
+CMD ["node", "--max-semi-space-size=8", "--max-old-space-size=512", "bin/school-data.js", "serve"]
