@@ -5,6 +5,7 @@ import type { Change, Classroom, School, Student, Teacher, TeacherRole } from '.
 
 export type SchoolRow = School
 export type ClassroomRow = Classroom
+// `classroom` is the whole row when the query selects `classroom`, else (for `classroomName`) the name alone.
 export type StudentRow = Student & { classroom?: ClassroomRow | null }
 export type TeacherRow = Teacher
 export interface AssignmentRow {

@@ -18,6 +18,26 @@ export function selectedFields (info: GraphQLResolveInfo, typeName: string, path
   return trees.flatMap((tree) => Object.values(tree?.fieldsByTypeName[typeName] ?? {}).map((field) => field.name))
 }
 
+/**
+ * `b` merged into the Prisma select `a`: a relation read whole (`true`) stays whole; two partial
+ * selects of one relation (`{ select: ... }`) read the union of their fields.
+ */
+export function mergeSelect (a: Record<string, unknown>, b: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  for (const [key, value] of Object.entries(b)) {
+    const current = a[key]
+    if (current === undefined || value === true) {
+      a[key] = value
+    } else if (current !== true && isSubSelect(current) && isSubSelect(value)) {
+      a[key] = { ...current, select: mergeSelect({ ...current.select }, value.select) }
+    }
+  }
+  return a
+}
+
+function isSubSelect (value: unknown): value is { select: Record<string, unknown> } {
+  return typeof value === 'object' && value !== null && typeof (value as { select?: unknown }).select === 'object'
+}
+
 /** The Prisma `select` for the fields selected on `typeName`; always includes `id`. */
 export function prismaSelect (
   info: GraphQLResolveInfo,
@@ -27,7 +47,8 @@ export function prismaSelect (
 ): Record<string, unknown> {
   const select: Record<string, unknown> = { id: true }
   for (const field of selectedFields(info, typeName, path)) {
-    Object.assign(select, map[field])
+    const wanted = map[field]
+    if (wanted !== undefined) mergeSelect(select, wanted)
   }
   return select
 }

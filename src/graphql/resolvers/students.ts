@@ -5,14 +5,13 @@ import { requireUuid } from '../ids.js'
 import { listQuery, nameSearch, toPage, type ListArgs, type ListSpec } from '../paging.js'
 import { columns, prismaSelect, type SelectionMap } from '../selection.js'
 
-// A relation reached from a student carries all of the classroom's columns.
-const CLASSROOM = { classroom: true }
-
 const STUDENT_SELECT: SelectionMap = {
   ...columns('sourcedId', 'fullName', 'givenName', 'familyName', 'preferredName', 'studentNumber', 'email',
     'dateOfBirth', 'gradeLevel', 'status', 'enrollmentStartDate', 'enrollmentEndDate', 'createdAt', 'updatedAt'),
-  classroomName: CLASSROOM,
-  classroom: CLASSROOM
+  // The spec's own field needs the classroom's name only; `classroom` (a Classroom, with its
+  // loaders) reads the classroom's row whole, and then serves classroomName from it too.
+  classroomName: { classroom: { select: { name: true } } },
+  classroom: { classroom: true }
 }
 
 type StudentOrderField = 'FAMILY_NAME' | 'GIVEN_NAME' | 'CREATED_AT' | 'UPDATED_AT' | 'ID'
