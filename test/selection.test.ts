@@ -3,7 +3,9 @@
 import t from 'tap'
 import type { TenantDb } from '../src/db/tenant.js'
 import { mergeSelect } from '../src/graphql/selection.js'
-import { build, gql, login, seedSchool } from './helper.js'
+import { createTeacher } from '../src/admin/records.js'
+import { createClassroomAssignment } from './fixtures.js'
+import { build, gql, login, seedSchool, testDatabase } from './helper.js'
 
 t.test('mergeSelect: a relation read whole stays whole; partial selects of one relation add up', async (t) => {
   const whole = { classroom: true }
@@ -18,7 +20,7 @@ t.test('mergeSelect: a relation read whole stays whole; partial selects of one r
   t.same(mergeSelect({ id: true }, { fullName: true }), { id: true, fullName: true }, 'columns')
 })
 
-t.test("students reads only the classroom's name for classroomName, and the whole classroom for classroom", async (t) => {
+t.test("students reads only the classroom's name for classroomName, and the selected classroom columns for classroom", async (t) => {
   const app = await build(t)
   const school = await seedSchool('Selection Elementary', [['Ada Lovelace', 'Room 1'], ['Grace Hopper']])
   const { accessToken } = await login(app, school.username)
@@ -50,7 +52,7 @@ t.test("students reads only the classroom's name for classroomName, and the whol
   })
   t.same(selects.at(-1), { id: true, fullName: true, classroom: { select: { name: true } } }, 'the classroom name alone')
 
-  // Both orders of the two fields: the whole classroom is read, and serves both.
+  // Both orders of the two fields: the classroom's selected columns and its name, serving both.
   for (const query of [
     '{ students(limit: 1) { classroomName classroom { id name gradeLevel } } }',
     '{ students(limit: 1) { classroom { id name gradeLevel } classroomName } }'
@@ -61,6 +63,72 @@ t.test("students reads only the classroom's name for classroomName, and the whol
     t.equal(student?.classroomName, 'Room 1', query)
     t.equal(student?.classroom.name, 'Room 1', query)
     t.match(student?.classroom.id, /^[0-9a-f-]{36}$/, query)
-    t.same(selects.at(-1), { id: true, classroom: true }, `the whole classroom: ${query}`)
+    t.same(selects.at(-1), { id: true, classroom: { select: { id: true, name: true, gradeLevel: true } } }, `the selected classroom columns: ${query}`)
   }
+})
+
+t.test("a classroom's teachers and a teacher's classrooms are read with the columns the query selects, in one query per batch", async (t) => {
+  const app = await build(t)
+  const school = await seedSchool('Loader Elementary', [['Ada Lovelace', 'Room 1'], ['Alan Turing', 'Room 1'], ['Grace Hopper', 'Room 2']])
+  const db = await testDatabase()
+  const zed = await createTeacher(db, { schoolId: school.schoolId, fullName: 'Zed Teacher' })
+  const amy = await createTeacher(db, { schoolId: school.schoolId, fullName: 'Amy Teacher' })
+  const room1 = await createClassroomAssignment(db, school.schoolId, zed, 'Room 1')
+  const room2 = await createClassroomAssignment(db, school.schoolId, zed, 'Room 2')
+  await createClassroomAssignment(db, school.schoolId, amy, 'Room 1', 'ASSISTANT')
+  const room3 = await createClassroomAssignment(db, school.schoolId, amy, 'Room 3')
+  const byName = new Map([['Room 1', room1], ['Room 2', room2]])
+  await db.forSchool(school.schoolId).classroom.update({ where: { schoolId_id: { schoolId: school.schoolId, id: room1 } }, data: { subject: 'Mathematics' } })
+  const { accessToken } = await login(app, school.username)
+
+  const selects: unknown[] = []
+  const scoped = app.db as { forSchool: (schoolId: string) => TenantDb }
+  const forSchool = scoped.forSchool
+  t.teardown(() => { scoped.forSchool = forSchool })
+  scoped.forSchool = (schoolId) => forSchool(schoolId).$extends({
+    query: {
+      teacherClassroom: {
+        findMany ({ args, query }) {
+          selects.push(args.select)
+          return query(args)
+        }
+      }
+    }
+  }) as unknown as TenantDb
+
+  const students = await gql(app, '{ students { fullName classroom { name teachers { fullName } } } }', { token: accessToken })
+  t.same(students.body, {
+    data: {
+      students: [
+        { fullName: 'Ada Lovelace', classroom: { name: 'Room 1', teachers: [{ fullName: 'Amy Teacher' }, { fullName: 'Zed Teacher' }] } },
+        { fullName: 'Alan Turing', classroom: { name: 'Room 1', teachers: [{ fullName: 'Amy Teacher' }, { fullName: 'Zed Teacher' }] } },
+        { fullName: 'Grace Hopper', classroom: { name: 'Room 2', teachers: [{ fullName: 'Zed Teacher' }] } }
+      ]
+    }
+  }, 'teachers by full name, for each student\'s classroom')
+  t.same(selects, [{ classroomId: true, teacher: { select: { id: true, fullName: true } } }], 'one query, the selected teacher columns')
+
+  selects.length = 0
+  const teachers = await gql(app, '{ teachers { fullName email classrooms { id name } } }', { token: accessToken })
+  t.same(teachers.body, {
+    data: {
+      teachers: [
+        { fullName: 'Zed Teacher', email: null, classrooms: [{ id: byName.get('Room 1'), name: 'Room 1' }, { id: byName.get('Room 2'), name: 'Room 2' }] },
+        { fullName: 'Amy Teacher', email: null, classrooms: [{ id: byName.get('Room 1'), name: 'Room 1' }, { id: room3, name: 'Room 3' }] }
+      ]
+    }
+  }, 'classrooms by name, for each teacher')
+  t.same(selects, [{ teacherId: true, classroom: { select: { id: true, name: true } } }], 'one query, the selected classroom columns')
+
+  // Two places under one list that select different columns (one through a fragment): Mercurius
+  // merges their calls for the same teacher into one, yet both get their columns.
+  selects.length = 0
+  const aliased = await gql(app, `{ teachers { named: classrooms { name } ...Subjects } }
+    fragment Subjects on Teacher { subjects: classrooms { subject } }`, { token: accessToken })
+  t.equal(aliased.body.errors, undefined)
+  t.same(aliased.body.data!.teachers, [
+    { named: [{ name: 'Room 1' }, { name: 'Room 2' }], subjects: [{ subject: 'Mathematics' }, { subject: null }] },
+    { named: [{ name: 'Room 1' }, { name: 'Room 3' }], subjects: [{ subject: 'Mathematics' }, { subject: null }] }
+  ])
+  t.same(selects, [{ teacherId: true, classroom: { select: { id: true, name: true, subject: true } } }], 'one read, the union of both places')
 })

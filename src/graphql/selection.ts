@@ -1,10 +1,31 @@
 // Reads only what a query selects: the GraphQL fields under the current field, mapped to the
 // Prisma `select` that serves them.
-import type { GraphQLResolveInfo } from 'graphql'
+import {
+  Kind,
+  TypeInfo,
+  visit,
+  visitWithTypeInfo,
+  type FragmentDefinitionNode,
+  type GraphQLResolveInfo,
+  type OperationDefinitionNode,
+  type SelectionSetNode
+} from 'graphql'
 import { parseResolveInfo, type ResolveTree } from 'graphql-parse-resolve-info'
 
-/** For each GraphQL field of a type, the Prisma selection it needs (`{}` when nothing). */
-export type SelectionMap = Readonly<Record<string, Readonly<Record<string, unknown>>>>
+/**
+ * The Prisma select of the fields selected below a relation field, on the type `typeName` it
+ * leads to, with that type's map.
+ */
+export type SelectBelow = (typeName: string, map: SelectionMap) => Record<string, unknown>
+
+/**
+ * What one GraphQL field reads: a fixed piece of Prisma select, or (a relation) one built from the
+ * fields selected below it.
+ */
+export type FieldSelect = Readonly<Record<string, unknown>> | ((below: SelectBelow) => Readonly<Record<string, unknown>>)
+
+/** For each GraphQL field of a type, the Prisma selection it needs (fields that read nothing: absent). */
+export interface SelectionMap { readonly [field: string]: FieldSelect }
 
 /**
  * Names of the fields selected on `typeName` below the current field (fragments included), or
@@ -48,9 +69,80 @@ export function prismaSelect (
   const select: Record<string, unknown> = { id: true }
   for (const field of selectedFields(info, typeName, path)) {
     const wanted = map[field]
-    if (wanted !== undefined) mergeSelect(select, wanted)
+    if (wanted === undefined) continue
+    mergeSelect(select, typeof wanted === 'function'
+      ? wanted((below, belowMap) => prismaSelect(info, below, belowMap, [...path, [typeName, field]]))
+      : wanted)
   }
   return select
+}
+
+/**
+ * The Prisma select a loader of the field `parentType.field` needs, with the map of the type
+ * the field leads to: the union of what every occurrence of that field in the operation selects (fragments included,
+ * `@skip` and `@include` aside: a superset), worked out once per parsed operation. Not the
+ * selection of each call: Mercurius merges the calls of one batch that have the same parent, and
+ * keeps the resolve info of the first only. `true` (the whole row) when no call came with its
+ * resolve info, or when the map has an entry built from a relation's selection.
+ */
+export function loaderSelect (
+  queries: ReadonlyArray<{ info?: GraphQLResolveInfo }>,
+  parentType: string,
+  field: string,
+  map: SelectionMap
+): Record<string, unknown> | true {
+  const info = queries.find((q) => q.info !== undefined)?.info
+  if (info === undefined) return true
+  let selects = loaderSelects.get(info.operation)
+  if (selects === undefined) loaderSelects.set(info.operation, selects = new Map())
+  const key = `${parentType}.${field}`
+  let select = selects.get(key)
+  if (select === undefined) {
+    select = operationSelect(info, parentType, field, map)
+    selects.set(key, select)
+  }
+  return select
+}
+
+const loaderSelects = new WeakMap<OperationDefinitionNode, Map<string, Record<string, unknown> | true>>()
+
+function operationSelect (info: GraphQLResolveInfo, parentType: string, field: string, map: SelectionMap): Record<string, unknown> | true {
+  const places: SelectionSetNode[] = []
+  const typeInfo = new TypeInfo(info.schema)
+  const visitor = visitWithTypeInfo(typeInfo, {
+    Field (node) {
+      if (node.name.value === field && typeInfo.getParentType()?.name === parentType && node.selectionSet !== undefined) {
+        places.push(node.selectionSet)
+      }
+    }
+  })
+  visit(info.operation, visitor)
+  for (const fragment of Object.values(info.fragments)) visit(fragment, visitor)
+  const names = new Set<string>()
+  for (const place of places) collectFieldNames(place, info.fragments, names, new Set())
+  const select: Record<string, unknown> = { id: true }
+  for (const name of names) {
+    const wanted = map[name]
+    if (wanted === undefined) continue
+    if (typeof wanted === 'function') return true
+    mergeSelect(select, wanted)
+  }
+  return select
+}
+
+/** The names of the fields of `set` itself, through its fragments. */
+function collectFieldNames (set: SelectionSetNode, fragments: Record<string, FragmentDefinitionNode>, names: Set<string>, seen: Set<string>): void {
+  for (const selection of set.selections) {
+    if (selection.kind === Kind.FIELD) {
+      names.add(selection.name.value)
+    } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+      collectFieldNames(selection.selectionSet, fragments, names, seen)
+    } else if (!seen.has(selection.name.value)) {
+      seen.add(selection.name.value)
+      const fragment = fragments[selection.name.value]
+      if (fragment !== undefined) collectFieldNames(fragment.selectionSet, fragments, names, seen)
+    }
+  }
 }
 
 /** Map entries for GraphQL fields served by the Prisma column of the same name. */

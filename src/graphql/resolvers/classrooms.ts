@@ -1,3 +1,4 @@
+import type { GraphQLResolveInfo } from 'graphql'
 import type { MercuriusContext } from 'mercurius'
 import type { Prisma } from '../../generated/prisma/client.js'
 import type { QueryResolvers } from '../generated.js'
@@ -5,9 +6,9 @@ import { requireUuid } from '../ids.js'
 import type { AssignmentRow, ClassroomRow, StudentRow, TeacherRow } from '../models.js'
 import { badUserInput } from '../errors.js'
 import { listQuery, nameSearch, toPage, type ListArgs, type ListSpec } from '../paging.js'
-import { columns, prismaSelect, type SelectionMap } from '../selection.js'
+import { loaderSelect, prismaSelect } from '../selection.js'
+import { CLASSROOM_SELECT, TEACHER_SELECT } from '../selects.js'
 
-const CLASSROOM_SELECT: SelectionMap = columns('sourcedId', 'name', 'gradeLevel', 'subject', 'createdAt', 'updatedAt')
 
 type ClassroomOrderField = 'NAME' | 'CREATED_AT' | 'UPDATED_AT' | 'ID'
 
@@ -102,11 +103,29 @@ async function classroomAssignments (queries: Array<{ obj: ClassroomRow }>, ctx:
   return queries.map((q) => byClassroom.get(q.obj.id) ?? [])
 }
 
-/** Teachers of all classrooms of one response in one query (Mercurius loader). */
-async function classroomTeachers (queries: Array<{ obj: ClassroomRow }>, ctx: MercuriusContext): Promise<TeacherRow[][]> {
-  return (await classroomAssignments(queries, ctx)).map((list) => list.map((a) => a.teacher))
+/**
+ * Teachers of all classrooms of one response in one query (Mercurius loader), with the columns the
+ * query selects on them.
+ */
+async function classroomTeachers (queries: Array<{ obj: ClassroomRow, info?: GraphQLResolveInfo }>, ctx: MercuriusContext): Promise<TeacherRow[][]> {
+  const { db } = ctx.school()
+  const teacher = loaderSelect(queries, 'Classroom', 'teachers', TEACHER_SELECT)
+  const rows = await db.teacherClassroom.findMany({
+    relationLoadStrategy: 'join',
+    where: { classroomId: { in: queries.map((q) => q.obj.id) } },
+    orderBy: [{ teacher: { fullName: 'asc' } }, { teacherId: 'asc' }],
+    select: { classroomId: true, teacher: teacher === true ? true : { select: teacher } }
+  })
+  const byClassroom = groupBy(rows, (row) => row.classroomId)
+  return queries.map((q) => (byClassroom.get(q.obj.id) ?? []).map((row) => row.teacher as TeacherRow))
 }
 
 export const classroomLoaders = {
-  Classroom: { students: classroomStudents, teachers: classroomTeachers, teacherAssignments: classroomAssignments }
+  Classroom: {
+    students: classroomStudents,
+    // With its calls' resolve info (Mercurius passes it when the loader does not cache): the
+    // loader reads only the columns the operation selects below the field.
+    teachers: { loader: classroomTeachers, opts: { cache: false } },
+    teacherAssignments: classroomAssignments
+  }
 }

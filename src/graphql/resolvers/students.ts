@@ -3,16 +3,8 @@ import type { QueryResolvers, StudentResolvers } from '../generated.js'
 import type { StudentRow } from '../models.js'
 import { requireUuid } from '../ids.js'
 import { listQuery, nameSearch, toPage, type ListArgs, type ListSpec } from '../paging.js'
-import { columns, prismaSelect, type SelectionMap } from '../selection.js'
-
-const STUDENT_SELECT: SelectionMap = {
-  ...columns('sourcedId', 'fullName', 'givenName', 'familyName', 'preferredName', 'studentNumber', 'email',
-    'dateOfBirth', 'gradeLevel', 'status', 'enrollmentStartDate', 'enrollmentEndDate', 'createdAt', 'updatedAt'),
-  // The spec's own field needs the classroom's name only; `classroom` (a Classroom, with its
-  // loaders) reads the classroom's row whole, and then serves classroomName from it too.
-  classroomName: { classroom: { select: { name: true } } },
-  classroom: { classroom: true }
-}
+import { prismaSelect } from '../selection.js'
+import { STUDENT_SELECT } from '../selects.js'
 
 type StudentOrderField = 'FAMILY_NAME' | 'GIVEN_NAME' | 'CREATED_AT' | 'UPDATED_AT' | 'ID'
 

@@ -1,14 +1,13 @@
+import type { GraphQLResolveInfo } from 'graphql'
 import type { MercuriusContext } from 'mercurius'
 import type { Prisma } from '../../generated/prisma/client.js'
 import type { QueryResolvers } from '../generated.js'
 import type { AssignmentRow, ClassroomRow, TeacherRow } from '../models.js'
 import { requireUuid } from '../ids.js'
 import { listQuery, nameSearch, toPage, type ListArgs, type ListSpec } from '../paging.js'
-import { columns, prismaSelect, type SelectionMap } from '../selection.js'
+import { loaderSelect, prismaSelect } from '../selection.js'
+import { CLASSROOM_SELECT, TEACHER_SELECT } from '../selects.js'
 
-const TEACHER_SELECT: SelectionMap = columns(
-  'sourcedId', 'fullName', 'givenName', 'familyName', 'preferredName', 'email', 'title', 'status', 'createdAt', 'updatedAt'
-)
 
 type TeacherOrderField = 'FAMILY_NAME' | 'GIVEN_NAME' | 'CREATED_AT' | 'UPDATED_AT' | 'ID'
 
@@ -87,11 +86,33 @@ async function assignmentsOf (queries: Array<{ obj: TeacherRow }>, ctx: Mercuriu
   return queries.map((q) => byTeacher.get(q.obj.id) ?? [])
 }
 
-/** Classrooms of all teachers of one response in one query (Mercurius loader). */
-async function teacherClassrooms (queries: Array<{ obj: TeacherRow }>, ctx: MercuriusContext): Promise<ClassroomRow[][]> {
-  return (await assignmentsOf(queries, ctx)).map((list) => list.map((a) => a.classroom))
+/**
+ * Classrooms of all teachers of one response in one query (Mercurius loader), with the columns the
+ * query selects on them.
+ */
+async function teacherClassrooms (queries: Array<{ obj: TeacherRow, info?: GraphQLResolveInfo }>, ctx: MercuriusContext): Promise<ClassroomRow[][]> {
+  const { db } = ctx.school()
+  const classroom = loaderSelect(queries, 'Teacher', 'classrooms', CLASSROOM_SELECT)
+  const rows = await db.teacherClassroom.findMany({
+    relationLoadStrategy: 'join',
+    where: { teacherId: { in: queries.map((q) => q.obj.id) } },
+    orderBy: [{ classroom: { name: 'asc' } }, { classroomId: 'asc' }],
+    select: { teacherId: true, classroom: classroom === true ? true : { select: classroom } }
+  })
+  const byTeacher = new Map<string, ClassroomRow[]>()
+  for (const row of rows) {
+    const list = byTeacher.get(row.teacherId)
+    if (list === undefined) byTeacher.set(row.teacherId, [row.classroom as ClassroomRow])
+    else list.push(row.classroom as ClassroomRow)
+  }
+  return queries.map((q) => byTeacher.get(q.obj.id) ?? [])
 }
 
 export const teacherLoaders = {
-  Teacher: { classrooms: teacherClassrooms, classroomAssignments: assignmentsOf }
+  Teacher: {
+    // With its calls' resolve info (Mercurius passes it when the loader does not cache): the
+    // loader reads only the columns the operation selects below the field.
+    classrooms: { loader: teacherClassrooms, opts: { cache: false } },
+    classroomAssignments: assignmentsOf
+  }
 }

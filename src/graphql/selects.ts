@@ -1,0 +1,19 @@
+// What each GraphQL field of the record types reads from the database (see selection.ts): root
+// lists, loaders and joined relations read only the columns below the fields a query selects.
+// Fields served by a loader of their own (Classroom.students, Teacher.classrooms, ...) read nothing
+// here: the loader needs the row's `id`, which every select includes.
+import { columns, type SelectionMap } from './selection.js'
+
+export const CLASSROOM_SELECT: SelectionMap = columns('sourcedId', 'name', 'gradeLevel', 'subject', 'createdAt', 'updatedAt')
+
+export const TEACHER_SELECT: SelectionMap = columns(
+  'sourcedId', 'fullName', 'givenName', 'familyName', 'preferredName', 'email', 'title', 'status', 'createdAt', 'updatedAt'
+)
+
+export const STUDENT_SELECT: SelectionMap = {
+  ...columns('sourcedId', 'fullName', 'givenName', 'familyName', 'preferredName', 'studentNumber', 'email',
+    'dateOfBirth', 'gradeLevel', 'status', 'enrollmentStartDate', 'enrollmentEndDate', 'createdAt', 'updatedAt'),
+  // The spec's own field needs the classroom's name only.
+  classroomName: { classroom: { select: { name: true } } },
+  classroom: (below) => ({ classroom: { select: below('Classroom', CLASSROOM_SELECT) } })
+}
