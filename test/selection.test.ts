@@ -1,11 +1,34 @@
 // Only what a query selects is read: the Prisma select built from a GraphQL selection, and the
 // select the students list hands to the school's client for the spec's own query.
-import t from 'tap'
+import type { FastifyInstance } from 'fastify'
+import t, { type Test } from 'tap'
 import type { TenantDb } from '../src/db/tenant.js'
 import { mergeSelect } from '../src/graphql/selection.js'
 import { createTeacher } from '../src/admin/records.js'
 import { createClassroomAssignment } from './fixtures.js'
 import { build, gql, login, seedSchool, testDatabase } from './helper.js'
+
+/**
+ * The `select` of every findMany of `model` the app's resolvers and loaders run through the school's
+ * client, as they asked for it (before the tenant extension adds the school), until the test ends.
+ */
+function spySelects (t: Test, app: FastifyInstance, model: 'Student' | 'TeacherClassroom'): unknown[] {
+  const selects: unknown[] = []
+  const db = app.db as { forSchool: (schoolId: string) => TenantDb }
+  const forSchool = db.forSchool
+  t.teardown(() => { db.forSchool = forSchool })
+  db.forSchool = (schoolId) => forSchool(schoolId).$extends({
+    query: {
+      $allModels: {
+        findMany ({ model: name, args, query }) {
+          if (name === model) selects.push(args.select)
+          return query(args)
+        }
+      }
+    }
+  }) as unknown as TenantDb
+  return selects
+}
 
 t.test('mergeSelect: a relation read whole stays whole; partial selects of one relation add up', async (t) => {
   const whole = { classroom: true }
@@ -25,21 +48,7 @@ t.test("students reads only the classroom's name for classroomName, and the sele
   const school = await seedSchool('Selection Elementary', [['Ada Lovelace', 'Room 1'], ['Grace Hopper']])
   const { accessToken } = await login(app, school.username)
 
-  // Every findMany of a student list through the school's client, as the resolver asked for it.
-  const selects: unknown[] = []
-  const db = app.db as { forSchool: (schoolId: string) => TenantDb }
-  const forSchool = db.forSchool
-  t.teardown(() => { db.forSchool = forSchool })
-  db.forSchool = (schoolId) => forSchool(schoolId).$extends({
-    query: {
-      student: {
-        findMany ({ args, query }) {
-          selects.push(args.select)
-          return query(args)
-        }
-      }
-    }
-  }) as unknown as TenantDb
+  const selects = spySelects(t, app, 'Student')
 
   const flat = await gql(app, '{ students(limit: 10) { id fullName classroomName } }', { token: accessToken })
   t.same(flat.body, {
@@ -81,20 +90,7 @@ t.test("a classroom's teachers and a teacher's classrooms are read with the colu
   await db.forSchool(school.schoolId).classroom.update({ where: { schoolId_id: { schoolId: school.schoolId, id: room1 } }, data: { subject: 'Mathematics' } })
   const { accessToken } = await login(app, school.username)
 
-  const selects: unknown[] = []
-  const scoped = app.db as { forSchool: (schoolId: string) => TenantDb }
-  const forSchool = scoped.forSchool
-  t.teardown(() => { scoped.forSchool = forSchool })
-  scoped.forSchool = (schoolId) => forSchool(schoolId).$extends({
-    query: {
-      teacherClassroom: {
-        findMany ({ args, query }) {
-          selects.push(args.select)
-          return query(args)
-        }
-      }
-    }
-  }) as unknown as TenantDb
+  const selects = spySelects(t, app, 'TeacherClassroom')
 
   const students = await gql(app, '{ students { fullName classroom { name teachers { fullName } } } }', { token: accessToken })
   t.same(students.body, {
