@@ -78,12 +78,12 @@ export function prismaSelect (
 }
 
 /**
- * The Prisma select a loader of the field `parentType.field` needs, with the map of the type
- * the field leads to: the union of what every occurrence of that field in the operation selects (fragments included,
- * `@skip` and `@include` aside: a superset), worked out once per parsed operation. Not the
- * selection of each call: Mercurius merges the calls of one batch that have the same parent, and
- * keeps the resolve info of the first only. `true` (the whole row) when no call came with its
- * resolve info, or when the map has an entry built from a relation's selection.
+ * The Prisma select a loader of the field `parentType.field` needs, with the map of the type the
+ * field leads to: the union of what every occurrence of that field in the operation selects
+ * (fragments included, `@skip` and `@include` aside: a superset), worked out once per parsed
+ * operation. Not the selection of each call: Mercurius merges the calls of one batch that have the
+ * same parent, and keeps the resolve info of the first only. `true` (the whole row) when no call
+ * came with its resolve info, or when the map has an entry built from a relation's selection.
  */
 export function loaderSelect (
   queries: ReadonlyArray<{ info?: GraphQLResolveInfo }>,

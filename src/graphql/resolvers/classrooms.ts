@@ -9,7 +9,6 @@ import { listQuery, nameSearch, toPage, type ListArgs, type ListSpec } from '../
 import { loaderSelect, prismaSelect } from '../selection.js'
 import { CLASSROOM_SELECT, TEACHER_SELECT } from '../selects.js'
 
-
 type ClassroomOrderField = 'NAME' | 'CREATED_AT' | 'UPDATED_AT' | 'ID'
 
 export const CLASSROOM_LIST: ListSpec<ClassroomOrderField> = {

@@ -8,7 +8,6 @@ import { listQuery, nameSearch, toPage, type ListArgs, type ListSpec } from '../
 import { loaderSelect, prismaSelect } from '../selection.js'
 import { CLASSROOM_SELECT, TEACHER_SELECT } from '../selects.js'
 
-
 type TeacherOrderField = 'FAMILY_NAME' | 'GIVEN_NAME' | 'CREATED_AT' | 'UPDATED_AT' | 'ID'
 
 export const TEACHER_LIST: ListSpec<TeacherOrderField> = {
