@@ -14,7 +14,7 @@ export const NESTED_STUDENTS_QUERY =
 
 export const NESTED_TEACHERS_QUERY = '{ teachers(limit: 100) { id fullName classrooms { id name } } }'
 
-// A page deep in a school's students (after the DEEP_PAGE_POSITION-th by id), as a sync job pages
+// A page deep in a school's students (after the deepPagePosition()-th, by id), as a sync job pages
 // through a school: keyset paging reads only the page, however deep.
 export const DEEP_PAGE_QUERY =
   'query DeepPage($after: String!) { studentsPage(limit: 100, after: $after) { nodes { id fullName classroomName } pageInfo { endCursor hasNextPage } } }'
