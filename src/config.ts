@@ -4,6 +4,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { join, resolve } from 'node:path'
 import envSchema from 'env-schema'
+import { MAX_ACCESS_TOKEN_TTL } from './auth/access-changes.js'
 
 export type Environment = 'sandbox' | 'production'
 
@@ -98,7 +99,8 @@ const schema = {
     JWT_SECRET: { type: 'string' },
     JWT_PREVIOUS_SECRETS: { type: 'string' },
     TRUST_PROXY: { type: 'string' },
-    ACCESS_TOKEN_TTL: { type: 'integer', minimum: 1, default: 900 },
+    // At most a day: every node must still know each access change a live token predates.
+    ACCESS_TOKEN_TTL: { type: 'integer', minimum: 1, maximum: MAX_ACCESS_TOKEN_TTL, default: 900 },
     REFRESH_TOKEN_TTL: { type: 'integer', minimum: 1, default: 604800 },
     RESPONSE_CACHE_TTL: { type: 'integer', minimum: 0, maximum: 86400, default: 60 },
     RESPONSE_CACHE_MB: { type: 'integer', minimum: 1, maximum: 4096, default: 32 },

@@ -1,9 +1,11 @@
 // A user moved to another school, or disabled, loses the old access within a second on every API
-// node (LISTEN/NOTIFY, no query per request), and their refresh tokens are revoked.
+// node (LISTEN/NOTIFY, no query per request), and their refresh tokens are revoked. A token issued
+// before the user's latest change never comes back (disable then enable, A -> B -> A).
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { assignUser, createSchool, createStudent, disableUser, enableUser } from '../src/admin/records.js'
 import { buildApp } from '../src/app.js'
+import { ACCESS_CHANGES_KEPT_DAYS, MAX_ACCESS_TOKEN_TTL } from '../src/auth/access-changes.js'
 import { openDatabase, type Database } from '../src/db/client.js'
 import { gql, login, seedSchool, testConfig, testDatabase } from './helper.js'
 
@@ -94,6 +96,111 @@ t.test('a disabled user loses access on every node within a second, cannot log i
   t.same((await gql(two, STUDENTS, { token: back.accessToken })).body.data, { students: [{ id: school.studentIds[0] }] })
   t.equal((await gql(two, REFRESH, { variables: { t: refreshToken } })).body.errors?.[0]?.extensions?.code,
     'INVALID_REFRESH_TOKEN', 'the old refresh token stays revoked')
+})
+
+/**
+ * Resolves once every node has applied every access change committed so far: a sentinel user is
+ * disabled after them, and notifications arrive in commit order, so a node that refuses the
+ * sentinel's token has seen the changes before it.
+ */
+async function settled (apps: FastifyInstance[]): Promise<void> {
+  const db = await testDatabase()
+  const sentinel = await seedSchool('Sentinel School')
+  const { accessToken } = await login(apps[0]!, sentinel.username)
+  await disableUser(db, sentinel.username)
+  for (const app of apps) {
+    if (await refusedWithin(app, accessToken, 5000) === Number.POSITIVE_INFINITY) throw new Error('a node missed the sentinel change')
+  }
+}
+
+const refused = async (app: FastifyInstance, token: string): Promise<string | undefined> =>
+  (await gql(app, STUDENTS, { token })).body.errors?.[0]?.extensions?.code as string | undefined
+
+t.test('enabling a disabled user again does not revive the access tokens issued before the disable', async (t) => {
+  const db = await testDatabase()
+  const one = await node(t)
+  const two = await secondNode(t)
+  const school = await seedSchool('Enable Again School', [['Someone']])
+  const before = await login(one, school.username)
+  await disableUser(db, school.username)
+  await enableUser(db, school.username)
+  await settled([one, two])
+  for (const [name, app] of [['this node', one], ['another node', two]] as const) {
+    t.equal(await refused(app, before.accessToken), 'UNAUTHENTICATED', `${name} refuses the token issued before the disable`)
+  }
+  const after = await login(two, school.username)
+  for (const app of [one, two]) {
+    t.same((await gql(app, STUDENTS, { token: after.accessToken })).body.data, { students: [{ id: school.studentIds[0] }] }, 'a new login reads the school')
+  }
+  const three = await node(t)
+  t.equal(await refused(three, before.accessToken), 'UNAUTHENTICATED', 'a node started after the changes refuses it too')
+  t.same((await gql(three, STUDENTS, { token: after.accessToken })).body.errors, undefined)
+})
+
+t.test('a user moved A -> B -> A loses the tokens first issued for A', async (t) => {
+  const db = await testDatabase()
+  const one = await node(t)
+  const two = await secondNode(t)
+  const a = await seedSchool('School A Round Trip', [['A Student']])
+  const b = await createSchool(db, 'School B Round Trip')
+  const first = await login(one, a.username)
+  await assignUser(db, a.username, b)
+  const inB = await login(one, a.username)
+  await assignUser(db, a.username, a.schoolId)
+  await settled([one, two])
+  for (const app of [one, two]) {
+    t.equal(await refused(app, first.accessToken), 'UNAUTHENTICATED', 'the first token for A stays revoked')
+    t.equal(await refused(app, inB.accessToken), 'UNAUTHENTICATED', 'the token for B is revoked')
+  }
+  const back = await login(two, a.username)
+  t.same((await gql(one, STUDENTS, { token: back.accessToken })).body.data, { students: [{ id: a.studentIds[0] }] }, 'a new login reads A')
+  const three = await node(t)
+  t.equal(await refused(three, first.accessToken), 'UNAUTHENTICATED', 'a node started after the moves refuses it too')
+})
+
+t.test('a token issued after the user\'s latest change stands', async (t) => {
+  const db = await testDatabase()
+  const one = await node(t)
+  const school = await seedSchool('Newer Token School', [['Someone']])
+  await disableUser(db, school.username)
+  await enableUser(db, school.username)
+  // Logged in right after the enable: the token carries the enable's access version.
+  const fresh = await login(one, school.username)
+  t.same((await gql(one, STUDENTS, { token: fresh.accessToken })).body.data, { students: [{ id: school.studentIds[0] }] })
+  await settled([one])
+  t.same((await gql(one, STUDENTS, { token: fresh.accessToken })).body.data, { students: [{ id: school.studentIds[0] }] }, 'nor once it has')
+})
+
+t.test('access changes are kept as long as the longest access token lives', async (t) => {
+  const db = await testDatabase()
+  t.ok(MAX_ACCESS_TOKEN_TTL < ACCESS_CHANGES_KEPT_DAYS * 86_400, 'the longest lifetime is shorter than the changes are kept')
+  const school = await seedSchool('Retention School', [['Kept Student']])
+  const other = await createSchool(db, 'Retention Other School')
+  // The longest lifetime ACCESS_TOKEN_TTL allows.
+  const config = { accessTokenTtl: MAX_ACCESS_TOKEN_TTL }
+  const issuing = await buildApp(testConfig(config), { database: db, logger: false })
+  t.teardown(() => issuing.close())
+  const { accessToken } = await login(issuing, school.username)
+  await assignUser(db, school.username, other)
+  const ages = async (): Promise<Array<{ id: bigint, changedAt: Date }>> =>
+    await db.prisma.userAccessChange.findMany({ where: { userId: (await db.prisma.user.findUniqueOrThrow({ where: { username: school.username } })).id }, select: { id: true, changedAt: true } })
+  const [move] = await ages()
+  // The move as old as the oldest token still alive (a minute short of the lifetime), then another
+  // user's change runs the trigger's prune.
+  await db.prisma.$executeRaw`UPDATE user_access_changes SET changed_at = now() - make_interval(secs => ${MAX_ACCESS_TOKEN_TTL - 60}) WHERE id = ${move!.id}`
+  await disableUser(db, (await seedSchool('Retention Trigger')).username)
+  t.same((await ages()).map((row) => row.id), [move!.id], 'the prune keeps a change a live token predates')
+  const started = await buildApp(testConfig(config), { database: db, logger: false })
+  t.teardown(() => started.close())
+  t.equal(await refused(started, accessToken), 'UNAUTHENTICATED', 'a node started now refuses the token issued before the move')
+
+  // The trigger's prune and ACCESS_CHANGES_KEPT_DAYS are one fact: a day short is kept, a day over goes.
+  await db.prisma.$executeRaw`UPDATE user_access_changes SET changed_at = now() - make_interval(days => ${ACCESS_CHANGES_KEPT_DAYS - 1}) WHERE id = ${move!.id}`
+  await disableUser(db, (await seedSchool('Retention Trigger 2')).username)
+  t.equal((await ages()).length, 1, `kept at ${ACCESS_CHANGES_KEPT_DAYS - 1} days`)
+  await db.prisma.$executeRaw`UPDATE user_access_changes SET changed_at = now() - make_interval(days => ${ACCESS_CHANGES_KEPT_DAYS + 1}) WHERE id = ${move!.id}`
+  await disableUser(db, (await seedSchool('Retention Trigger 3')).username)
+  t.equal((await ages()).length, 0, `pruned at ${ACCESS_CHANGES_KEPT_DAYS + 1} days`)
 })
 
 t.test('readiness reports the loss of the notification connection', async (t) => {

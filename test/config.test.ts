@@ -34,6 +34,8 @@ t.test('bad configuration stops with a message naming the variable', async (t) =
     [{ PORT: 'eighty' }, /PORT/],
     [{ PORT: '70000' }, /PORT/],
     [{ ACCESS_TOKEN_TTL: '0' }, /ACCESS_TOKEN_TTL/],
+    // Longer than access changes can be relied on to be kept (test/access-changes-retention).
+    [{ ACCESS_TOKEN_TTL: '86401' }, /ACCESS_TOKEN_TTL must be <= 86400/],
     [{ REFRESH_TOKEN_TTL: '-5' }, /REFRESH_TOKEN_TTL/],
     [{ SCHOOL_DATA_ENV: 'staging' }, /SCHOOL_DATA_ENV/],
     [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL/],

@@ -1,12 +1,14 @@
 // Three real API processes (node dist/server.js, as in production) on different ports against one
 // database and one Redis: nothing that must be shared lives in one process. A login on one node
 // refreshes on another; a user moved to another school on the database loses the old school on
-// every node; a user's rate limit is one count across the nodes.
+// every node; a token issued before a user's latest change (disable then enable, A -> B -> A) stays
+// refused on every node, including one started after the change; a user's rate limit is one count
+// across the nodes.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import t from 'tap'
-import { assignUser, createSchool, createStudent, createUser } from '../src/admin/records.js'
+import { assignUser, createSchool, createStudent, createUser, disableUser, enableUser } from '../src/admin/records.js'
 import { SERVER_NODE_FLAGS } from '../src/server-flags.js'
 import { freePort } from './cluster.js'
 import { REDIS_URL } from './fixtures/shared-state.js'
@@ -128,6 +130,55 @@ t.test('three API nodes on one database and one Redis', { skip }, async (t) => {
     // Logging in again gives the new school, on any node.
     const again = (await post(c, LOGIN, { u: username, p: PASSWORD })).body.data.login
     t.same((await post(b, STUDENTS, {}, again.accessToken)).body.data.students, [{ fullName: 'New Student' }])
+  })
+
+  /** Until every node has applied the changes so far (a sentinel user disabled after them). */
+  async function settled (over: Node[]): Promise<void> {
+    const username = unique('sentinel')
+    await createUser(db, { username, password: PASSWORD, schoolId: oldSchool })
+    const { accessToken } = (await post(over[0]!, LOGIN, { u: username, p: PASSWORD })).body.data.login
+    await disableUser(db, username)
+    for (const node of over) {
+      const start = Date.now()
+      while ((await post(node, STUDENTS, {}, accessToken)).body.errors === undefined) {
+        if (Date.now() - start > 15_000) throw new Error(`node ${node.port} missed the sentinel change`)
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+    }
+  }
+
+  const code = async (node: Node, token: string): Promise<unknown> =>
+    (await post(node, STUDENTS, {}, token)).body.errors?.[0]?.extensions?.code
+
+  t.test('tokens issued before a disable stay refused after the user is enabled again, and after A -> B -> A, on every node', async (t) => {
+    const enabled = unique('enabled')
+    await createUser(db, { username: enabled, password: PASSWORD, schoolId: oldSchool })
+    const beforeDisable = (await post(a, LOGIN, { u: enabled, p: PASSWORD })).body.data.login.accessToken
+    const traveller = unique('traveller')
+    await createUser(db, { username: traveller, password: PASSWORD, schoolId: oldSchool })
+    const firstForA = (await post(b, LOGIN, { u: traveller, p: PASSWORD })).body.data.login.accessToken
+    for (const node of nodes) {
+      t.same((await post(node, STUDENTS, {}, beforeDisable)).body.data?.students, [{ fullName: 'Old Student' }], 'control: valid before')
+    }
+
+    await disableUser(db, enabled)
+    await enableUser(db, enabled)
+    await assignUser(db, traveller, newSchool)
+    await assignUser(db, traveller, oldSchool)
+    await settled(nodes)
+    for (const node of nodes) {
+      t.equal(await code(node, beforeDisable), 'UNAUTHENTICATED', `node ${node.port} refuses the token issued before disable -> enable`)
+      t.equal(await code(node, firstForA), 'UNAUTHENTICATED', `node ${node.port} refuses the token first issued for A after A -> B -> A`)
+    }
+    // A node started after the changes reads them on start.
+    const late = await startNode(env)
+    nodes.push(late)
+    t.equal(await code(late, beforeDisable), 'UNAUTHENTICATED', 'a node started after the changes refuses the first token')
+    t.equal(await code(late, firstForA), 'UNAUTHENTICATED', 'and the token first issued for A')
+    const again = (await post(late, LOGIN, { u: enabled, p: PASSWORD })).body.data.login.accessToken
+    for (const node of nodes) t.same((await post(node, STUDENTS, {}, again)).body.data?.students, [{ fullName: 'Old Student' }], 'a new login works everywhere')
+    late.proc.kill('SIGKILL')
+    nodes.pop()
   })
 
   t.test('a user\'s rate limit is counted across the nodes', async (t) => {

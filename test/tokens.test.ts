@@ -57,7 +57,8 @@ t.test('a token forged with the right key and header is accepted (control for th
   const [header, payload] = accessToken.split('.') as [string, string]
   t.same(JSON.parse(Buffer.from(header, 'base64url').toString()), ourHeader(), 'the service writes this header')
   const claims = JSON.parse(Buffer.from(payload, 'base64url').toString())
-  t.same(Object.keys(claims).sort(), ['exp', 'iat', 'school', 'sub'])
+  t.same(Object.keys(claims).sort(), ['av', 'exp', 'iat', 'school', 'sub'])
+  t.equal(claims.av, 0, 'the access version of a user with no access change')
   const forged = forge(json(ourHeader()), json({ sub: claims.sub, school: school.schoolId, iat: now(), exp: now() + 60 }))
   const res = await gql(app, STUDENTS, { token: forged })
   t.same(res.body.data?.students.map((s: { fullName: string }) => s.fullName), ['Ada Lovelace'])
@@ -107,6 +108,9 @@ t.test('every malformed, forged or odd access token is UNAUTHENTICATED with a 20
     'no iat': `Bearer ${signed(without('iat'))}`,
     'no exp': `Bearer ${signed(without('exp'))}`,
     'sub a number': `Bearer ${signed({ ...good, sub: 42 })}`,
+    'access version negative': `Bearer ${signed({ ...good, av: -1 })}`,
+    'access version a fraction': `Bearer ${signed({ ...good, av: 1.5 })}`,
+    'access version a string': `Bearer ${signed({ ...good, av: '7' })}`,
     'sub an object': `Bearer ${signed({ ...good, sub: { id: sub } })}`,
     'sub not a UUID': `Bearer ${signed({ ...good, sub: 'admin' })}`,
     'school not a UUID': `Bearer ${signed({ ...good, school: 'any' })}`,

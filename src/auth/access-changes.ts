@@ -1,12 +1,28 @@
-// Users moved to another school, disabled or deleted lose access at once on every API node, with
-// no query per request: a trigger on users records each change in user_access_changes and
-// announces it with NOTIFY; every node keeps the changes of the last access-token lifetime in
-// memory and refuses an access token whose school is no longer the user's (or whose user is
-// disabled). Older changes need no memory: every token issued before them has expired.
+// Users moved to another school, disabled, enabled or deleted lose the tokens issued before, at
+// once, on every API node, with no query per request: a trigger on users records each change in
+// user_access_changes and announces it with NOTIFY; every node keeps each user's latest change of
+// the last access-token lifetime in memory. Each access token carries the id of the user's latest
+// change when it was issued (its access version, claim `av`); a token older than the latest change
+// the node knows is refused, and so is one whose school or state the latest change contradicts.
+// Older changes need no memory: every token issued before them has expired. The trigger keeps the
+// changes for ACCESS_CHANGES_KEPT_DAYS, longer than the longest access-token lifetime
+// (MAX_ACCESS_TOKEN_TTL), so a node starting at any time reloads every change a live token predates.
 import type { Database } from '../db/client.js'
 import type { Listener } from '../db/listen.js'
+import type { PrismaClient } from '../generated/prisma/client.js'
 
 export const ACCESS_CHANNEL = 'user_access_changed'
+
+/** How long the users trigger keeps access changes (the prune in its migration). */
+export const ACCESS_CHANGES_KEPT_DAYS = 30
+/** The longest access-token lifetime ACCESS_TOKEN_TTL may set: a day, far inside the changes kept. */
+export const MAX_ACCESS_TOKEN_TTL = 86_400
+
+/** The user's access version now: the id of their latest access change, 0 when they have none. */
+export async function currentAccessVersion (prisma: PrismaClient, userId: string): Promise<number> {
+  const latest = await prisma.userAccessChange.findFirst({ where: { userId }, orderBy: { id: 'desc' }, select: { id: true } })
+  return latest === null ? 0 : Number(latest.id)
+}
 
 interface AccessState {
   id: number
@@ -16,8 +32,11 @@ interface AccessState {
 }
 
 export interface AccessChanges {
-  /** True when an access token of `userId` issued for `schoolId` no longer stands. */
-  revoked (userId: string, schoolId: string | null): boolean
+  /**
+   * True when an access token of `userId`, issued for `schoolId` at access version
+   * `accessVersion`, no longer stands.
+   */
+  revoked (userId: string, schoolId: string | null, accessVersion: number): boolean
   /** True while changes arrive (the notification connection is up). */
   readonly live: boolean
   close (): Promise<void>
@@ -91,9 +110,13 @@ export async function watchAccessChanges (
   }
 
   return {
-    revoked (userId, schoolId) {
+    revoked (userId, schoolId, accessVersion) {
       const state = latest.get(userId)
-      return state !== undefined && (state.disabled || state.schoolId !== schoolId)
+      if (state === undefined || accessVersion > state.id) return false
+      // Issued before the latest change (disable then enable, A -> B -> A): revoked whatever the
+      // state now. Issued after it: the version is read after the user's row, so a token of the
+      // state before a change that came in between carries the change's version and a stale school.
+      return accessVersion < state.id || state.disabled || state.schoolId !== schoolId
     },
     get live () { return listener.live },
     async close () {

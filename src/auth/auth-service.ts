@@ -1,7 +1,7 @@
 // Login, refresh and logout. The only code besides administration that uses the unscoped client.
 import type { FastifyBaseLogger } from 'fastify'
 import type { PrismaClient } from '../generated/prisma/client.js'
-import type { AccessChanges } from './access-changes.js'
+import { currentAccessVersion, type AccessChanges } from './access-changes.js'
 import { identify, type Identity } from './identity.js'
 import { needsRehash, rehashPassword, verifyPassword } from './passwords.js'
 import { findRefreshTokenOwner, issueRefreshToken, revokeRefreshToken } from './refresh-tokens.js'
@@ -33,8 +33,14 @@ export function createAuthService (
   accessChanges: AccessChanges,
   log: FastifyBaseLogger
 ): AuthService {
-  const signAccessToken = (userId: string, schoolId: string | null): string =>
-    tokens.sign(schoolId === null ? { sub: userId } : { sub: userId, school: schoolId })
+  /**
+   * A token for the user's state just read. The access version is read after that state, so a
+   * change committed in between makes the token stale (revoked), never newer than its school.
+   */
+  async function signAccessToken (userId: string, schoolId: string | null): Promise<string> {
+    const av = await currentAccessVersion(prisma, userId)
+    return tokens.sign(schoolId === null ? { sub: userId, av } : { sub: userId, school: schoolId, av })
+  }
 
   /** Stores the password anew under the current parameters; a failure only costs the upgrade. */
   async function rehash (userId: string, password: string): Promise<void> {
@@ -48,7 +54,7 @@ export function createAuthService (
   return {
     identify (authorization) {
       const identity = identify(tokens, authorization)
-      if (identity.kind === 'user' && accessChanges.revoked(identity.userId, identity.schoolId)) return INVALID
+      if (identity.kind === 'user' && accessChanges.revoked(identity.userId, identity.schoolId, identity.accessVersion)) return INVALID
       return identity
     },
 
@@ -64,7 +70,7 @@ export function createAuthService (
       if (!await verifyPassword(user?.passwordHash, password) || user === null || user.disabledAt !== null) return null
       if (needsRehash(user.passwordHash)) await rehash(user.id, password)
       return {
-        accessToken: signAccessToken(user.id, user.schoolId),
+        accessToken: await signAccessToken(user.id, user.schoolId),
         refreshToken: await issueRefreshToken(prisma, user.id, refreshTokenTtl)
       }
     },
@@ -72,7 +78,7 @@ export function createAuthService (
     async refresh (refreshToken) {
       const owner = await findRefreshTokenOwner(prisma, refreshToken)
       if (owner === null) return null
-      return { accessToken: signAccessToken(owner.userId, owner.schoolId) }
+      return { accessToken: await signAccessToken(owner.userId, owner.schoolId) }
     },
 
     logout: (userId, refreshToken) => revokeRefreshToken(prisma, userId, refreshToken)

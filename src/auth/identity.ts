@@ -4,7 +4,7 @@ import type { AccessTokens } from './tokens.js'
 export type Identity =
   | { kind: 'anonymous' }
   | { kind: 'invalid' }
-  | { kind: 'user', userId: string, schoolId: string | null }
+  | { kind: 'user', userId: string, schoolId: string | null, accessVersion: number }
 
 export type { AccessTokenClaims } from './tokens.js'
 

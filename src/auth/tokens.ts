@@ -20,6 +20,19 @@ export interface AccessTokenClaims {
   sub: string
   /** The user's school when the token was issued; absent for a user with no school. */
   school?: string
+  /**
+   * The user's access version when the token was issued: the id of their latest access change
+   * (user_access_changes), 0 for none. A token older than the user's latest change is revoked.
+   */
+  av: number
+}
+
+/** What a valid access token says. */
+export interface VerifiedAccessToken {
+  userId: string
+  schoolId: string | null
+  /** The `av` claim; 0 for a token issued before the claim existed (older than any change). */
+  accessVersion: number
 }
 
 export interface AccessTokenKeys {
@@ -34,7 +47,7 @@ export interface AccessTokens {
   readonly keyId: string
   sign (claims: AccessTokenClaims): string
   /** The claims of a token that is valid in every respect, or null (whatever the reason). */
-  verify (token: string): { userId: string, schoolId: string | null } | null
+  verify (token: string): VerifiedAccessToken | null
 }
 
 /** The key id of a secret: the first 8 bytes of its SHA-256, base64url (not reversible to the key). */
@@ -101,7 +114,7 @@ export async function createAccessTokens (
       if (token.length > MAX_TOKEN_LENGTH) return null
       const verifier = byHeader.get(token.slice(0, token.indexOf('.')))
       if (verifier === undefined) return null
-      let claims: { sub?: unknown, school?: unknown, iat?: unknown, exp?: unknown }
+      let claims: { sub?: unknown, school?: unknown, av?: unknown, iat?: unknown, exp?: unknown }
       try {
         claims = verifier.verify(token)
       } catch {
@@ -110,11 +123,12 @@ export async function createAccessTokens (
       }
       if (typeof claims.sub !== 'string' || !UUID.test(claims.sub)) return null
       if (claims.school !== undefined && (typeof claims.school !== 'string' || !UUID.test(claims.school))) return null
+      if (claims.av !== undefined && (!Number.isSafeInteger(claims.av) || (claims.av as number) < 0)) return null
       // fast-jwt has checked that iat and exp are numbers; a lifetime beyond the configured one was
       // not issued here (maxAge alone would accept it until iat + ttl).
       const { iat, exp } = claims as { iat: number, exp: number }
       if (iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS || exp - iat > ttlSeconds) return null
-      return { userId: claims.sub, schoolId: claims.school ?? null }
+      return { userId: claims.sub, schoolId: claims.school ?? null, accessVersion: (claims.av as number | undefined) ?? 0 }
     }
   }
 }

@@ -36,7 +36,7 @@ export default fp(async (app) => {
   let watched: AccessChanges | undefined
   const accessChanges: AccessChanges = {
     // Asked only once the app is ready, by then always set.
-    revoked: (userId, schoolId) => watched === undefined || watched.revoked(userId, schoolId),
+    revoked: (userId, schoolId, accessVersion) => watched === undefined || watched.revoked(userId, schoolId, accessVersion),
     get live () { return watched?.live ?? false },
     close: async () => { await (watched ?? await watching.catch(() => undefined))?.close() }
   }
