@@ -5,12 +5,12 @@ import { hashPassword } from '../auth/passwords.js'
 import type { Database } from '../db/client.js'
 import { Prisma } from '../generated/prisma/client.js'
 import { GradeLevel, StudentStatus, TeacherStatus } from '../generated/prisma/enums.js'
+import { isUuid } from '../validators.js'
 
 export class AdminError extends Error {
   override name = 'AdminError'
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const USERNAME = /^[a-z0-9][a-z0-9._@+-]{0,63}$/
 
 function requireText (label: string, value: string, max = 200): string {
@@ -21,7 +21,7 @@ function requireText (label: string, value: string, max = 200): string {
 }
 
 async function requireSchool (db: Database, schoolId: string): Promise<string> {
-  if (!UUID.test(schoolId)) throw new AdminError(`School id "${schoolId}" is not a UUID`)
+  if (!isUuid(schoolId)) throw new AdminError(`School id "${schoolId}" is not a UUID`)
   const school = await db.prisma.school.findUnique({ where: { id: schoolId }, select: { id: true } })
   if (school === null) throw new AdminError(`School ${schoolId} does not exist`)
   return school.id

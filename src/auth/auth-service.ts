@@ -6,6 +6,7 @@ import { identify, type Identity } from './identity.js'
 import { needsRehash, rehashPassword, verifyPassword } from './passwords.js'
 import { findRefreshTokenOwner, issueRefreshToken, revokeRefreshToken } from './refresh-tokens.js'
 import type { AccessTokens } from './tokens.js'
+import { isStorableText } from '../validators.js'
 
 export interface AuthService {
   /** The caller of a request; an access token of a user since moved or disabled is invalid. */
@@ -61,10 +62,11 @@ export function createAuthService (
     get accessChangesLive () { return accessChanges.live },
 
     async login (username, password) {
-      const user = await prisma.user.findUnique({
-        where: { username: normalizeUsername(username) },
-        select: { id: true, passwordHash: true, schoolId: true, disabledAt: true }
-      })
+      const name = normalizeUsername(username)
+      // A name PostgreSQL cannot hold belongs to nobody: refused as an unknown user.
+      const user = !isStorableText(name)
+        ? null
+        : await prisma.user.findUnique({ where: { username: name }, select: { id: true, passwordHash: true, schoolId: true, disabledAt: true } })
       // The password is checked for an unknown user (against a decoy) and a disabled one too, so
       // that every refusal takes the same time and says the same.
       if (!await verifyPassword(user?.passwordHash, password) || user === null || user.disabledAt !== null) return null

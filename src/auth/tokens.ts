@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto'
 import jwt, { type FastifyJWTOptions, type JWT } from '@fastify/jwt'
 import type { FastifyInstance } from 'fastify'
+import { isUuid } from '../validators.js'
 
 /** RFC 9068's explicit type for JWT access tokens (RFC 8725 §3.11): no other JWT passes for one. */
 export const ACCESS_TOKEN_TYPE = 'at+jwt'
@@ -14,7 +15,8 @@ export const MAX_TOKEN_LENGTH = 4096
 /** Allowed difference between nodes' clocks for a token's `iat`. */
 const CLOCK_SKEW_SECONDS = 60
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+/** Ids in our tokens are UUIDs in PostgreSQL's lower-case text form. */
+const isOurId = (value: unknown): value is string => typeof value === 'string' && isUuid(value) && value === value.toLowerCase()
 
 export interface AccessTokenClaims {
   sub: string
@@ -121,8 +123,8 @@ export async function createAccessTokens (
         // Malformed, bad signature, expired, not yet valid, missing claims...: all the same to a client.
         return null
       }
-      if (typeof claims.sub !== 'string' || !UUID.test(claims.sub)) return null
-      if (claims.school !== undefined && (typeof claims.school !== 'string' || !UUID.test(claims.school))) return null
+      if (!isOurId(claims.sub)) return null
+      if (claims.school !== undefined && !isOurId(claims.school)) return null
       if (claims.av !== undefined && (!Number.isSafeInteger(claims.av) || (claims.av as number) < 0)) return null
       // fast-jwt has checked that iat and exp are numbers; a lifetime beyond the configured one was
       // not issued here (maxAge alone would accept it until iat + ttl).

@@ -16,6 +16,7 @@ import { openDatabase, type Database } from '../db/client.js'
 import { applyMigrations } from '../db/migrations/index.js'
 import { startServer } from '../server.js'
 import { readPassword } from './read-password.js'
+import { isUuid } from '../validators.js'
 
 async function withDatabase<T> (run: (db: Database) => Promise<T>): Promise<T> {
   const config = loadConfig(process.env, { needsSecret: false })
@@ -202,13 +203,12 @@ export function buildProgram (): Command {
   return program
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 // A date, or a date and time (seconds and fraction optional) with Z or an offset.
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/
 
 function auditQuery (options: { school: string, user?: string, since?: string, limit: string }) {
-  if (!UUID.test(options.school)) throw new Error(`School id "${options.school}" is not a UUID`)
-  if (options.user !== undefined && !UUID.test(options.user)) throw new Error(`User id "${options.user}" is not a UUID`)
+  if (!isUuid(options.school)) throw new Error(`School id "${options.school}" is not a UUID`)
+  if (options.user !== undefined && !isUuid(options.user)) throw new Error(`User id "${options.user}" is not a UUID`)
   let since: Date | undefined
   if (options.since !== undefined) {
     since = new Date(options.since)

@@ -24,6 +24,7 @@ import type {
   Transaction
 } from '@prisma/driver-adapter-utils'
 import pg from 'pg'
+import { isUuid } from '../validators.js'
 
 /** The school of the operation being run, set by the tenant extension. */
 export const schoolSession = new AsyncLocalStorage<string>()
@@ -31,13 +32,12 @@ export const schoolSession = new AsyncLocalStorage<string>()
 /** Set by the adapter around one statement of a school that runs outside any transaction. */
 const singleStatement = new AsyncLocalStorage<true>()
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const COMMIT: SqlQuery = { sql: 'COMMIT', args: [], argTypes: [] }
 const ROLLBACK: SqlQuery = { sql: 'ROLLBACK', args: [], argTypes: [] }
 
 function currentSchool (): string | undefined {
   const schoolId = schoolSession.getStore()
-  if (schoolId !== undefined && !UUID.test(schoolId)) throw new Error('A school id must be a UUID')
+  if (schoolId !== undefined && !isUuid(schoolId)) throw new Error('A school id must be a UUID')
   return schoolId
 }
 

@@ -4,6 +4,7 @@
 // written as `k1 >= v1 AND ((k1, k2, id) > (v1, v2, id0))` (spelled out with OR, which Prisma
 // can express), so PostgreSQL starts an index range scan on (school_id, k1, k2, id) at the cursor
 // and reads only the page (and the ties of k1). Each order has that index (schema.prisma).
+import { isStorableText, isUuid, parseTimestamp } from '../validators.js'
 import { badUserInput } from './errors.js'
 
 export const DEFAULT_LIMIT = 100
@@ -26,7 +27,7 @@ export interface ListSpec<O extends string> {
   list: string
   orders: Readonly<Record<O, readonly string[]>>
   defaultOrder: O
-  /** Sort fields that hold timestamps. */
+  /** Sort fields that hold timestamps; `id` holds a UUID, the others text. */
   dates: ReadonlySet<string>
 }
 
@@ -55,6 +56,9 @@ export interface PagePlan {
 
 interface CursorBody { l: string, o: string, d: Direction, v: unknown[] }
 
+const notOurs = (argument: string): Error =>
+  badUserInput(`${argument} is not a cursor of this API (pass pageInfo.endCursor as it was returned)`)
+
 function decodeCursor (cursor: string, argument: string): CursorBody {
   try {
     const body = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Partial<CursorBody>
@@ -62,7 +66,26 @@ function decodeCursor (cursor: string, argument: string): CursorBody {
       return body as CursorBody
     }
   } catch {}
-  throw badUserInput(`${argument} is not a cursor of this API (pass pageInfo.endCursor as it was returned)`)
+  throw notOurs(argument)
+}
+
+/**
+ * The SQL value of a cursor's sort key, checked against the type of the column it stands for:
+ * a forged value is the client's error (BAD_USER_INPUT), never one PostgreSQL raises.
+ */
+function keyValue (spec: ListSpec<string>, field: string, value: unknown): string | Date {
+  if (typeof value !== 'string') throw notOurs('after')
+  if (field === 'id') {
+    if (!isUuid(value)) throw notOurs('after')
+    return value.toLowerCase()
+  }
+  if (spec.dates.has(field)) {
+    const date = parseTimestamp(value)
+    if (date === null) throw notOurs('after')
+    return date
+  }
+  if (!isStorableText(value)) throw notOurs('after')
+  return value
 }
 
 const encodeCursor = (body: CursorBody): string => Buffer.from(JSON.stringify(body)).toString('base64url')
@@ -81,17 +104,8 @@ export function planPage<O extends string> (spec: ListSpec<O>, args: PageArgs<O>
     if (cursor.o !== order || cursor.d !== direction) {
       throw badUserInput(`after was read with orderBy { field: ${cursor.o}, direction: ${cursor.d} }: use the same orderBy to continue (got { field: ${order}, direction: ${direction} })`)
     }
-    if (cursor.v.length !== fields.length || cursor.v.some((v) => typeof v !== 'string')) {
-      throw badUserInput('after is not a cursor of this API (pass pageInfo.endCursor as it was returned)')
-    }
-    const values = fields.map((field, i) => {
-      const text = cursor.v[i] as string
-      if (!spec.dates.has(field)) return text
-      const date = new Date(text)
-      if (Number.isNaN(date.getTime())) throw badUserInput('after is not a cursor of this API (pass pageInfo.endCursor as it was returned)')
-      return date
-    })
-    where = keysetAfter(fields, values, direction)
+    if (cursor.v.length !== fields.length) throw notOurs('after')
+    where = keysetAfter(fields, fields.map((field, i) => keyValue(spec, field, cursor.v[i])), direction)
   }
   return {
     take,
@@ -172,6 +186,7 @@ export function nameSearch (search: string | null | undefined, fields: readonly 
   if (search === null || search === undefined) return {}
   const text = search.trim()
   if (text.length < 1 || text.length > 100) throw badUserInput(`filter.search must have 1 to 100 characters (got ${text.length})`)
+  if (!isStorableText(text)) throw badUserInput('filter.search must not contain NUL characters')
   const pattern = text.replace(/[\\%_]/g, (c) => '\\' + c)
   return { OR: fields.map((field) => ({ [field]: { contains: pattern, mode: 'insensitive' } })) }
 }

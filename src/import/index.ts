@@ -5,6 +5,7 @@ import { readBundle } from './bundle.js'
 import { inSchoolTransaction, type ConnectionOptions } from './connection.js'
 import { planImport } from './oneroster.js'
 import { readExisting, rowsToWrite, writePlan, type WriteSummary } from './write.js'
+import { isUuid } from '../validators.js'
 
 export { ImportError } from './bundle.js'
 export { SchoolNotFoundError } from './connection.js'
@@ -24,10 +25,9 @@ export interface ImportSummary extends WriteSummary {
   dryRun: boolean
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 export async function importOneRoster (options: ImportOptions): Promise<ImportSummary> {
-  if (!UUID.test(options.schoolId)) throw new Error(`School id "${options.schoolId}" is not a UUID`)
+  if (!isUuid(options.schoolId)) throw new Error(`School id "${options.schoolId}" is not a UUID`)
   const schoolId = options.schoolId.toLowerCase()
   const bar = options.progress?.isTTY === true
     ? new cliProgress.SingleBar({

@@ -13,14 +13,20 @@ export function changeCursor (seq: bigint): string {
   return Buffer.from(PREFIX + seq.toString()).toString('base64url')
 }
 
+/** The largest seq: the counter is a PostgreSQL bigint. */
+const MAX_SEQ = 2n ** 63n - 1n
+
+const notAFeedCursor = (): Error =>
+  badUserInput('since is not a cursor of the change feed (pass nextCursor or a change\'s cursor as returned)')
+
 /** The seq a cursor stands for; null for no cursor (from the oldest change kept). */
 function parseSince (since: string | null | undefined): bigint | null {
   if (since === null || since === undefined) return null
   const text = Buffer.from(since, 'base64url').toString('utf8')
-  if (!text.startsWith(PREFIX) || !/^\d{1,19}$/.test(text.slice(PREFIX.length))) {
-    throw badUserInput('since is not a cursor of the change feed (pass nextCursor or a change\'s cursor as returned)')
-  }
-  return BigInt(text.slice(PREFIX.length))
+  if (!text.startsWith(PREFIX) || !/^\d{1,19}$/.test(text.slice(PREFIX.length))) throw notAFeedCursor()
+  const seq = BigInt(text.slice(PREFIX.length))
+  if (seq > MAX_SEQ) throw notAFeedCursor()
+  return seq
 }
 
 const expired = (): Error => badUserInput(

@@ -8,6 +8,7 @@ import { badUserInput } from '../errors.js'
 import { listQuery, nameSearch, toPage, type ListArgs, type ListSpec } from '../paging.js'
 import { loaderSelect, prismaSelect } from '../selection.js'
 import { CLASSROOM_SELECT, TEACHER_SELECT } from '../selects.js'
+import { isStorableText } from '../../validators.js'
 
 type ClassroomOrderField = 'NAME' | 'CREATED_AT' | 'UPDATED_AT' | 'ID'
 
@@ -32,6 +33,7 @@ function classroomWhere (filter: ClassroomListArgs['filter']): Prisma.ClassroomW
   if (filter.subject != null) {
     const subject = filter.subject.trim()
     if (subject === '' || subject.length > 100) throw badUserInput('filter.subject must have 1 to 100 characters')
+    if (!isStorableText(subject)) throw badUserInput('filter.subject must not contain NUL characters')
     where.subject = { equals: subject, mode: 'insensitive' }
   }
   return { ...where, ...nameSearch(filter.search, ['name']) }

@@ -1,0 +1,20 @@
+// Validators of client and operator input, each defined once.
+
+/** A UUID in its text form (any case); PostgreSQL's uuid type accepts exactly these (and more). */
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+export const isUuid = (text: string): boolean => UUID.test(text)
+
+/** PostgreSQL's text holds any Unicode but NUL (U+0000): such a parameter fails the statement. */
+export const isStorableText = (text: string): boolean => !text.includes('\u0000')
+
+/** An ISO 8601 UTC timestamp as toISOString writes it, within PostgreSQL's timestamptz (years 1 to 9999). */
+const ISO_TIMESTAMP = /^(\d{4})-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
+
+/** The instant of an ISO 8601 UTC timestamp written by toISOString, or null for any other text. */
+export function parseTimestamp (text: string): Date | null {
+  const match = ISO_TIMESTAMP.exec(text)
+  if (match === null || Number(match[1]) < 1) return null
+  const date = new Date(text)
+  return Number.isNaN(date.getTime()) || date.toISOString() !== text ? null : date
+}
