@@ -384,7 +384,9 @@ function serviceEnv (mode, databaseUrlValue, port, jwtSecret, pool, extra = {}) 
     RATE_LIMIT_SCHOOL_PER_MINUTE: '100000000',
     RATE_LIMIT_ADDRESS_PER_MINUTE: '100000000',
     LOGIN_FAILURES_PER_ACCOUNT: '1000',
-    LOGIN_FAILURES_PER_ADDRESS: '100000'
+    LOGIN_FAILURES_PER_ADDRESS: '100000',
+    // No load balancer to drain from between workloads.
+    SHUTDOWN_DRAIN_MS: '0'
   })
   if (pool.variable !== null) env[pool.variable] = String(pool.size)
   return Object.assign(env, extra)

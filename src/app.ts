@@ -17,6 +17,7 @@ import operationsPlugin from './plugins/operations.js'
 import pressurePlugin from './plugins/pressure.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
 import redisPlugin from './plugins/redis.js'
+import shutdownPlugin from './plugins/shutdown.js'
 
 export interface BuildOptions {
   /** An open database owned by the caller; by default the app opens (and closes) its own. */
@@ -38,6 +39,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
     },
     requestIdHeader: false,
+    // A request that arrives while the app closes is the shutdown plugin's to refuse (coded).
+    return503OnClosing: false,
     // Opening a new embedded database applies every migration: seconds, more on a busy machine.
     pluginTimeout: 120_000,
     // HTTP bounds (README, "Limits"): body size, time to receive a request; the time to answer it
@@ -73,6 +76,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   })
 
   await app.register(configPlugin, { config })
+  await app.register(shutdownPlugin)
   await app.register(handlerTimeoutPlugin)
   await app.register(pressurePlugin)
   await app.register(databasePlugin, { database: options.database })

@@ -40,8 +40,10 @@ export interface Config {
   auditMaxQueue: number
   /** Bearer token GET /metrics requires; unset: open (sandbox) or not served (production). */
   metricsToken: string | undefined
-  /** Milliseconds SIGTERM waits for in-flight requests before exiting with status 1. */
+  /** Milliseconds the whole shutdown on SIGTERM may take before the process exits with status 1. */
   shutdownTimeoutMs: number
+  /** Milliseconds SIGTERM drains (readiness fails, answers close their connections) before closing. */
+  shutdownDrainMs: number
   /** Redis shared by the API nodes for rate-limit counters; undefined: counters in memory. */
   redisUrl: string | undefined
   /** Prefix of every Redis key of this service (deployments may share one Redis). */
@@ -108,7 +110,8 @@ const schema = {
     AUDIT_BATCH_SIZE: { type: 'integer', minimum: 1, maximum: 10000, default: 500 },
     AUDIT_MAX_QUEUE: { type: 'integer', minimum: 1, maximum: 10000000, default: 100000 },
     METRICS_TOKEN: { type: 'string', minLength: 16 },
-    SHUTDOWN_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600000, default: 10000 },
+    SHUTDOWN_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600000, default: 20000 },
+    SHUTDOWN_DRAIN_MS: { type: 'integer', minimum: 0, maximum: 600000, default: 5000 },
     REDIS_URL: { type: 'string', pattern: '^rediss?://' },
     REDIS_KEY_PREFIX: { type: 'string', pattern: '^[A-Za-z0-9_.:-]{0,64}$', default: 'sds:' },
     RATE_LIMIT_USER_PER_MINUTE: { type: 'integer', minimum: 0, default: 600 },
@@ -162,6 +165,7 @@ interface RawEnv {
   AUDIT_MAX_QUEUE: number
   METRICS_TOKEN?: string
   SHUTDOWN_TIMEOUT_MS: number
+  SHUTDOWN_DRAIN_MS: number
   REDIS_URL?: string
   REDIS_KEY_PREFIX: string
   RATE_LIMIT_USER_PER_MINUTE: number
@@ -202,6 +206,9 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, { needsSecret 
   } catch (err) {
     throw new ConfigError(`Invalid configuration: ${(err as Error).message.replace(/env\//g, '')}`)
   }
+  if (raw.SHUTDOWN_DRAIN_MS >= raw.SHUTDOWN_TIMEOUT_MS) {
+    throw new ConfigError(`Invalid configuration: SHUTDOWN_DRAIN_MS (${raw.SHUTDOWN_DRAIN_MS}) must be less than SHUTDOWN_TIMEOUT_MS (${raw.SHUTDOWN_TIMEOUT_MS}), which bounds the whole shutdown`)
+  }
   if (raw.DATABASE_REPLICA_URLS !== undefined && raw.DATABASE_URL === undefined) {
     throw new ConfigError('Invalid configuration: DATABASE_REPLICA_URLS needs DATABASE_URL (replicas of that primary)')
   }
@@ -241,6 +248,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, { needsSecret 
     responseCacheMb: raw.RESPONSE_CACHE_MB,
     metricsToken: raw.METRICS_TOKEN,
     shutdownTimeoutMs: raw.SHUTDOWN_TIMEOUT_MS,
+    shutdownDrainMs: raw.SHUTDOWN_DRAIN_MS,
     redisUrl: raw.REDIS_URL,
     redisKeyPrefix: raw.REDIS_KEY_PREFIX,
     rateLimitUserPerMinute: raw.RATE_LIMIT_USER_PER_MINUTE,

@@ -1,7 +1,8 @@
-// The server entry: the only place that listens. On SIGTERM or SIGINT it stops accepting
-// connections, answers 503 to new requests on open keep-alive connections, lets the requests in
-// flight finish, closes the database, and exits 0; if that takes longer than SHUTDOWN_TIMEOUT_MS
-// it exits 1.
+// The server entry: the only place that listens. On SIGTERM it drains for SHUTDOWN_DRAIN_MS
+// (readiness fails, every answer closes its keep-alive connection), then stops listening, refuses
+// requests still arriving on open connections with a coded 503 and `Connection: close`, lets the
+// requests in flight finish, closes the database, and exits 0 (src/plugins/shutdown.ts); if that
+// takes longer than SHUTDOWN_TIMEOUT_MS it exits 1. SIGINT (Ctrl-C at a terminal) skips the drain.
 import { setFlagsFromString } from 'node:v8'
 import { buildApp } from './app.js'
 import { loadConfig, type Config } from './config.js'
@@ -14,19 +15,15 @@ export async function startServer (config: Config): Promise<void> {
   // before the module is compiled (the database plugin's connect).
   setFlagsFromString('--liftoff-only')
   const app = await buildApp(config)
-  // Fastify is closing by now: new requests get 503, and the listening socket closes next.
-  app.addHook('preClose', async () => { app.log.info('refusing new requests') })
-  let closing = false
   const shutdown = (signal: string): void => {
-    if (closing) return
-    closing = true
+    if (app.shutdown.state !== 'serving') return
     app.log.info({ signal, timeoutMs: config.shutdownTimeoutMs }, 'shutting down: finishing in-flight requests')
     // A hard bound, in case a request or a connection never ends.
     setTimeout(() => {
       app.log.error({ timeoutMs: config.shutdownTimeoutMs }, 'shutdown did not finish in time; exiting')
       process.exit(1)
     }, config.shutdownTimeoutMs).unref()
-    app.close().then(() => {
+    app.shutdown.drain(signal === 'SIGTERM' ? config.shutdownDrainMs : 0).then(async () => { await app.close() }).then(() => {
       app.log.info('shut down')
       process.exit(0)
     }, (err: unknown) => {

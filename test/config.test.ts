@@ -37,6 +37,7 @@ t.test('bad configuration stops with a message naming the variable', async (t) =
     // Longer than access changes can be relied on to be kept (test/access-changes-retention).
     [{ ACCESS_TOKEN_TTL: '86401' }, /ACCESS_TOKEN_TTL must be <= 86400/],
     [{ REFRESH_TOKEN_TTL: '-5' }, /REFRESH_TOKEN_TTL/],
+    [{ SHUTDOWN_DRAIN_MS: '20000' }, /SHUTDOWN_DRAIN_MS \(20000\) must be less than SHUTDOWN_TIMEOUT_MS/],
     [{ SCHOOL_DATA_ENV: 'staging' }, /SCHOOL_DATA_ENV/],
     [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL/],
     [{ DATABASE_POOL_SIZE: '0' }, /DATABASE_POOL_SIZE/],

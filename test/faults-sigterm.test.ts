@@ -1,10 +1,12 @@
 // SIGTERM to a real server process under load: the requests in flight finish, every acknowledged
 // write is in the database, new requests are refused, and the process exits 0; a request that
-// never ends makes it exit 1 after SHUTDOWN_TIMEOUT_MS. Runs the built server (npm run build).
+// never ends makes it exit 1 after SHUTDOWN_TIMEOUT_MS. Under keep-alive clients sending back to
+// back, every request sent gets a whole answer (served, or a coded 503) with `Connection: close`,
+// none is reset. Runs the built server (npm run build).
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { request } from 'node:http'
+import { Agent, request } from 'node:http'
 import { connect } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
@@ -94,7 +96,7 @@ t.test('SIGTERM under load: in-flight requests finish, acknowledged writes are k
     await createUser(db, { username, password: PASSWORD, schoolId })
     usernames.push(username)
   }
-  const server = await startServer({ DATABASE_URL: (await testDatabaseUrl())!, SHUTDOWN_TIMEOUT_MS: '30000' })
+  const server = await startServer({ DATABASE_URL: (await testDatabaseUrl())!, SHUTDOWN_TIMEOUT_MS: '30000', SHUTDOWN_DRAIN_MS: '200' })
   t.teardown(() => { server.child.kill('SIGKILL') })
 
   // Logins write a refresh token each: the acknowledged writes. Password hashing makes them slow.
@@ -134,8 +136,93 @@ t.test('SIGTERM under load: in-flight requests finish, acknowledged writes are k
   t.equal(stored, usernames.length, 'every issued refresh token is stored')
 })
 
+interface KeepAliveAnswer { status?: number, connection?: string, body?: any, error?: string }
+
+/** One request on a keep-alive connection of `agent` (one socket per client). */
+function postOn (agent: Agent, port: number, payload: object): Promise<KeepAliveAnswer> {
+  return new Promise((resolve) => {
+    const body = JSON.stringify(payload)
+    const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      let text = ''
+      res.setEncoding('utf8').on('data', (c: string) => { text += c }).on('end', () => {
+        let parsed: unknown
+        try { parsed = JSON.parse(text) } catch { parsed = text }
+        resolve({ status: res.statusCode, connection: res.headers.connection, body: parsed })
+      })
+    })
+    req.on('error', (err: NodeJS.ErrnoException) => { resolve({ error: err.code ?? err.message }) })
+    req.end(body)
+  })
+}
+
+t.test('SIGTERM under keep-alive load: every request sent is answered whole, none is reset; readiness fails first', { skip }, async (t) => {
+  const server = await startServer({
+    DATABASE_URL: (await testDatabaseUrl())!,
+    SHUTDOWN_DRAIN_MS: '1500',
+    SHUTDOWN_TIMEOUT_MS: '20000',
+    LOG_LEVEL: 'info',
+    RATE_LIMIT_ADDRESS_PER_MINUTE: '0'
+  })
+  t.teardown(() => { server.child.kill('SIGKILL') })
+  const CLIENTS = 50
+  const agents = Array.from({ length: CLIENTS }, () => new Agent({ keepAlive: true, maxSockets: 1 }))
+  t.teardown(() => { for (const agent of agents) agent.destroy() })
+  let signalled = false
+  const sent = { before: 0, after: 0 }
+  const answers: KeepAliveAnswer[] = []
+  // Each client sends back to back on its connection until the server tells it to go (an answer
+  // with Connection: close: a client behind a load balancer goes to another node) or refuses
+  // the connection (nothing was sent on it).
+  const clients = agents.map(async (agent): Promise<string> => {
+    for (;;) {
+      const after = signalled
+      const answer = await postOn(agent, server.port, { query: '{ __typename }' })
+      if (answer.error === 'ECONNREFUSED') return 'connection refused'
+      if (after) sent.after++
+      else sent.before++
+      if (after) answers.push(answer)
+      if (answer.error !== undefined) return answer.error
+      if (after && answer.connection === 'close') return 'told to close'
+    }
+  })
+  while (sent.before < CLIENTS * 5) await new Promise((resolve) => setTimeout(resolve, 10))
+  signalled = true
+  server.child.kill('SIGTERM')
+  await server.logged((l) => l.msg === 'draining: readiness fails, every answer closes its connection')
+  const ready = await fetch(`http://127.0.0.1:${server.port}/ready`)
+  t.equal(ready.status, 503, 'readiness fails while draining')
+  t.match(await ready.json(), { reason: 'shutting down' })
+
+  // A request being sent as the node stops listening: its headers begin during the drain and end
+  // after; the connection is busy, so it is answered (a coded 503), not cut.
+  const late = connect(server.port, '127.0.0.1')
+  let lateAnswer = ''
+  late.setEncoding('utf8').on('data', (chunk: string) => { lateAnswer += chunk })
+  const lateClosed = new Promise((resolve) => { late.on('close', resolve) })
+  late.on('error', () => {})
+  late.write('POST / HTTP/1.1\r\nHost: x\r\n')
+  await server.logged((l) => l.msg === 'refusing new requests')
+  late.write('Content-Type: application/json\r\nContent-Length: 25\r\n\r\n{"query":"{ __typename }"}')
+  await lateClosed
+  t.match(lateAnswer, /^HTTP\/1\.1 503 /, 'a request arriving after the listener closed is refused with 503')
+  t.match(lateAnswer, /\r\nconnection: close\r\n/i, 'and Connection: close')
+  t.match(lateAnswer, /"code":"SERVICE_UNAVAILABLE"/, 'coded')
+
+  const ends = await Promise.all(clients)
+  t.equal(await server.exit, 0, 'exit status 0')
+  t.same(ends.filter((end) => end !== 'told to close' && end !== 'connection refused'), [], 'every client was told to close, or found the port closed')
+  t.ok(ends.includes('told to close'), `clients told to close: ${ends.filter((end) => end === 'told to close').length} of ${CLIENTS}`)
+  t.ok(sent.after > 0, `requests sent after SIGTERM: ${sent.after}`)
+  const reset = answers.filter((a) => a.error !== undefined)
+  t.same(reset, [], 'no request sent was reset or left unanswered')
+  for (const answer of answers) {
+    if (answer.status === 200) t.same(answer.body, { data: { __typename: 'Query' } })
+    else t.match(answer, { status: 503, body: { errors: [{ extensions: { code: 'SERVICE_UNAVAILABLE' } }] } }, 'a refusal is coded')
+  }
+})
+
 t.test('a request that never ends: the process still exits, with status 1, after SHUTDOWN_TIMEOUT_MS', { skip }, async (t) => {
-  const server = await startServer({ DATABASE_URL: (await testDatabaseUrl())!, SHUTDOWN_TIMEOUT_MS: '1000' })
+  const server = await startServer({ DATABASE_URL: (await testDatabaseUrl())!, SHUTDOWN_TIMEOUT_MS: '1000', SHUTDOWN_DRAIN_MS: '0' })
   t.teardown(() => { server.child.kill('SIGKILL') })
   // Headers announce a body that never comes.
   const socket = connect(server.port, '127.0.0.1')

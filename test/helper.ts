@@ -42,6 +42,7 @@ export function testConfig (overrides: Partial<Config> = {}): Config {
     auditMaxQueue: 100_000,
     metricsToken: undefined,
     shutdownTimeoutMs: 10_000,
+    shutdownDrainMs: 0,
     redisUrl: undefined,
     redisKeyPrefix: 'sds-test:',
     // Limits and login throttling off unless a test is about them: tests share one client address.

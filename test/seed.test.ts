@@ -116,7 +116,7 @@ t.test('npm start on an empty embedded database prints how to log in', async (t)
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   // `npm start` is the build and then this process; the sandbox and the embedded database are the defaults.
   const child = spawn(process.execPath, [server], {
-    env: { PATH: process.env.PATH, DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'info' },
+    env: { PATH: process.env.PATH, DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: '0' },
     stdio: ['ignore', 'pipe', 'pipe']
   })
   let out = ''

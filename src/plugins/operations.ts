@@ -5,6 +5,8 @@ export default fp(async (app) => {
   app.get('/health', { logLevel: 'warn' }, async () => ({ status: 'ok' }))
 
   app.get('/ready', { logLevel: 'warn' }, async (request, reply) => {
+    // Shutting down: the load balancer takes this node out before it stops listening.
+    if (app.shutdown.state !== 'serving') return await reply.code(503).send({ status: 'unavailable', reason: 'shutting down' })
     try {
       await app.db.ping()
     } catch (err) {
@@ -17,4 +19,4 @@ export default fp(async (app) => {
     }
     return { status: 'ready' }
   })
-}, { name: 'operations', dependencies: ['database', 'auth'] })
+}, { name: 'operations', dependencies: ['database', 'auth', 'shutdown'] })
