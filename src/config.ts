@@ -65,6 +65,8 @@ export interface Config {
   queryMaxBytes: number
   /** Seconds a document registered by Apollo's automatic persisted queries is kept (0: APQ off). */
   persistedQueryTtl: number
+  /** Documents registered by APQ kept at most (in Redis, and in each process's memory). */
+  persistedQueryMaxDocuments: number
   /**
    * TRUSTED_DOCUMENTS: the only operations executed, by hash (src/graphql/document-manifest.ts);
    * undefined: any query within the limits, and APQ.
@@ -131,6 +133,7 @@ const schema = {
     QUERY_MAX_COST: { type: 'integer', minimum: 1, maximum: 100000000, default: 5000 },
     QUERY_MAX_BYTES: { type: 'integer', minimum: 100, maximum: 10485760, default: 15000 },
     PERSISTED_QUERY_TTL: { type: 'integer', minimum: 0, maximum: 2592000, default: 86400 },
+    PERSISTED_QUERY_MAX_DOCUMENTS: { type: 'integer', minimum: 1, maximum: 1000000, default: 10000 },
     TRUSTED_DOCUMENTS: { type: 'string', minLength: 1 },
     BODY_LIMIT_BYTES: { type: 'integer', minimum: 1024, maximum: 104857600, default: 102400 },
     REQUEST_TIMEOUT_MS: { type: 'integer', minimum: 0, maximum: 3600000, default: 30000 },
@@ -186,6 +189,7 @@ interface RawEnv {
   QUERY_MAX_COST: number
   QUERY_MAX_BYTES: number
   PERSISTED_QUERY_TTL: number
+  PERSISTED_QUERY_MAX_DOCUMENTS: number
   TRUSTED_DOCUMENTS?: string
   BODY_LIMIT_BYTES: number
   REQUEST_TIMEOUT_MS: number
@@ -275,6 +279,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, { needsSecret 
     queryMaxCost: raw.QUERY_MAX_COST,
     queryMaxBytes: raw.QUERY_MAX_BYTES,
     persistedQueryTtl: raw.PERSISTED_QUERY_TTL,
+    persistedQueryMaxDocuments: raw.PERSISTED_QUERY_MAX_DOCUMENTS,
     trustedDocuments,
     bodyLimitBytes: raw.BODY_LIMIT_BYTES,
     requestTimeoutMs: raw.REQUEST_TIMEOUT_MS,

@@ -60,6 +60,7 @@ export function testConfig (overrides: Partial<Config> = {}): Config {
     queryMaxCost: 5000,
     queryMaxBytes: 15_000,
     persistedQueryTtl: 86_400,
+    persistedQueryMaxDocuments: 10_000,
     trustedDocuments: undefined,
     bodyLimitBytes: 102_400,
     requestTimeoutMs: 30_000,

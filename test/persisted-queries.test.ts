@@ -24,7 +24,7 @@ async function send (app: FastifyInstance, body: Record<string, unknown>, { toke
     ? await app.inject({ method, url: '/', headers, payload: body })
     : await app.inject({
       method,
-      url: '/?' + new URLSearchParams(Object.entries(body).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)])).toString(),
+      url: '/?' + new URLSearchParams(Object.entries(body).map(([k, v]): [string, string] => [k, typeof v === 'string' ? v : JSON.stringify(v)])).toString(),
       // Apollo's link sends this header: GET needs one (CSRF prevention).
       headers: { ...headers, 'apollo-require-preflight': 'true' }
     })
@@ -135,7 +135,7 @@ t.test('PERSISTED_QUERY_TTL=0 turns APQ off: a hash alone is PERSISTED_QUERY_NOT
   t.equal(plain.body.data.school.name, schoolName)
 })
 
-t.test('two API nodes sharing one Redis run each other\'s registered documents; the key has the prefix and a TTL', async (t) => {
+t.test('two API nodes sharing one Redis run each other\'s registered documents; the keys have the prefix and a TTL', async (t) => {
   const prefix = redisPrefix()
   const nodeA = await build(t, { redisUrl: REDIS_URL, redisKeyPrefix: prefix, persistedQueryTtl: 600 })
   const nodeB = await build(t, { redisUrl: REDIS_URL, redisKeyPrefix: prefix, persistedQueryTtl: 600 })
@@ -148,18 +148,53 @@ t.test('two API nodes sharing one Redis run each other\'s registered documents; 
 
   const redis = new Redis(REDIS_URL)
   t.teardown(() => redis.quit())
-  t.equal(await redis.get(`${prefix}pq:${sha256(query)}`), query)
-  const ttl = await redis.ttl(`${prefix}pq:${sha256(query)}`)
-  t.ok(ttl > 0 && ttl <= 600, `ttl ${ttl}`)
+  t.equal(await redis.hget(`${prefix}pq:documents`, sha256(query)), query)
+  for (const key of ['documents', 'registered']) {
+    const ttl = await redis.ttl(`${prefix}pq:${key}`)
+    t.ok(ttl > 0 && ttl <= 600, `${key} ttl ${ttl}`)
+  }
 
   // A refused document is not written to Redis either.
   const deep = '{ classrooms { students { classroom { students { classroom { students { id } } } } } } }'
   refused(t, await send(nodeA, { query: deep, ...apq(deep) }, { token }), 'QUERY_LIMIT_EXCEEDED')
-  t.equal(await redis.exists(`${prefix}pq:${sha256(deep)}`), 0)
+  t.equal(await redis.hexists(`${prefix}pq:documents`, sha256(deep)), 0)
   // A value under a hash that is not its document's is not run.
   const forged = `${SCHOOL} # forged`
-  await redis.set(`${prefix}pq:${sha256(forged)}`, '{ school { id } }')
+  await redis.hset(`${prefix}pq:documents`, sha256(forged), '{ school { id } }')
   refused(t, await send(nodeB, apq(forged), { token }), 'PERSISTED_QUERY_NOT_FOUND')
+})
+
+t.test('PERSISTED_QUERY_MAX_DOCUMENTS bounds the documents kept in Redis: the oldest registrations go first', async (t) => {
+  const prefix = redisPrefix()
+  const options = { redisUrl: REDIS_URL, redisKeyPrefix: prefix, persistedQueryMaxDocuments: 2 }
+  const nodeA = await build(t, options)
+  const nodeB = await build(t, options)
+  const queries = [1, 2, 3].map((i) => `${SCHOOL} # ${i}`)
+  for (const query of queries) {
+    t.equal((await send(nodeA, { query, ...apq(query) }, { token })).statusCode, 200)
+  }
+  const redis = new Redis(REDIS_URL)
+  t.teardown(() => redis.quit())
+  t.equal(await redis.hlen(`${prefix}pq:documents`), 2)
+  t.equal(await redis.zcard(`${prefix}pq:registered`), 2)
+  refused(t, await send(nodeB, apq(queries[0]!), { token }), 'PERSISTED_QUERY_NOT_FOUND')
+  for (const query of queries.slice(1)) t.equal((await send(nodeB, apq(query), { token })).statusCode, 200)
+  // The memory of each process is bounded the same way.
+  refused(t, await send(nodeA, apq(queries[0]!), { token }), 'PERSISTED_QUERY_NOT_FOUND')
+})
+
+t.test('PERSISTED_QUERY_TTL bounds their age: a registration drops documents registered longer ago', async (t) => {
+  const prefix = redisPrefix()
+  const app = await build(t, { redisUrl: REDIS_URL, redisKeyPrefix: prefix, persistedQueryTtl: 1 })
+  const [first, second] = [`${SCHOOL} # first`, `${SCHOOL} # second`]
+  t.equal((await send(app, { query: first, ...apq(first) }, { token })).statusCode, 200)
+  await new Promise((resolve) => setTimeout(resolve, 1_100))
+  t.equal((await send(app, { query: second, ...apq(second) }, { token })).statusCode, 200)
+  const redis = new Redis(REDIS_URL)
+  t.teardown(() => redis.quit())
+  t.equal(await redis.hexists(`${prefix}pq:documents`, sha256(first)), 0)
+  t.equal(await redis.hexists(`${prefix}pq:documents`, sha256(second)), 1)
+  refused(t, await send(app, apq(first), { token }), 'PERSISTED_QUERY_NOT_FOUND')
 })
 
 t.test('with the response cache on, a registration is not answered from the cache (it would never register)', async (t) => {

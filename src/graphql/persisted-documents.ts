@@ -9,8 +9,11 @@
 //   the document registered under it, else PERSISTED_QUERY_NOT_FOUND, and the client sends the
 //   document with its hash; that document runs like any query (size, token, depth, cost... limits
 //   included) and is registered only if it passed them and its hash is right. Registered documents
-//   live in Redis when REDIS_URL is set, so that every API node knows them, for PERSISTED_QUERY_TTL
-//   seconds, and in a bounded in-memory LRU in front of it (or alone).
+//   live in Redis when REDIS_URL is set, so that every API node knows them, and in a bounded
+//   in-memory LRU in front of it (or alone). Both are bounded, so that clients registering
+//   documents cannot fill them: each document by QUERY_MAX_BYTES, their number by
+//   PERSISTED_QUERY_MAX_DOCUMENTS (the oldest registrations out first), their age by
+//   PERSISTED_QUERY_TTL.
 // - neither (PERSISTED_QUERY_TTL=0): a hash alone is answered PERSISTED_QUERY_NOT_SUPPORTED, which
 //   tells Apollo's link to send the text from then on.
 //
@@ -33,6 +36,8 @@ export interface PersistedDocumentsOptions {
   trustedDocuments: ReadonlyMap<string, string> | undefined
   /** Seconds a registered document is kept; 0: automatic persisted queries off. */
   ttlSeconds: number
+  /** Registered documents kept at most, in Redis and in each process. */
+  maxDocuments: number
   /** The size limit of a query (limits.ts): a longer document is never registered. */
   maxBytes: number
   /** The shared Redis (plugins/redis.ts), whose client adds REDIS_KEY_PREFIX to every key. */
@@ -42,8 +47,41 @@ export interface PersistedDocumentsOptions {
 
 /** Registered documents each API process keeps in memory, in bytes (about). */
 const MEMORY_BYTES = 16 * 1024 * 1024
-/** Redis keys of registered documents: `<REDIS_KEY_PREFIX>pq:<sha256 hex>`. */
-const REDIS_KEY = 'pq:'
+/**
+ * Redis keys (after REDIS_KEY_PREFIX): a hash of the documents by their hash, and a sorted set of
+ * those hashes by registration time, which bounds their number and age.
+ */
+const DOCUMENTS_KEY = 'pq:documents'
+const REGISTERED_KEY = 'pq:registered'
+
+// KEYS: documents, registered; ARGV: hash, document, ttl (s), max documents. Registers the document,
+// then drops those registered more than ttl ago and the oldest beyond the maximum; both keys expire
+// ttl after the last registration. Redis's clock, so nodes' clocks need not agree.
+const REGISTER = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ttl = tonumber(ARGV[3])
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[2], now, ARGV[1])
+local old = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now - ttl * 1000)
+local over = redis.call('ZCARD', KEYS[2]) - #old - tonumber(ARGV[4])
+if over > 0 then
+  local oldest = redis.call('ZRANGE', KEYS[2], #old, #old + over - 1)
+  for _, hash in ipairs(oldest) do old[#old + 1] = hash end
+end
+for i = 1, #old, 1000 do
+  local batch = { unpack(old, i, math.min(i + 999, #old)) }
+  redis.call('HDEL', KEYS[1], unpack(batch))
+  redis.call('ZREM', KEYS[2], unpack(batch))
+end
+redis.call('EXPIRE', KEYS[1], ttl)
+redis.call('EXPIRE', KEYS[2], ttl)
+return #old
+`
+
+interface RegisterCommand {
+  sdsPersistedQueryRegister (documents: string, registered: string, hash: string, document: string, ttl: number, max: number): Promise<number>
+}
 
 /** The GraphQL request as Mercurius hands it to the provider (POST body, or GET's parsed query string). */
 interface PersistedRequest {
@@ -120,8 +158,14 @@ function unsupportedProvider (): mercurius.PersistedQueryProvider {
 }
 
 function automaticProvider (options: PersistedDocumentsOptions): mercurius.PersistedQueryProvider {
-  const { redis, log, maxBytes, ttlSeconds } = options
+  const { log, maxBytes, ttlSeconds, maxDocuments } = options
+  const redis = options.redis as (Redis & RegisterCommand) | undefined
+  // The client's key prefix applies to the script's keys too; EVALSHA, with EVAL on a script cache miss.
+  if (redis !== undefined && typeof redis.sdsPersistedQueryRegister !== 'function') {
+    redis.defineCommand('sdsPersistedQueryRegister', { numberOfKeys: 2, lua: REGISTER })
+  }
   const local = new LRUCache<string, string>({
+    max: maxDocuments,
     maxSize: MEMORY_BYTES,
     sizeCalculation: (document, hash) => document.length + hash.length,
     ttl: ttlSeconds * 1000
@@ -131,7 +175,9 @@ function automaticProvider (options: PersistedDocumentsOptions): mercurius.Persi
     if (redis === undefined) return undefined
     let document: string | null
     try {
-      document = await redis.get(REDIS_KEY + hash)
+      // A document past its ttl may still be here until the next registration drops it: it is
+      // still the right document for its hash.
+      document = await redis.hget(DOCUMENTS_KEY, hash)
     } catch (err) {
       // Redis down: the client sends the document again, which runs; the plugin logs the outage.
       log.debug({ err }, 'persisted query lookup in redis failed')
@@ -160,7 +206,7 @@ function automaticProvider (options: PersistedDocumentsOptions): mercurius.Persi
       local.set(hash, document)
       if (redis === undefined) return
       try {
-        await redis.set(REDIS_KEY + hash, document, 'EX', ttlSeconds)
+        await redis.sdsPersistedQueryRegister(DOCUMENTS_KEY, REGISTERED_KEY, hash, document, ttlSeconds, maxDocuments)
       } catch (err) {
         log.debug({ err }, 'persisted query registration in redis failed')
       }

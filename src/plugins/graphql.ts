@@ -129,6 +129,7 @@ export default fp(async (app) => {
     persistedQueryProvider: persistedQueryProvider({
       trustedDocuments: config.trustedDocuments,
       ttlSeconds: config.persistedQueryTtl,
+      maxDocuments: config.persistedQueryMaxDocuments,
       maxBytes: limits.maxBytes,
       redis: app.redis,
       log: app.log
