@@ -89,6 +89,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(graphqlPlugin)
   await app.register(auditScope)
   await app.register(operationsPlugin)
-  if (config.env !== 'production') await app.register(graphiqlPlugin)
+  // GraphiQL sends query text, which trusted-documents mode refuses: not served then.
+  if (config.env !== 'production' && config.trustedDocuments === undefined) await app.register(graphiqlPlugin)
   return app
 }

@@ -5,6 +5,7 @@ import { isIP } from 'node:net'
 import { join, resolve } from 'node:path'
 import envSchema from 'env-schema'
 import { MAX_ACCESS_TOKEN_TTL } from './auth/access-changes.js'
+import { readDocumentManifest } from './graphql/document-manifest.js'
 
 export type Environment = 'sandbox' | 'production'
 
@@ -65,6 +66,15 @@ export interface Config {
   queryMaxTokens: number
   queryMaxCost: number
   queryMaxBytes: number
+  /** Seconds a document registered by Apollo's automatic persisted queries is kept (0: APQ off). */
+  persistedQueryTtl: number
+  /** Documents registered by APQ kept at most (in Redis, and in each process's memory). */
+  persistedQueryMaxDocuments: number
+  /**
+   * TRUSTED_DOCUMENTS: the only operations executed, by hash (src/graphql/document-manifest.ts);
+   * undefined: any query within the limits, and APQ.
+   */
+  trustedDocuments: ReadonlyMap<string, string> | undefined
   /** Largest request body accepted (413 above). */
   bodyLimitBytes: number
   /** Milliseconds to receive a whole request (Node's requestTimeout; 408 after; 0: none). */
@@ -127,6 +137,9 @@ const schema = {
     QUERY_MAX_TOKENS: { type: 'integer', minimum: 10, maximum: 1000000, default: 1000 },
     QUERY_MAX_COST: { type: 'integer', minimum: 1, maximum: 100000000, default: 5000 },
     QUERY_MAX_BYTES: { type: 'integer', minimum: 100, maximum: 10485760, default: 15000 },
+    PERSISTED_QUERY_TTL: { type: 'integer', minimum: 0, maximum: 2592000, default: 86400 },
+    PERSISTED_QUERY_MAX_DOCUMENTS: { type: 'integer', minimum: 1, maximum: 1000000, default: 10000 },
+    TRUSTED_DOCUMENTS: { type: 'string', minLength: 1 },
     BODY_LIMIT_BYTES: { type: 'integer', minimum: 1024, maximum: 104857600, default: 102400 },
     REQUEST_TIMEOUT_MS: { type: 'integer', minimum: 0, maximum: 3600000, default: 30000 },
     HANDLER_TIMEOUT_MS: { type: 'integer', minimum: 0, maximum: 3600000, default: 10000 },
@@ -181,6 +194,9 @@ interface RawEnv {
   QUERY_MAX_TOKENS: number
   QUERY_MAX_COST: number
   QUERY_MAX_BYTES: number
+  PERSISTED_QUERY_TTL: number
+  PERSISTED_QUERY_MAX_DOCUMENTS: number
+  TRUSTED_DOCUMENTS?: string
   BODY_LIMIT_BYTES: number
   REQUEST_TIMEOUT_MS: number
   HANDLER_TIMEOUT_MS: number
@@ -218,6 +234,14 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, { needsSecret 
     throw new ConfigError(`Invalid configuration: JWT_SECRET must have at least ${MIN_SECRET_BYTES} bytes (got ${Buffer.byteLength(jwtSecret, 'utf8')})`)
   }
   const jwtPreviousSecrets = previousSecrets(raw.JWT_PREVIOUS_SECRETS)
+  let trustedDocuments: ReadonlyMap<string, string> | undefined
+  if (raw.TRUSTED_DOCUMENTS !== undefined) {
+    try {
+      trustedDocuments = readDocumentManifest(resolve(raw.TRUSTED_DOCUMENTS))
+    } catch (err) {
+      throw new ConfigError(`Invalid configuration: TRUSTED_DOCUMENTS: ${(err as Error).message}`)
+    }
+  }
   if (jwtSecret === undefined && !needsSecret) {
     // Commands that issue no tokens (the CLI's data commands) neither need nor create a secret.
     jwtSecret = ''
@@ -264,6 +288,9 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, { needsSecret 
     queryMaxTokens: raw.QUERY_MAX_TOKENS,
     queryMaxCost: raw.QUERY_MAX_COST,
     queryMaxBytes: raw.QUERY_MAX_BYTES,
+    persistedQueryTtl: raw.PERSISTED_QUERY_TTL,
+    persistedQueryMaxDocuments: raw.PERSISTED_QUERY_MAX_DOCUMENTS,
+    trustedDocuments,
     bodyLimitBytes: raw.BODY_LIMIT_BYTES,
     requestTimeoutMs: raw.REQUEST_TIMEOUT_MS,
     handlerTimeoutMs: raw.HANDLER_TIMEOUT_MS,

@@ -42,7 +42,11 @@ t.test('bad configuration stops with a message naming the variable', async (t) =
     [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL/],
     [{ DATABASE_POOL_SIZE: '0' }, /DATABASE_POOL_SIZE/],
     [{ JWT_SECRET: 'short' }, /JWT_SECRET/],
-    [{ SCHOOL_DATA_ENV: 'production' }, /JWT_SECRET is required/]
+    [{ SCHOOL_DATA_ENV: 'production' }, /JWT_SECRET is required/],
+    [{ PERSISTED_QUERY_TTL: '-1' }, /PERSISTED_QUERY_TTL/],
+    [{ PERSISTED_QUERY_MAX_DOCUMENTS: '0' }, /PERSISTED_QUERY_MAX_DOCUMENTS/],
+    // The manifest's own checks: persisted-queries.test.ts.
+    [{ TRUSTED_DOCUMENTS: 'no-such-persisted-documents.json' }, /TRUSTED_DOCUMENTS: cannot read/]
   ]
   for (const [env, message] of cases) {
     t.throws(() => loadConfig({ DATA_DIR: tempDir(t), ...env }), { name: 'ConfigError', message }, JSON.stringify(env))

@@ -60,6 +60,9 @@ export function testConfig (overrides: Partial<Config> = {}): Config {
     queryMaxTokens: 1000,
     queryMaxCost: 5000,
     queryMaxBytes: 15_000,
+    persistedQueryTtl: 86_400,
+    persistedQueryMaxDocuments: 10_000,
+    trustedDocuments: undefined,
     bodyLimitBytes: 102_400,
     requestTimeoutMs: 30_000,
     // Generous: a loaded test machine or a test of 1,000 concurrent requests is not an overload.

@@ -13,6 +13,11 @@ export type ErrorCode =
   | 'BAD_USER_INPUT'
   | 'TOO_MANY_REQUESTS'
   | 'INTERNAL_SERVER_ERROR'
+  // Persisted queries and trusted documents (persisted-documents.ts); the first two are Apollo's.
+  | 'PERSISTED_QUERY_NOT_FOUND'
+  | 'PERSISTED_QUERY_NOT_SUPPORTED'
+  | 'PERSISTED_QUERY_HASH_MISMATCH'
+  | 'TRUSTED_DOCUMENT_REQUIRED'
 
 export function codedError (code: ErrorCode, message: string): Error {
   return new ErrorWithProps(message, { code })
@@ -26,6 +31,16 @@ export const invalidCredentials = (): Error => codedError('INVALID_CREDENTIALS',
 export const invalidRefreshToken = (): Error =>
   codedError('INVALID_REFRESH_TOKEN', 'Invalid or expired refresh token')
 export const badUserInput = (message: string): Error => codedError('BAD_USER_INPUT', message)
+/** Apollo's message and code: its persisted-query link then sends the document with the hash. */
+export const persistedQueryNotFound = (): Error =>
+  codedError('PERSISTED_QUERY_NOT_FOUND', 'PersistedQueryNotFound')
+/** Apollo's message and code: its link stops sending hashes alone. */
+export const persistedQueryNotSupported = (): Error =>
+  codedError('PERSISTED_QUERY_NOT_SUPPORTED', 'PersistedQueryNotSupported')
+export const persistedQueryHashMismatch = (): Error =>
+  codedError('PERSISTED_QUERY_HASH_MISMATCH', 'The persisted query hash is not the SHA-256 hash of the query sent with it')
+export const trustedDocumentRequired = (): Error =>
+  codedError('TRUSTED_DOCUMENT_REQUIRED', 'Only trusted documents are executed here: send the document\'s hash as "documentId" or as extensions.persistedQuery.sha256Hash, not the query text')
 /** A refusal by a limit; a response whose data is null because of it is a 429. */
 export const tooManyRequests = (message: string, retryAfter: number): Error =>
   new ErrorWithProps(message, { code: 'TOO_MANY_REQUESTS', retryAfter }, 429)

@@ -15,6 +15,7 @@ import { parse, type OperationDefinitionNode } from 'graphql'
 import { LRUCache } from 'lru-cache'
 import type { Listener } from '../db/listen.js'
 import { DATA_CHANGED_CHANNEL } from '../db/replicas.js'
+import { asksPersistedDocument } from './persisted-documents.js'
 
 export interface ResponseCacheOptions {
   maxBytes: number
@@ -112,7 +113,8 @@ export async function registerResponseCache (app: FastifyInstance, options: Resp
   function lookUp (request: FastifyRequest): CachedAnswer | undefined {
     if (request.method !== 'POST' || request.routeOptions.url !== '/' || !listener.live) return undefined
     const body = request.body as GraphQLBody | undefined
-    if (typeof body?.query !== 'string') return undefined
+    // A document asked for by hash, or registered with it, is for Mercurius to resolve or keep.
+    if (typeof body?.query !== 'string' || asksPersistedDocument(body)) return undefined
     const operationName = typeof body.operationName === 'string' ? body.operationName : undefined
     if (!queryOperation(body.query, operationName)) return undefined
     const identity = request.identity

@@ -16,6 +16,7 @@ import mercurius, { type MercuriusContext } from 'mercurius'
 import { buildContext } from '../graphql/context.js'
 import { errorFormatter } from '../graphql/errors.js'
 import { limitRules, sizeLimitError, tokenLimitError, type QueryLimits } from '../graphql/limits.js'
+import { persistedQueryProvider } from '../graphql/persisted-documents.js'
 import { registerResponseCache } from '../graphql/response-cache.js'
 import { loaders, resolvers } from '../graphql/resolvers/index.js'
 import { loadSchema } from '../graphql/schema.js'
@@ -125,6 +126,14 @@ export default fp(async (app) => {
     // Compile a query to JavaScript once it has been seen twice.
     jit: 1,
     allowBatchedQueries: false,
+    persistedQueryProvider: persistedQueryProvider({
+      trustedDocuments: config.trustedDocuments,
+      ttlSeconds: config.persistedQueryTtl,
+      maxDocuments: config.persistedQueryMaxDocuments,
+      maxBytes: limits.maxBytes,
+      redis: app.redis,
+      log: app.log
+    }),
     csrfPrevention: { allowedContentTypes: ['application/json'], requiredHeaders: PREFLIGHT_HEADERS },
     graphiql: false
   })
@@ -145,4 +154,4 @@ export default fp(async (app) => {
   if (responseCacheTtl > 0) {
     await registerResponseCache(app, { ttlMs: responseCacheTtl * 1000, maxBytes: responseCacheMb * 1024 * 1024, maxTokens: limits.maxTokens })
   }
-}, { name: 'graphql', dependencies: ['config', 'database', 'auth'] })
+}, { name: 'graphql', dependencies: ['config', 'database', 'auth', 'redis'] })
