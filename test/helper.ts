@@ -31,6 +31,7 @@ export function testConfig (overrides: Partial<Config> = {}): Config {
     jwtSecret: 'test-secret-that-is-long-enough-for-hs256-0123456789',
     jwtPreviousSecrets: [],
     trustProxy: false,
+    corsOrigins: [],
     accessTokenTtl: 900,
     refreshTokenTtl: 604800,
     logLevel: 'silent',

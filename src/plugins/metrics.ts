@@ -17,8 +17,11 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The GraphQL operation of this request, as executed (set before execution). */
     graphqlOperation?: string
-    /** Whether the executed operation's result held errors, and of which kind. */
-    graphqlOutcome?: 'ok' | 'error' | 'internal_error'
+    /**
+     * Whether the executed operation's result held errors, and of which kind; `rejected`: a request
+     * error, nothing ran (set by the error formatter, src/graphql/errors.ts).
+     */
+    graphqlOutcome?: 'ok' | 'error' | 'internal_error' | 'rejected'
   }
 }
 
