@@ -20,7 +20,7 @@ t.test('the sandbox passes every audit of the GraphQL-over-HTTP conformance suit
   const app = await build(t)
   const failures = await audit(app)
   t.same([...failures.values()], [], 'no audit fails or warns')
-  t.ok(serverAudits({ url: 'http://127.0.0.1/' }).length >= 70, 'the whole suite ran')
+  t.ok(serverAudits({ url: 'http://127.0.0.1/' }).length >= 60, 'the whole suite ran (61 audits in graphql-http 1.23.1)')
 })
 
 /**
