@@ -213,12 +213,12 @@ export interface GraphQLResponse {
 export async function gql (
   app: FastifyInstance,
   query: string,
-  { variables, token }: { variables?: Record<string, unknown>, token?: string } = {}
+  { variables, token, accept }: { variables?: Record<string, unknown>, token?: string, accept?: string } = {}
 ): Promise<GraphQLResponse> {
   const res = await app.inject({
     method: 'POST',
     url: '/',
-    headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+    headers: { ...(token !== undefined && { authorization: `Bearer ${token}` }), ...(accept !== undefined && { accept }) },
     payload: { query, variables }
   })
   return { statusCode: res.statusCode, headers: res.headers, body: res.json() }
