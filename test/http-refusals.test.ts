@@ -103,14 +103,14 @@ t.test('GET runs queries with variables; a document error under GET has no data 
 })
 
 t.test('every refusal is a coded GraphQL error in application/graphql-response+json when asked for', async (t) => {
-  const app = await build(t, { rateLimitAddressPerMinute: 3 })
+  const app = await build(t, { rateLimitAddressPerMinute: 4 })
   const asked = { accept: GRAPHQL_RESPONSE_JSON }
   const refusals: Array<[string, () => Promise<Awaited<ReturnType<typeof send>>>, number, string]> = [
     ['malformed JSON', async () => await send(app, '{"query', asked), 400, 'BAD_REQUEST'],
     ['a query limit', async () => await send(app, JSON.stringify({ query: '{ classrooms { students { classroom { students { classroom { students { id } } } } } } }' }), asked), 400, 'QUERY_LIMIT_EXCEEDED'],
     ['a form body', async () => await app.inject({ method: 'POST', url: '/', headers: { 'content-type': 'application/x-www-form-urlencoded', ...asked }, payload: 'query=x' }), 415, 'UNSUPPORTED_MEDIA_TYPE'],
-    // The fourth request of this address in the minute.
-    ['a mutation over GET', async () => await app.inject({ method: 'GET', url: '/?query=' + encodeURIComponent('mutation { logout(refreshToken: "x") }'), headers: asked }), 429, 'TOO_MANY_REQUESTS']
+    ['a mutation over GET', async () => await app.inject({ method: 'GET', url: '/?query=' + encodeURIComponent('mutation { logout(refreshToken: "x") }'), headers: asked }), 405, 'METHOD_NOT_ALLOWED'],
+    ['a fifth request of this address in the minute', async () => await send(app, JSON.stringify({ query: '{ __typename }' }), asked), 429, 'TOO_MANY_REQUESTS']
   ]
   for (const [what, request, status, code] of refusals) {
     const res = await request()
