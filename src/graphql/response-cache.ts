@@ -15,6 +15,7 @@ import { parse, type OperationDefinitionNode } from 'graphql'
 import { LRUCache } from 'lru-cache'
 import type { Listener } from '../db/listen.js'
 import { DATA_CHANGED_CHANNEL } from '../db/replicas.js'
+import { GRAPHQL_PATH } from './http.js'
 
 export interface ResponseCacheOptions {
   maxBytes: number
@@ -110,7 +111,7 @@ export async function registerResponseCache (app: FastifyInstance, options: Resp
 
   /** The answer kept for this request, else undefined (and the slot to keep it in, when it may be). */
   function lookUp (request: FastifyRequest): CachedAnswer | undefined {
-    if (request.method !== 'POST' || request.routeOptions.url !== '/' || !listener.live) return undefined
+    if (request.method !== 'POST' || request.routeOptions.url !== GRAPHQL_PATH || !listener.live) return undefined
     const body = request.body as GraphQLBody | undefined
     if (typeof body?.query !== 'string') return undefined
     const operationName = typeof body.operationName === 'string' ? body.operationName : undefined

@@ -9,6 +9,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { GRAPHQL_PATH } from '../graphql/http.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -44,7 +45,7 @@ export function operationOf (request: FastifyRequest): string {
 }
 
 export function isGraphQLRequest (request: FastifyRequest): boolean {
-  return request.routeOptions.url === '/' && (request.method === 'POST' || request.method === 'GET')
+  return request.routeOptions.url === GRAPHQL_PATH && (request.method === 'POST' || request.method === 'GET')
 }
 
 /** onResolution sees the errors as formatted for the client (src/graphql/errors.ts). */
