@@ -204,3 +204,11 @@ t.test('CORS: a refusal (429) carries the CORS headers, so the browser app can r
   t.match(res.headers['content-type'], GRAPHQL_TYPE)
   t.equal(res.json().errors[0].extensions.code, 'TOO_MANY_REQUESTS')
 })
+
+t.test('HEAD is GET without the body', async (t) => {
+  const app = await build(t)
+  const res = await app.inject({ method: 'HEAD', url: '/?query=' + encodeURIComponent('{ __typename }') })
+  t.equal(res.statusCode, 200)
+  t.match(res.headers['content-type'], JSON_TYPE)
+  t.equal(res.payload, '')
+})

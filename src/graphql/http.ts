@@ -64,13 +64,13 @@ const SHAPE = '{"query": "...", "operationName": "...", "variables": {...}, "ext
 
 /**
  * Why the parameters of a request to the endpoint are not a GraphQL-over-HTTP request, or
- * undefined. POST: the JSON body; GET: the query string, whose `variables` and `extensions` are
- * JSON-encoded. A missing `query` is left to Mercurius (its "Missing query" refusal).
+ * undefined. POST: the JSON body; GET (and HEAD): the query string, whose `variables` and
+ * `extensions` are JSON-encoded. A missing `query` is left to Mercurius (its "Missing query").
  */
 export function invalidParameters (method: string, params: unknown): string | undefined {
   if (Array.isArray(params)) return 'Batched operations (a JSON array) are not supported: send one operation per request'
   if (!isMap(params)) return `The request body must be a JSON object ${SHAPE}`
-  const get = method === 'GET'
+  const get = method !== 'POST'
   const { query, operationName, variables, extensions } = params
   if (query !== undefined && query !== null && typeof query !== 'string') return '"query" must be a string: the GraphQL document'
   if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') return '"operationName" must be a string or null'

@@ -58,7 +58,7 @@ export default fp(async (app) => {
       done()
       return
     }
-    const params = request.method === 'GET' ? request.query : request.body
+    const params = request.method === 'POST' ? request.body : request.query
     const invalid = invalidParameters(request.method, params)
     if (invalid !== undefined) {
       request.graphqlOutcome = 'rejected'
