@@ -49,7 +49,7 @@ function isMap (value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
-/** A JSON-encoded map (or null) of a GET's query string, else undefined. */
+/** Whether a parameter of a GET is a JSON-encoded map (or null). */
 function encodedMap (value: unknown): boolean {
   if (typeof value !== 'string') return false
   try {
