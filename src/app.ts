@@ -7,6 +7,7 @@ import type { Config } from './config.js'
 import type { Database } from './db/client.js'
 import authPlugin from './plugins/auth.js'
 import configPlugin from './plugins/config.js'
+import corsPlugin from './plugins/cors.js'
 import databasePlugin from './plugins/database.js'
 import graphiqlPlugin from './plugins/graphiql.js'
 import graphqlPlugin from './plugins/graphql.js'
@@ -76,6 +77,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   })
 
   await app.register(configPlugin, { config })
+  // Before anything that may refuse a request: refusals carry the CORS headers too.
+  await app.register(corsPlugin)
   await app.register(shutdownPlugin)
   await app.register(handlerTimeoutPlugin)
   await app.register(pressurePlugin)

@@ -26,6 +26,8 @@ export interface Config {
   jwtPreviousSecrets: string[]
   /** Fastify's trustProxy: whether and which proxies' X-Forwarded-For to believe (false: none). */
   trustProxy: boolean | string[]
+  /** Origins (scheme://host[:port]) whose browser apps may call the API (CORS); none by default. */
+  corsOrigins: string[]
   accessTokenTtl: number
   refreshTokenTtl: number
   logLevel: string
@@ -111,6 +113,8 @@ const schema = {
     JWT_SECRET: { type: 'string' },
     JWT_PREVIOUS_SECRETS: { type: 'string' },
     TRUST_PROXY: { type: 'string' },
+    // Each origin is checked below (the message names the one that is not an origin).
+    CORS_ORIGINS: { type: 'string' },
     // At most a day: every node must still know each access change a live token predates.
     ACCESS_TOKEN_TTL: { type: 'integer', minimum: 1, maximum: MAX_ACCESS_TOKEN_TTL, default: 900 },
     REFRESH_TOKEN_TTL: { type: 'integer', minimum: 1, default: 604800 },
@@ -168,6 +172,7 @@ interface RawEnv {
   JWT_SECRET?: string
   JWT_PREVIOUS_SECRETS?: string
   TRUST_PROXY?: string
+  CORS_ORIGINS?: string
   ACCESS_TOKEN_TTL: number
   REFRESH_TOKEN_TTL: number
   LOG_LEVEL: string
@@ -262,6 +267,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, { needsSecret 
     jwtSecret,
     jwtPreviousSecrets,
     trustProxy: trustProxy(raw.TRUST_PROXY),
+    corsOrigins: corsOrigins(raw.CORS_ORIGINS),
     accessTokenTtl: raw.ACCESS_TOKEN_TTL,
     refreshTokenTtl: raw.REFRESH_TOKEN_TTL,
     logLevel: raw.LOG_LEVEL,
@@ -340,6 +346,26 @@ function trustProxy (value: string | undefined): boolean | string[] {
     }
   }
   return entries
+}
+
+/**
+ * CORS_ORIGINS: comma-separated exact origins, e.g. `https://app.example.org,http://localhost:5173`.
+ * An origin is a scheme, a host and an optional port, nothing more (no path, no trailing slash, no
+ * wildcard): what a browser sends in `Origin`, compared as it is.
+ */
+function corsOrigins (value: string | undefined): string[] {
+  if (value === undefined) return []
+  const origins = value.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '')
+  for (const origin of origins) {
+    let parsed: URL | undefined
+    try {
+      parsed = new URL(origin)
+    } catch {}
+    if (parsed === undefined || !/^https?:$/.test(parsed.protocol) || parsed.origin !== origin) {
+      throw new ConfigError(`Invalid configuration: CORS_ORIGINS must be comma-separated origins such as https://app.example.org (scheme, host and port only, no path or trailing slash; got "${origin}")`)
+    }
+  }
+  return [...new Set(origins)]
 }
 
 function localSecret (dataDir: string): string {

@@ -40,7 +40,12 @@ t.test('a body over BODY_LIMIT_BYTES is refused with 413 and a clear JSON error'
   const res = await app.inject({ method: 'POST', url: '/', payload: big })
   t.equal(res.statusCode, 413)
   t.match(res.headers['content-type'], /application\/json/)
-  t.match(res.json().errors[0].message, /^Request body is too large: at most 2048 bytes/)
+  t.same(res.json(), { errors: [{ message: 'Request body is too large: at most 2048 bytes', extensions: { code: 'PAYLOAD_TOO_LARGE' } }] })
+  // In the media type the client asks for.
+  const asked = await app.inject({ method: 'POST', url: '/', headers: { accept: 'application/graphql-response+json' }, payload: big })
+  t.equal(asked.statusCode, 413)
+  t.match(asked.headers['content-type'], /^application\/graphql-response\+json/)
+  t.equal(asked.json().errors[0].extensions.code, 'PAYLOAD_TOO_LARGE')
 
   const small = await app.inject({ method: 'POST', url: '/', payload: { query: '{ __typename }' } })
   t.equal(small.statusCode, 200)
@@ -81,11 +86,11 @@ t.test('a handler slower than HANDLER_TIMEOUT_MS is answered 503 with a clear er
   app.graphql.extendSchema('extend type Query { stuck: Boolean }')
   app.graphql.defineResolvers({ Query: { stuck: async () => await new Promise<boolean>((resolve) => { release = () => { resolve(true) } }) } })
   t.teardown(() => { release() })
-  const res = await app.inject({ method: 'POST', url: '/', payload: { query: '{ stuck }' } })
+  const res = await app.inject({ method: 'POST', url: '/', headers: { accept: 'application/graphql-response+json' }, payload: { query: '{ stuck }' } })
   release()
   t.equal(res.statusCode, 503)
+  t.match(res.headers['content-type'], /^application\/graphql-response\+json/)
   t.same(res.json(), {
-    data: null,
     errors: [{ message: 'The request took too long and was stopped; retry later', extensions: { code: 'TIMEOUT' } }]
   })
   const fast = await app.inject({ method: 'POST', url: '/', payload: { query: '{ __typename }' } })
@@ -187,10 +192,11 @@ t.test('an overloaded process answers 503 with Retry-After; /health still answer
   // and the request goes out at once, before a later sample of an idle loop.
   blockEventLoop(1_500)
   for (let i = 0; i < 250 && !app.isUnderPressure(); i++) await sleep(20)
-  const res = await app.inject({ method: 'POST', url: '/', payload: { query: '{ __typename }' } })
+  const res = await app.inject({ method: 'POST', url: '/', headers: { accept: 'application/graphql-response+json' }, payload: { query: '{ __typename }' } })
   t.equal(res.statusCode, 503)
   t.equal(res.headers['retry-after'], '7')
-  t.same(res.json(), { data: null, errors: [{ message: 'The service is overloaded; retry in 7 seconds', extensions: { code: 'SERVICE_UNAVAILABLE' } }] })
+  t.match(res.headers['content-type'], /^application\/graphql-response\+json/)
+  t.same(res.json(), { errors: [{ message: 'The service is overloaded; retry in 7 seconds', extensions: { code: 'SERVICE_UNAVAILABLE' } }] })
   const health = await app.inject({ method: 'GET', url: '/health' })
   t.equal(health.statusCode, 200)
 })

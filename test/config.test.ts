@@ -62,3 +62,13 @@ t.test('outside production a JWT secret is generated once and kept in the data f
   t.equal(readFileSync(join(dir, 'jwt-secret'), 'utf8').trim(), first.jwtSecret)
   t.equal(statSync(join(dir, 'jwt-secret')).mode & 0o777, 0o600, 'readable by its owner only')
 })
+
+t.test('CORS_ORIGINS: comma-separated exact origins, none by default; anything else stops start-up naming it', async (t) => {
+  const dir = tempDir(t)
+  t.same(loadConfig({ DATA_DIR: dir }).corsOrigins, [])
+  t.same(loadConfig({ DATA_DIR: dir, CORS_ORIGINS: 'https://app.example.org, http://localhost:5173,https://app.example.org' }).corsOrigins,
+    ['https://app.example.org', 'http://localhost:5173'])
+  for (const bad of ['*', 'app.example.org', 'https://app.example.org/', 'https://app.example.org/path', 'ftp://files.example.org', 'https://a.example.org,null']) {
+    t.throws(() => loadConfig({ DATA_DIR: dir, CORS_ORIGINS: bad }), { name: 'ConfigError', message: /^Invalid configuration: CORS_ORIGINS must be comma-separated origins/ }, bad)
+  }
+})

@@ -5,9 +5,9 @@ import { build, gql, login, seedSchool, testConfig } from './helper.js'
 
 t.test('selecting a field that does not exist is a validation error naming field and type', async (t) => {
   const app = await build(t)
-  const res = await gql(app, '{ students(limit: 1) { id nickname } }')
+  const res = await gql(app, '{ students(limit: 1) { id nickname } }', { accept: 'application/graphql-response+json' })
   t.equal(res.statusCode, 400)
-  t.equal(res.body.data, null)
+  t.notOk('data' in res.body, 'a request error: nothing ran, no data')
   t.equal(res.body.errors!.length, 1)
   const [error] = res.body.errors!
   t.match(error!.message, /^Cannot query field "nickname" on type "Student"\./)
@@ -17,8 +17,9 @@ t.test('selecting a field that does not exist is a validation error naming field
 
 t.test('a syntax error has a message and locations, and no extensions.code', async (t) => {
   const app = await build(t)
-  const res = await gql(app, '{ students(limit: 1) { id ')
+  const res = await gql(app, '{ students(limit: 1) { id ', { accept: 'application/graphql-response+json' })
   t.equal(res.statusCode, 400)
+  t.notOk('data' in res.body)
   const [error] = res.body.errors!
   t.match(error!.message, /^Syntax Error/)
   t.same(error!.locations, [{ line: 1, column: 27 }])
@@ -27,24 +28,26 @@ t.test('a syntax error has a message and locations, and no extensions.code', asy
 
 t.test('a variable of the wrong type is a request error without extensions.code', async (t) => {
   const app = await build(t)
-  const res = await gql(app, 'query($limit: Int) { students(limit: $limit) { id } }', { variables: { limit: 'ten' } })
+  const res = await gql(app, 'query($limit: Int) { students(limit: $limit) { id } }', { variables: { limit: 'ten' }, accept: 'application/graphql-response+json' })
   t.equal(res.statusCode, 400)
+  t.notOk('data' in res.body)
   t.match(res.body.errors![0]!.message, /Variable "\$limit" got invalid value "ten"/)
   t.notOk('extensions' in res.body.errors![0]!)
 })
 
-t.test('a request without a query, or with a body that is not JSON, gets a clear 400', async (t) => {
+t.test('a request without a query, or with a body that is not JSON, gets a clear, coded 400', async (t) => {
   const app = await build(t)
   const empty = await app.inject({ method: 'POST', url: '/', payload: {} })
   t.equal(empty.statusCode, 400)
-  t.match(empty.json().errors[0].message, /^Missing query/)
-  t.notOk('extensions' in empty.json().errors[0])
+  t.same(empty.json(), { errors: [{ message: 'Missing query: send a JSON body {"query": "...", "variables": {...}}', extensions: { code: 'BAD_REQUEST' } }] })
   const broken = await app.inject({ method: 'POST', url: '/', headers: { 'content-type': 'application/json' }, payload: '{"query": ' })
   t.equal(broken.statusCode, 400)
   t.match(broken.json().errors[0].message, /not valid JSON/)
+  t.equal(broken.json().errors[0].extensions.code, 'BAD_REQUEST')
   const wrongType = await app.inject({ method: 'POST', url: '/', headers: { 'content-type': 'text/csv' }, payload: 'a,b' })
   t.equal(wrongType.statusCode, 415)
   t.match(wrongType.json().errors[0].message, /^Unsupported Content-Type/)
+  t.equal(wrongType.json().errors[0].extensions.code, 'UNSUPPORTED_MEDIA_TYPE')
 })
 
 t.test('an unexpected failure is reported generically, with a code and the request id, and no internals', async (t) => {

@@ -31,6 +31,7 @@ export function testConfig (overrides: Partial<Config> = {}): Config {
     jwtSecret: 'test-secret-that-is-long-enough-for-hs256-0123456789',
     jwtPreviousSecrets: [],
     trustProxy: false,
+    corsOrigins: [],
     accessTokenTtl: 900,
     refreshTokenTtl: 604800,
     logLevel: 'silent',
@@ -216,12 +217,12 @@ export interface GraphQLResponse {
 export async function gql (
   app: FastifyInstance,
   query: string,
-  { variables, token }: { variables?: Record<string, unknown>, token?: string } = {}
+  { variables, token, accept }: { variables?: Record<string, unknown>, token?: string, accept?: string } = {}
 ): Promise<GraphQLResponse> {
   const res = await app.inject({
     method: 'POST',
     url: '/',
-    headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+    headers: { ...(token !== undefined && { authorization: `Bearer ${token}` }), ...(accept !== undefined && { accept }) },
     payload: { query, variables }
   })
   return { statusCode: res.statusCode, headers: res.headers, body: res.json() }

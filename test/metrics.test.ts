@@ -42,14 +42,16 @@ t.test('GraphQL requests are counted and timed by operation and outcome', async 
   }
   // A field error (no token) and a validation error (unknown field).
   t.equal((await gql(app, 'query Roster { students { id } }')).statusCode, 200)
-  t.equal((await gql(app, '{ students { nickname } }', { token: accessToken })).statusCode, 400)
+  t.equal((await gql(app, '{ students { nickname } }', { token: accessToken, accept: 'application/graphql-response+json' })).statusCode, 400)
+  // The same request error under application/json is a 200 (GraphQL over HTTP), still rejected.
+  t.equal((await gql(app, '{ students { nickname } }', { token: accessToken })).statusCode, 200)
   const text = await scrape(app)
   t.equal(sample(text, 'sds_graphql_request_duration_seconds_count', { operation: 'Roster', outcome: 'ok' }), 3)
   t.equal(sample(text, 'sds_graphql_request_duration_seconds_count', { operation: 'Roster', outcome: 'error' }), 1)
   t.equal(sample(text, 'sds_graphql_request_duration_seconds_count', { operation: 'Login', outcome: 'ok' }), 1)
-  t.equal(sample(text, 'sds_graphql_request_duration_seconds_count', { operation: 'anonymous', outcome: 'rejected' }), 1)
+  t.equal(sample(text, 'sds_graphql_request_duration_seconds_count', { operation: 'anonymous', outcome: 'rejected' }), 2)
   t.equal(sample(text, 'sds_graphql_request_duration_seconds_bucket', { operation: 'Roster', outcome: 'ok', le: '+Inf' }), 3)
-  t.equal(sample(text, 'sds_http_requests_total', { route: '/', status: '200' }), 5)
+  t.equal(sample(text, 'sds_http_requests_total', { route: '/', status: '200' }), 6)
   t.equal(sample(text, 'sds_http_requests_total', { route: '/', status: '400' }), 1)
 })
 

@@ -1,9 +1,17 @@
 // Query limits and request rules of the GraphQL endpoint (issue 5, point 3): each abuse is sent to
 // the running service, and each refusal comes before any resolver runs.
 import t, { type Test } from 'tap'
-import { build, gql, login, seedSchool, type GraphQLResponse } from './helper.js'
+import type { FastifyInstance } from 'fastify'
+import { build, gql as post, login, seedSchool, type GraphQLResponse } from './helper.js'
 
-const CSRF_MESSAGE = 'This operation has been blocked as a potential Cross-Site Request Forgery (CSRF).'
+const GRAPHQL_RESPONSE_JSON = 'application/graphql-response+json'
+
+/**
+ * Requests as today's clients (Apollo Client 4, urql) send them, asking for
+ * application/graphql-response+json: a request error is a 400 (under application/json, a 200).
+ */
+const gql = async (app: FastifyInstance, query: string, options: Parameters<typeof post>[2] = {}): Promise<GraphQLResponse> =>
+  await post(app, query, { accept: GRAPHQL_RESPONSE_JSON, ...options })
 
 /** `{ classrooms { students { classroom { ... } } } }` with `depth` levels of fields in all. */
 function chain (depth: number): string {
@@ -15,7 +23,8 @@ function chain (depth: number): string {
 
 function refusedBy (t: Test, res: GraphQLResponse, limit: string, message: RegExp): void {
   t.equal(res.statusCode, 400, `${limit}: 400`)
-  t.equal(res.body.data, null, `${limit}: no data`)
+  t.notOk('data' in res.body, `${limit}: no data`)
+  t.match(res.headers['content-type'], /^application\/graphql-response\+json/)
   t.equal(res.body.errors?.length, 1, `${limit}: one error`)
   const [error] = res.body.errors!
   t.match(error!.message, message)
@@ -81,7 +90,7 @@ t.test('more than 1000 tokens are refused by the parser', async (t) => {
   const tokens = (n: 1000 | 1001): Promise<GraphQLResponse> => {
     const query = Array.from({ length: 124 }, (_, i) => `query Q${i} { school { id } }`).join('\n') +
       (n === 1000 ? '\nquery Run { school { id } }' : '\nquery Run { school { id id } }')
-    return app.inject({ method: 'POST', url: '/', headers: { authorization: `Bearer ${token}` }, payload: { query, operationName: 'Run' } })
+    return app.inject({ method: 'POST', url: '/', headers: { authorization: `Bearer ${token}`, accept: GRAPHQL_RESPONSE_JSON }, payload: { query, operationName: 'Run' } })
       .then((res) => ({ statusCode: res.statusCode, headers: res.headers, body: res.json() }))
   }
   const under = await tokens(1000)
@@ -131,27 +140,32 @@ t.test('batched operations are refused', async (t) => {
     payload: [{ query: '{ school { id } }' }, { query: '{ school { name } }' }]
   })
   t.equal(res.statusCode, 400)
-  t.notOk(res.json().data, 'nothing executed')
+  t.notOk('data' in res.json(), 'nothing executed')
+  t.equal(res.json().errors[0].extensions.code, 'BAD_REQUEST')
 })
 
-t.test('GET runs queries (with a preflight header), never mutations', async (t) => {
+t.test('GET runs queries (no preflight header needed: bearer tokens only), never mutations', async (t) => {
+  // What a cross-site <img src> or link would send, a simple request with no custom header, would
+  // carry no credentials: the API reads bearer tokens only, never cookies.
   const url = '/?query=' + encodeURIComponent('{ school { id } }')
-  const ok = await app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${token}`, 'x-mercurius-operation-name': 'school' } })
+  const ok = await app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${token}` } })
   t.equal(ok.statusCode, 200)
   t.equal(ok.json().data.school.id.length, 36)
 
   const mutation = '/?query=' + encodeURIComponent('mutation { logout(refreshToken: "x") }')
-  const refused = await app.inject({ method: 'GET', url: mutation, headers: { authorization: `Bearer ${token}`, 'mercurius-require-preflight': 'true' } })
+  const refused = await app.inject({ method: 'GET', url: mutation, headers: { authorization: `Bearer ${token}`, accept: GRAPHQL_RESPONSE_JSON } })
   t.equal(refused.statusCode, 405)
-  t.match(refused.json().errors[0].message, /Only queries can be sent with GET/)
+  t.equal(refused.headers.allow, 'POST')
+  t.match(refused.headers['content-type'], /^application\/graphql-response\+json/)
+  t.same(refused.json(), { errors: [{ message: 'Only queries can be sent with GET; send mutations with POST', extensions: { code: 'METHOD_NOT_ALLOWED' } }] })
 })
 
-t.test('CSRF prevention: a GET without a preflight header is refused', async (t) => {
-  // What a cross-site <img src> or link would send: a simple request with no custom header.
-  const res = await app.inject({ method: 'GET', url: '/?query=' + encodeURIComponent('{ school { id } }'), headers: { authorization: `Bearer ${token}` } })
-  t.equal(res.statusCode, 400)
-  t.equal(res.json().errors[0].message, CSRF_MESSAGE)
-  t.notOk(res.json().data)
+t.test('a query limit under application/json: 200 with the errors and no data (GraphQL over HTTP, legacy clients)', async (t) => {
+  const res = await post(app, chain(7), { token })
+  t.equal(res.statusCode, 200)
+  t.match(res.headers['content-type'], /^application\/json/)
+  t.notOk('data' in res.body)
+  t.same(res.body.errors![0]!.extensions, { code: 'QUERY_LIMIT_EXCEEDED', limit: 'depth' })
 })
 
 t.test('only application/json bodies: form, text, multipart and application/graphql get 415', async (t) => {
@@ -164,7 +178,7 @@ t.test('only application/json bodies: form, text, multipart and application/grap
   for (const [type, payload] of bodies) {
     const res = await app.inject({ method: 'POST', url: '/', headers: { 'content-type': type, authorization: `Bearer ${token}` }, payload })
     t.equal(res.statusCode, 415, type)
-    t.equal(res.json().errors[0].message, 'Unsupported Content-Type: send application/json', type)
+    t.same(res.json(), { errors: [{ message: 'Unsupported Content-Type: send application/json', extensions: { code: 'UNSUPPORTED_MEDIA_TYPE' } }] }, type)
   }
   const missing = await app.inject({ method: 'POST', url: '/', headers: { authorization: `Bearer ${token}` }, payload: '{"query":"{ school { id } }"}' })
   t.equal(missing.statusCode, 415, 'no Content-Type')

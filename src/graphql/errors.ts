@@ -1,11 +1,14 @@
-// Coded errors and the one formatter that decides what a client sees.
+// Coded errors, the bodies of every refusal of the GraphQL endpoint, and the one formatter that
+// decides what a client sees. Every `extensions.code` the service sends is a member of ErrorCode.
 import { GraphQLError, type ExecutionResult, type FormattedExecutionResult, type GraphQLFormattedError } from 'graphql'
 import mercurius, { type MercuriusContext } from 'mercurius'
-import { QUERY_LIMIT_EXCEEDED } from './limits.js'
+import { documentErrorStatus } from './http.js'
+import { QUERY_LIMIT_EXCEEDED, tokenLimitError } from './limits.js'
 
 const { ErrorWithProps } = mercurius
 
 export type ErrorCode =
+  // Field errors of an executed operation.
   | 'UNAUTHENTICATED'
   | 'FORBIDDEN'
   | 'INVALID_CREDENTIALS'
@@ -13,6 +16,14 @@ export type ErrorCode =
   | 'BAD_USER_INPUT'
   | 'TOO_MANY_REQUESTS'
   | 'INTERNAL_SERVER_ERROR'
+  // Refusals of a request before execution (HTTP 4xx or 503).
+  | typeof QUERY_LIMIT_EXCEEDED
+  | 'BAD_REQUEST'
+  | 'METHOD_NOT_ALLOWED'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'TIMEOUT'
+  | 'SERVICE_UNAVAILABLE'
   // Persisted queries and trusted documents (persisted-documents.ts); the first two are Apollo's.
   | 'PERSISTED_QUERY_NOT_FOUND'
   | 'PERSISTED_QUERY_NOT_SUPPORTED'
@@ -47,16 +58,46 @@ export const tooManyRequests = (message: string, retryAfter: number): Error =>
 
 const INTERNAL_MESSAGE = 'Internal server error'
 
-/** Fastify's and Mercurius's messages for a malformed request, made to say what to send. */
-function requestMessage (error: Error & { code?: string }): string {
+/** The body of a refusal: a GraphQL response with one coded error and no `data` (nothing ran). */
+export interface RefusalBody { errors: [GraphQLFormattedError] }
+
+export function refusal (code: ErrorCode, message: string, extensions: Record<string, unknown> = {}): RefusalBody {
+  return { errors: [{ message, extensions: { code, ...extensions } }] }
+}
+
+/** The refusals of the endpoint, with the messages the README promises. */
+export const refusals = {
+  badRequest: (message: string) => refusal('BAD_REQUEST', message),
+  missingQuery: () => refusal('BAD_REQUEST', 'Missing query: send a JSON body {"query": "...", "variables": {...}}'),
+  methodNotAllowed: () => refusal('METHOD_NOT_ALLOWED', 'Only queries can be sent with GET; send mutations with POST'),
+  tooLarge: (bodyLimitBytes: number) => refusal('PAYLOAD_TOO_LARGE', `Request body is too large: at most ${bodyLimitBytes} bytes`),
+  unsupportedMediaType: () => refusal('UNSUPPORTED_MEDIA_TYPE', 'Unsupported Content-Type: send application/json'),
+  rateLimited: (limit: string, max: number, retryAfter: number) => refusal('TOO_MANY_REQUESTS',
+    `Too many requests: the ${limit} limit of ${max} requests per minute is reached; retry in ${retryAfter} s`, { limit, retryAfter }),
+  timeout: () => refusal('TIMEOUT', 'The request took too long and was stopped; retry later'),
+  overloaded: (retryAfter: number) => refusal('SERVICE_UNAVAILABLE', `The service is overloaded; retry in ${retryAfter} seconds`),
+  shuttingDown: () => refusal('SERVICE_UNAVAILABLE', 'The server is shutting down: retry the request (another node answers it)')
+}
+
+/**
+ * Fastify's and Mercurius's refusals of a request (an error with a 4xx status, or the handler
+ * timeout), as status and body. Any other 4xx is a BAD_REQUEST with its own message (e.g. a body
+ * that is not valid JSON).
+ */
+function httpRefusal (error: Error & { code?: string, statusCode?: unknown }, bodyLimitBytes: number): { statusCode: number, body: RefusalBody } | undefined {
   switch (error.code) {
-    case 'MER_ERR_GQL_PERSISTED_QUERY_NOT_FOUND':
-      return 'Missing query: send a JSON body {"query": "...", "variables": {...}}'
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return 'Unsupported Content-Type: send application/json'
-    default:
-      return error.message
+    case 'FST_ERR_CTP_BODY_TOO_LARGE': return { statusCode: 413, body: refusals.tooLarge(bodyLimitBytes) }
+    // HANDLER_TIMEOUT_MS (plugins/handler-timeout.ts).
+    case 'FST_ERR_HANDLER_TIMEOUT': return { statusCode: 503, body: refusals.timeout() }
+    case 'MER_ERR_METHOD_NOT_ALLOWED': return { statusCode: 405, body: refusals.methodNotAllowed() }
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE': return { statusCode: 415, body: refusals.unsupportedMediaType() }
+    case 'MER_ERR_GQL_PERSISTED_QUERY_NOT_FOUND': return { statusCode: 400, body: refusals.missingQuery() }
   }
+  // Mercurius's wrapper of the document's errors (syntax, validation, variables): flattened below.
+  if (Array.isArray((error as { errors?: unknown }).errors)) return undefined
+  const status = error.statusCode
+  if (typeof status === 'number' && status >= 400 && status < 500) return { statusCode: status, body: refusals.badRequest(error.message) }
+  return undefined
 }
 
 function flatten (errors: readonly GraphQLError[]): GraphQLError[] {
@@ -67,54 +108,82 @@ function flatten (errors: readonly GraphQLError[]): GraphQLError[] {
   })
 }
 
-/**
- * Coded errors pass as they are; errors of the GraphQL language (syntax, validation, variable
- * coercion) keep message and locations; anything else is logged with the request id and shown as
- * a generic error, so no stack, SQL or internal detail reaches a client.
- */
-export function errorFormatter (
+/** Removes graphql-js's "Did you mean ...?" hints, which tell a prober the schema's names. */
+function withoutSuggestions (error: GraphQLFormattedError): GraphQLFormattedError {
+  const message = error.message.replace(/ ?Did you mean .*\?$/s, '')
+  return message === error.message ? error : { ...error, message }
+}
+
+export interface ErrorFormatterOptions {
+  /** No field suggestions (production). */
+  production: boolean
+  /** BODY_LIMIT_BYTES, named in the 413 message. */
+  bodyLimitBytes: number
+}
+
+type Formatter = (
   execution: ExecutionResult & Required<Pick<ExecutionResult, 'errors'>>,
   context: MercuriusContext
-): { statusCode: number, response: FormattedExecutionResult } {
-  const log = context.reply?.log ?? context.app.log
-  const requestId = context.reply?.request.id
-  let requestStatus: number | undefined
-  let refusedStatus: number | undefined
-  const errors = flatten(execution.errors).map((error): GraphQLFormattedError => {
-    const original = error.originalError
-    if (original === undefined || original === null || original instanceof GraphQLError) {
-      const { message, locations, path, extensions } = error
-      // Only refusals by a query limit (limits.ts) carry a code among the language's errors.
-      const code = extensions?.code === QUERY_LIMIT_EXCEEDED && { extensions }
-      return { message, ...(locations && { locations }), ...(path && { path }), ...code }
+) => { statusCode: number, response: FormattedExecutionResult }
+
+/**
+ * Mercurius's errorFormatter. Refusals of the request (above) answer with their own status and
+ * code; coded errors pass as they are; errors of the GraphQL language (syntax, validation, variable
+ * coercion) keep message and locations; anything else is logged with the request id and shown as a
+ * generic error, so no stack, SQL or internal detail reaches a client.
+ *
+ * GraphQL over HTTP: a request that never reached execution has no `data`, and its status follows
+ * the negotiated media type (http.ts); an executed one has `data` and is a 200 (a 429 when a refused
+ * field, a locked `login`, left no data).
+ */
+export function createErrorFormatter ({ production, bodyLimitBytes }: ErrorFormatterOptions): Formatter {
+  return (execution, context) => {
+    const reply = context.reply as MercuriusContext['reply'] | undefined
+    const log = reply?.log ?? context.app.log
+    const request = reply?.request
+    for (const error of execution.errors) {
+      const original = error.originalError
+      if (original === undefined || original === null || original instanceof GraphQLError || original instanceof ErrorWithProps) continue
+      const refused = httpRefusal(original, bodyLimitBytes)
+      if (refused === undefined) continue
+      if (refused.statusCode === 405) reply?.header('allow', 'POST')
+      if (request !== undefined) request.graphqlOutcome = 'rejected'
+      return { statusCode: refused.statusCode, response: refused.body }
     }
-    if (original instanceof ErrorWithProps) {
-      if (original.statusCode === 429) refusedStatus = 429
-      log.debug({ code: (original.extensions as { code?: string }).code, path: error.path }, original.message)
-      return error.toJSON()
+
+    let refusedStatus: number | undefined
+    const errors = flatten(execution.errors).map((error): GraphQLFormattedError => {
+      const original = error.originalError
+      if (original === undefined || original === null || original instanceof GraphQLError) {
+        const { message, locations, path, extensions } = error
+        // Only refusals by a query limit (limits.ts) carry a code among the language's errors.
+        const code = extensions?.code === QUERY_LIMIT_EXCEEDED && { extensions }
+        const formatted = { message, ...(locations && { locations }), ...(path && { path }), ...code }
+        const limited = tokenLimitError(formatted) ?? formatted
+        return production ? withoutSuggestions(limited) : limited
+      }
+      if (original instanceof ErrorWithProps) {
+        if (original.statusCode === 429) refusedStatus = 429
+        log.debug({ code: (original.extensions as { code?: string }).code, path: error.path }, original.message)
+        return error.toJSON()
+      }
+      log.error({ err: original, path: error.path }, 'unexpected error in a GraphQL operation')
+      return {
+        message: INTERNAL_MESSAGE,
+        ...(error.locations && { locations: error.locations }),
+        ...(error.path && { path: error.path }),
+        extensions: { code: 'INTERNAL_SERVER_ERROR', requestId: request?.id }
+      }
+    })
+    const executed = (execution.data !== undefined && execution.data !== null) || errors.some((e) => e.path !== undefined)
+    if (!executed) {
+      // A request error (syntax, validation, variables, a query limit): nothing ran, no `data`.
+      if (request !== undefined) request.graphqlOutcome = 'rejected'
+      return { statusCode: documentErrorStatus(request), response: { errors } }
     }
-    const status = (original as { statusCode?: unknown }).statusCode
-    if (typeof status === 'number' && status >= 400 && status < 500) {
-      // An HTTP-level refusal by Fastify or Mercurius (body not JSON, no query, too large).
-      requestStatus = status
-      return { message: requestMessage(original) }
-    }
-    log.error({ err: original, path: error.path }, 'unexpected error in a GraphQL operation')
     return {
-      message: INTERNAL_MESSAGE,
-      ...(error.locations && { locations: error.locations }),
-      ...(error.path && { path: error.path }),
-      extensions: { code: 'INTERNAL_SERVER_ERROR', requestId }
+      statusCode: refusedStatus !== undefined && execution.data == null ? refusedStatus : 200,
+      response: { data: execution.data ?? null, errors }
     }
-  })
-  // A request that never reached execution (syntax, validation, bad variables) is a 400;
-  // once execution ran, the response is 200 with `data` and `errors` (GraphQL over HTTP).
-  const executed = execution.data !== undefined && execution.data !== null
-    ? true
-    : errors.some((e) => e.path !== undefined)
-  return {
-    // A refused field that left no data (a refused login) refuses the whole request.
-    statusCode: requestStatus ?? (refusedStatus !== undefined && execution.data == null ? refusedStatus : executed ? 200 : 400),
-    response: { data: execution.data ?? null, errors }
   }
 }

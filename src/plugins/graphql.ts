@@ -1,73 +1,24 @@
 // The GraphQL endpoint: Mercurius with the schema, resolvers and loaders, the one error formatter,
-// the response cache, and the request rules of a public GraphQL API: query limits checked on the
-// parsed document before any resolver runs, application/json bodies only, CSRF prevention, no
-// batches, GET for queries only, and no introspection or field suggestions in production.
+// the response cache, and the request rules of a public GraphQL API over HTTP (src/graphql/http.ts):
+// answers in the media type `Accept` negotiates, well-formed parameters only, query limits checked
+// on the parsed document before any resolver runs, application/json bodies only, no batches, GET
+// for queries only, and no introspection or field suggestions in production.
+//
+// GET needs no CSRF preflight header: the API authenticates by bearer token only, never by cookie,
+// so a request a page of another site makes a browser send carries no one's credentials; and GET
+// runs queries only.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import {
-  GraphQLError,
-  NoSchemaIntrospectionCustomRule,
-  type ExecutionResult,
-  type FormattedExecutionResult,
-  type GraphQLFormattedError,
-  type ValidationRule
-} from 'graphql'
-import mercurius, { type MercuriusContext } from 'mercurius'
+import { GraphQLError, NoSchemaIntrospectionCustomRule, type ValidationRule } from 'graphql'
+import mercurius from 'mercurius'
 import { buildContext } from '../graphql/context.js'
-import { errorFormatter } from '../graphql/errors.js'
-import { limitRules, sizeLimitError, tokenLimitError, type QueryLimits } from '../graphql/limits.js'
+import { createErrorFormatter, refusals } from '../graphql/errors.js'
+import { documentErrorStatus, GRAPHQL_PATH, invalidParameters, responseMediaType } from '../graphql/http.js'
+import { limitRules, sizeLimitError, type QueryLimits } from '../graphql/limits.js'
 import { persistedQueryProvider } from '../graphql/persisted-documents.js'
 import { registerResponseCache } from '../graphql/response-cache.js'
 import { loaders, resolvers } from '../graphql/resolvers/index.js'
 import { loadSchema } from '../graphql/schema.js'
-
-const GRAPHQL_PATH = '/'
-
-/**
- * Headers a browser cannot send cross-origin without a CORS preflight: a GET must carry one, so a
- * page of another site cannot make a visitor's browser run a query (Mercurius's names and Apollo's).
- */
-const PREFLIGHT_HEADERS = ['x-mercurius-operation-name', 'mercurius-require-preflight', 'x-apollo-operation-name', 'apollo-require-preflight']
-
-interface RequestError { statusCode: number, message: string, code?: string }
-
-/** Errors that answer with a status of their own, with the message a client sees. */
-function requestErrors (bodyLimitBytes: number): Record<string, RequestError> {
-  return {
-    FST_ERR_CTP_BODY_TOO_LARGE: { statusCode: 413, message: `Request body is too large: at most ${bodyLimitBytes} bytes` },
-    // HANDLER_TIMEOUT_MS (plugins/handler-timeout.ts).
-    FST_ERR_HANDLER_TIMEOUT: { statusCode: 503, message: 'The request took too long and was stopped; retry later', code: 'TIMEOUT' },
-    MER_ERR_METHOD_NOT_ALLOWED: { statusCode: 405, message: 'Only queries can be sent with GET; send mutations with POST' }
-  }
-}
-
-/** Removes graphql-js's "Did you mean ...?" hints, which tell a prober the schema's names. */
-function withoutSuggestions (error: GraphQLFormattedError): GraphQLFormattedError {
-  const message = error.message.replace(/ ?Did you mean .*\?$/s, '')
-  return message === error.message ? error : { ...error, message }
-}
-
-function formatter (production: boolean, bodyLimitBytes: number) {
-  const known = requestErrors(bodyLimitBytes)
-  return (
-    execution: ExecutionResult & Required<Pick<ExecutionResult, 'errors'>>,
-    context: MercuriusContext
-  ): { statusCode: number, response: FormattedExecutionResult } => {
-    for (const error of execution.errors) {
-      const request = known[(error.originalError as { code?: string } | undefined)?.code ?? '']
-      if (request !== undefined) {
-        return {
-          statusCode: request.statusCode,
-          response: { data: null, errors: [{ message: request.message, ...(request.code && { extensions: { code: request.code } }) }] }
-        }
-      }
-    }
-    const { statusCode, response } = errorFormatter(execution, context)
-    let errors = (response.errors ?? []).map((error) => tokenLimitError(error) ?? error)
-    if (production) errors = errors.map(withoutSuggestions)
-    return { statusCode, response: { ...response, errors } }
-  }
-}
 
 function unsupportedMediaType (): Error {
   return Object.assign(new Error('Unsupported Content-Type'), { statusCode: 415, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' })
@@ -88,7 +39,7 @@ export default fp(async (app) => {
   if (production) validationRules.push(NoSchemaIntrospectionCustomRule)
 
   // Only JSON bodies: no form or text body (which a browser sends cross-site without a preflight),
-  // no application/graphql. Runs before Mercurius's own CSRF check, so that such a body is a 415.
+  // no application/graphql.
   app.addHook('onRequest', (request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
     if (request.method !== 'POST' || request.routeOptions.url !== GRAPHQL_PATH) {
       done()
@@ -99,15 +50,46 @@ export default fp(async (app) => {
     else done()
   })
 
-  // The size of the text before anything parses it (the response cache parses ahead of Mercurius).
+  // Before Mercurius's own schema, whose coercion would make `{"query": 5}` the document "5" and
+  // `"variables": false` null: the parameters as sent, then the size of the text before anything
+  // parses it (the response cache parses ahead of Mercurius). An early answer stops the hook chain
+  // (done is not called).
   app.addHook('preValidation', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
-    const source = request.routeOptions.url === GRAPHQL_PATH
-      ? (request.method === 'GET' ? request.query : request.body) as { query?: unknown } | undefined
-      : undefined
-    const error = typeof source?.query === 'string' ? sizeLimitError(source.query, limits) : undefined
-    // An early answer: the hook chain stops here (done is not called).
-    if (error !== undefined) void reply.code(400).send({ data: null, errors: [error] })
-    else done()
+    if (request.routeOptions.url !== GRAPHQL_PATH) {
+      done()
+      return
+    }
+    const params = request.method === 'POST' ? request.body : request.query
+    const invalid = invalidParameters(request.method, params)
+    if (invalid !== undefined) {
+      request.graphqlOutcome = 'rejected'
+      void reply.code(400).send(refusals.badRequest(invalid))
+      return
+    }
+    const source = params as { query?: unknown, extensions?: unknown }
+    // null is "no extensions" (GraphQL over HTTP); Mercurius's schema wants an object or nothing.
+    if (source.extensions === null) delete source.extensions
+    const error = typeof source.query === 'string' ? sizeLimitError(source.query, limits) : undefined
+    if (error !== undefined) {
+      request.graphqlOutcome = 'rejected'
+      void reply.code(documentErrorStatus(request)).send({ errors: [error] })
+      return
+    }
+    done()
+  })
+
+  // Every answer of the endpoint (results, refusals by any plugin, cached answers) in the media type
+  // the request's Accept negotiates; caches keep answers apart by Accept.
+  app.addHook('onSend', (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) => {
+    if (request.routeOptions.url === GRAPHQL_PATH) {
+      const type = reply.getHeader('content-type')
+      if (typeof type === 'string' && type.startsWith('application/json')) {
+        reply.header('content-type', `${responseMediaType(request)}; charset=utf-8`)
+      }
+      const vary = reply.getHeader('vary')
+      reply.header('vary', vary === undefined ? 'Accept' : `${String(vary)}, Accept`)
+    }
+    done(null, payload)
   })
 
   await app.register(mercurius, {
@@ -116,7 +98,7 @@ export default fp(async (app) => {
     loaders,
     path: GRAPHQL_PATH,
     context: (request) => buildContext(app, request),
-    errorFormatter: formatter(production, config.bodyLimitBytes),
+    errorFormatter: createErrorFormatter({ production, bodyLimitBytes: config.bodyLimitBytes }),
     validationRules,
     graphql: {
       parseOptions: { maxTokens: limits.maxTokens },
@@ -134,7 +116,7 @@ export default fp(async (app) => {
       redis: app.redis,
       log: app.log
     }),
-    csrfPrevention: { allowedContentTypes: ['application/json'], requiredHeaders: PREFLIGHT_HEADERS },
+    csrfPrevention: false,
     graphiql: false
   })
 

@@ -9,6 +9,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { GRAPHQL_PATH } from '../graphql/http.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -17,8 +18,11 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The GraphQL operation of this request, as executed (set before execution). */
     graphqlOperation?: string
-    /** Whether the executed operation's result held errors, and of which kind. */
-    graphqlOutcome?: 'ok' | 'error' | 'internal_error'
+    /**
+     * Whether the executed operation's result held errors, and of which kind; `rejected`: a request
+     * error, nothing ran (set by the error formatter, src/graphql/errors.ts).
+     */
+    graphqlOutcome?: 'ok' | 'error' | 'internal_error' | 'rejected'
   }
 }
 
@@ -41,7 +45,7 @@ export function operationOf (request: FastifyRequest): string {
 }
 
 export function isGraphQLRequest (request: FastifyRequest): boolean {
-  return request.routeOptions.url === '/' && (request.method === 'POST' || request.method === 'GET')
+  return request.routeOptions.url === GRAPHQL_PATH && (request.method === 'POST' || request.method === 'GET')
 }
 
 /** onResolution sees the errors as formatted for the client (src/graphql/errors.ts). */

@@ -5,12 +5,13 @@
 import underPressure, { type FastifyUnderPressureOptions } from '@fastify/under-pressure'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import { refusals } from '../graphql/errors.js'
+import { GRAPHQL_PATH } from '../graphql/http.js'
 
 const MB = 1024 * 1024
 
 export default fp(async (app) => {
   const { pressureMaxEventLoopDelayMs, pressureMaxHeapMb, pressureMaxRssMb, pressureRetryAfter } = app.config
-  const message = `The service is overloaded; retry in ${pressureRetryAfter} seconds`
   await app.register(underPressure, {
     maxEventLoopDelay: pressureMaxEventLoopDelayMs,
     maxHeapUsedBytes: pressureMaxHeapMb * MB,
@@ -24,9 +25,10 @@ export default fp(async (app) => {
       request.log.warn({ type, value }, 'overloaded: request refused')
       void reply.code(503).header('retry-after', String(pressureRetryAfter))
       // The GraphQL endpoint answers in GraphQL's error format; other routes in Fastify's.
-      return request.routeOptions.url === '/'
-        ? { data: null, errors: [{ message, extensions: { code: 'SERVICE_UNAVAILABLE' } }] }
-        : { statusCode: 503, error: 'Service Unavailable', message }
+      const refused = refusals.overloaded(pressureRetryAfter)
+      return request.routeOptions.url === GRAPHQL_PATH
+        ? refused
+        : { statusCode: 503, error: 'Service Unavailable', message: refused.errors[0].message }
     }) as FastifyUnderPressureOptions['pressureHandler']
   })
-}, { name: 'pressure', dependencies: ['config'] })
+}, { name: 'pressure', dependencies: ['config', 'cors'] })

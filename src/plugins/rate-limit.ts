@@ -14,6 +14,8 @@ import fp from 'fastify-plugin'
 import { Counter, type Registry } from 'prom-client'
 import type { Identity } from '../auth/identity.js'
 import { createLoginThrottle, type LoginThrottle } from '../auth/login-throttle.js'
+import { refusals } from '../graphql/errors.js'
+import { GRAPHQL_PATH } from '../graphql/http.js'
 
 export type LimitName = 'user' | 'school' | 'address' | 'login'
 
@@ -39,13 +41,13 @@ interface Limit { name: LimitName, max: number, policy: string, check: Check }
 
 export default fp(async (app) => {
   const config = app.config
-  let refusals: Counter<'limit'> | undefined
+  let refusalCount: Counter<'limit'> | undefined
   let storeErrors: Counter<'use'> | undefined
   // The metrics plugin may be registered after this one: look for it once all plugins are in.
   app.addHook('onReady', async () => {
     const metrics = (app as { metrics?: { registry: Registry } }).metrics
     if (!app.hasDecorator('metrics') || metrics === undefined) return
-    refusals = new Counter({
+    refusalCount = new Counter({
       name: 'sds_rate_limit_refusals_total',
       help: 'Requests or logins refused by a rate limit or login throttling, by limit',
       labelNames: ['limit'],
@@ -69,7 +71,7 @@ export default fp(async (app) => {
       ? 'shared login-throttle counters unavailable; counting in this process until Redis answers'
       : 'shared rate-limit counters unavailable; letting requests through until Redis answers')
   }
-  const refused = (limit: LimitName): void => { refusals?.inc({ limit }) }
+  const refused = (limit: LimitName): void => { refusalCount?.inc({ limit }) }
 
   app.decorate('limits', {
     login: createLoginThrottle(app.redis, {
@@ -120,7 +122,7 @@ export default fp(async (app) => {
 
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     // The GraphQL endpoint only: health, readiness and metrics stay answerable to probes.
-    if (request.routeOptions.url !== '/') return
+    if (request.routeOptions.url !== GRAPHQL_PATH) return
     const identity = request.identity
     const limits: Limit[] = []
     if (identity.kind === 'user') {
@@ -154,12 +156,6 @@ export default fp(async (app) => {
     refused(limit.name)
     const retryAfter = Math.max(1, r.ttlInSeconds)
     reply.header('retry-after', retryAfter)
-    return reply.code(429).send({
-      data: null,
-      errors: [{
-        message: `Too many requests: the ${limit.name} limit of ${limit.max} requests per minute is reached; retry in ${retryAfter} s`,
-        extensions: { code: 'TOO_MANY_REQUESTS', limit: limit.name, retryAfter }
-      }]
-    })
+    return reply.code(429).send(refusals.rateLimited(limit.name, limit.max, retryAfter))
   })
-}, { name: 'rate-limit', dependencies: ['config', 'redis', 'auth'] })
+}, { name: 'rate-limit', dependencies: ['config', 'cors', 'redis', 'auth'] })

@@ -8,6 +8,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { refusals } from '../graphql/errors.js'
 
 export type ShutdownState = 'serving' | 'draining' | 'closing'
 
@@ -23,9 +24,7 @@ declare module 'fastify' {
   }
 }
 
-const SHUTTING_DOWN = JSON.stringify({
-  errors: [{ message: 'The server is shutting down: retry the request (another node answers it)', extensions: { code: 'SERVICE_UNAVAILABLE' } }]
-})
+const SHUTTING_DOWN = JSON.stringify(refusals.shuttingDown())
 
 export default fp(async (app) => {
   let state: ShutdownState = 'serving'
@@ -44,7 +43,7 @@ export default fp(async (app) => {
     app.log.info('refusing new requests')
     done()
   })
-  // First of the app's hooks (registered first): nothing else runs for a refused request.
+  // Registered right after CORS (whose headers a refusal keeps): nothing else runs for a refused request.
   app.addHook('onRequest', (_request: FastifyRequest, reply: FastifyReply, done: () => void) => {
     if (state !== 'closing') {
       done()
