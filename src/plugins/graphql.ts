@@ -17,8 +17,8 @@ import { buildContext } from '../graphql/context.js'
 import { errorFormatter } from '../graphql/errors.js'
 import { limitRules, sizeLimitError, tokenLimitError, type QueryLimits } from '../graphql/limits.js'
 import { registerResponseCache } from '../graphql/response-cache.js'
-import { loaders, resolvers } from '../graphql/resolvers/index.js'
-import { loadSchema } from '../graphql/schema.js'
+import { buildResolvers, loaders } from '../graphql/resolvers/index.js'
+import { buildSdlSchema } from '../graphql/schema.js'
 
 const GRAPHQL_PATH = '/'
 
@@ -109,9 +109,10 @@ export default fp(async (app) => {
     else done()
   })
 
+  const schema = buildSdlSchema()
   await app.register(mercurius, {
-    schema: loadSchema(),
-    resolvers: resolvers as mercurius.IResolvers,
+    schema,
+    resolvers: buildResolvers(schema) as mercurius.IResolvers,
     loaders,
     path: GRAPHQL_PATH,
     context: (request) => buildContext(app, request),
