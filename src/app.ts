@@ -17,6 +17,7 @@ import operationsPlugin from './plugins/operations.js'
 import pressurePlugin from './plugins/pressure.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
 import redisPlugin from './plugins/redis.js'
+import schemaSdlPlugin from './plugins/schema-sdl.js'
 
 export interface BuildOptions {
   /** An open database owned by the caller; by default the app opens (and closes) its own. */
@@ -83,6 +84,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(auditPlugin)
   await app.register(rateLimitPlugin)
   await app.register(graphqlPlugin)
+  await app.register(schemaSdlPlugin)
   await app.register(auditScope)
   await app.register(operationsPlugin)
   if (config.env !== 'production') await app.register(graphiqlPlugin)
