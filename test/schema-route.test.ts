@@ -4,6 +4,7 @@ import t from 'tap'
 import { buildSchema, printSchema } from 'graphql'
 import { buildSdlSchema } from '../src/graphql/schema.js'
 import { SDL_PATH } from '../src/plugins/schema-sdl.js'
+import { runCli } from './fixtures/cli.js'
 import { build, gql } from './helper.js'
 import { undescribed } from './schema-descriptions.js'
 
@@ -54,4 +55,12 @@ t.test('the SDL route needs no token and ignores a bad one', async (t) => {
   const res = await app.inject({ method: 'GET', url: SDL_PATH, headers: { authorization: 'Bearer not-a-token' } })
   t.equal(res.statusCode, 200)
   t.equal(res.body, printSchema(app.graphql.schema))
+})
+
+t.test('school-data schema prints the SDL the route serves, with no server or database', async (t) => {
+  const app = await build(t)
+  const route = await app.inject({ method: 'GET', url: SDL_PATH })
+  const printed = await runCli(['schema'], { PATH: process.env.PATH })
+  t.equal(printed.code, 0, printed.stderr)
+  t.equal(printed.stdout, route.body + '\n')
 })
