@@ -37,6 +37,8 @@ t.test('the SDL route answers 304 to its own ETag, 200 to another', async (t) =>
   const other = await app.inject({ method: 'GET', url: SDL_PATH, headers: { 'if-none-match': '"another"' } })
   t.equal(other.statusCode, 200)
   t.equal(other.body, first.body)
+  const health = await app.inject({ method: 'GET', url: '/health' })
+  t.equal(health.headers.etag, undefined, 'the ETag plugin stays inside the route\'s plugin')
 })
 
 t.test('in production the SDL is served while introspection is refused', async (t) => {
