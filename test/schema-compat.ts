@@ -1,10 +1,7 @@
 // The breaking-change check: the current schema against the last released SDL
 // (api/schema.released.graphql), by @graphql-inspector/core's diff. A breaking change passes only
-// when CHANGELOG.md announces it: a bullet of the Unreleased section that begins with
-// `**Breaking:**` and names the change's schema path in backticks, e.g.
-//   - **Breaking:** `Student.email` removed (deprecated since 2026-06-01; use `Student.emails`).
-// A change with no path (a root type replaced) is named by its inspector type instead, e.g.
-// `SCHEMA_MUTATION_TYPE_CHANGED`. README, "Schema, versioning and deprecation", has the policy.
+// when CHANGELOG.md announces it as its head says: a bullet of the Unreleased section that begins
+// with `**Breaking:**` and names the change's path in backticks (or, with no path, its type).
 import { readFileSync } from 'node:fs'
 import { CriticalityLevel, diff, type Change } from '@graphql-inspector/core'
 import { buildSchema, type GraphQLSchema } from 'graphql'
