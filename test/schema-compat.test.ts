@@ -1,6 +1,7 @@
 // Consumers are never broken by surprise: the current schema against the last released SDL, and
 // every breaking change announced in CHANGELOG.md (format: test/schema-compat.ts).
 import t from 'tap'
+import { CriticalityLevel } from '@graphql-inspector/core'
 import { buildSchema, printSchema } from 'graphql'
 import { buildSdlSchema } from '../src/graphql/schema.js'
 import {
@@ -17,7 +18,7 @@ const describe = (change: { path?: string, type: string, message: string }): str
 t.test('the schema breaks nothing of the released SDL that CHANGELOG.md does not announce', async (t) => {
   const unannounced = await unannouncedBreakingChanges(readReleasedSchema(), buildSdlSchema(), readChangelog())
   t.same(unannounced.map(describe), [], 'announce each under "## [Unreleased]" as "- **Breaking:** `path` ..." (CHANGELOG.md)')
-  const dangerous = (await schemaChanges(readReleasedSchema(), buildSdlSchema())).filter((c) => c.criticality.level === 'DANGEROUS')
+  const dangerous = (await schemaChanges(readReleasedSchema(), buildSdlSchema())).filter((c) => c.criticality.level === CriticalityLevel.Dangerous)
   if (dangerous.length > 0) t.comment(`dangerous, not breaking (say them in CHANGELOG.md):\n${dangerous.map(describe).join('\n')}`)
 })
 
