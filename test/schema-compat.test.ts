@@ -1,5 +1,5 @@
 // Consumers are never broken by surprise: the current schema against the last released SDL, and
-// every breaking change announced in CHANGELOG.md (format: test/schema-compat.ts).
+// every breaking change announced in CHANGELOG.md (the format: the head of CHANGELOG.md).
 import t from 'tap'
 import { CriticalityLevel } from '@graphql-inspector/core'
 import { buildSchema, printSchema } from 'graphql'
