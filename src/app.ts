@@ -18,6 +18,7 @@ import operationsPlugin from './plugins/operations.js'
 import pressurePlugin from './plugins/pressure.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
 import redisPlugin from './plugins/redis.js'
+import schemaSdlPlugin from './plugins/schema-sdl.js'
 import shutdownPlugin from './plugins/shutdown.js'
 
 export interface BuildOptions {
@@ -90,6 +91,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(auditPlugin)
   await app.register(rateLimitPlugin)
   await app.register(graphqlPlugin)
+  await app.register(schemaSdlPlugin)
   await app.register(auditScope)
   await app.register(operationsPlugin)
   // GraphiQL sends query text, which trusted-documents mode refuses: not served then.

@@ -1,6 +1,7 @@
 // The `school-data` command line. Each `create` prints the new id alone on the last line of
 // standard output; errors go to standard error with a non-zero exit status.
 import { Command, CommanderError } from 'commander'
+import { printSchema } from 'graphql'
 import {
   assignUser,
   createSchool,
@@ -14,6 +15,7 @@ import { readAudit, type AuditEntry } from '../audit/store.js'
 import { loadConfig } from '../config.js'
 import { openDatabase, type Database } from '../db/client.js'
 import { applyMigrations } from '../db/migrations/index.js'
+import { buildSdlSchema } from '../graphql/schema.js'
 import { startServer } from '../server.js'
 import { readPassword } from './read-password.js'
 import { isUuid } from '../validators.js'
@@ -54,6 +56,10 @@ export function buildProgram (): Command {
   program.command('serve')
     .description('start the API server (PORT, HOST)')
     .action(async () => { await startServer(loadConfig()) })
+
+  program.command('schema')
+    .description('print the GraphQL schema (SDL) the API serves, as GET /schema.graphql does, for code generators')
+    .action(() => { process.stdout.write(printSchema(buildSdlSchema()) + '\n') })
 
   program.command('school')
     .description('manage schools')

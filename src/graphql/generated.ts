@@ -13,9 +13,15 @@ export type Scalars = {
   Boolean: { input: boolean; output: boolean; }
   Int: { input: number; output: number; }
   Float: { input: number; output: number; }
-  /** A calendar date with no time of day or time zone, as `YYYY-MM-DD` (ISO 8601), e.g. `2015-09-01`. */
+  /**
+   * A calendar date with no time of day or time zone, as `YYYY-MM-DD` (RFC 3339 `full-date`), e.g.
+   * `2015-09-01`. Input must be a real day in that form.
+   */
   Date: { input: string; output: Date | string; }
-  /** An instant, as an ISO 8601 timestamp in UTC with milliseconds, e.g. `2026-11-23T13:15:02.123Z`. */
+  /**
+   * An instant, as an RFC 3339 `date-time` with milliseconds, e.g. `2026-11-23T13:15:02.123Z`. Results
+   * are always in UTC (`Z`); input may carry any offset (`+01:00`) and needs the three fraction digits.
+   */
   DateTime: { input: string; output: Date | string; }
 };
 

@@ -17,8 +17,8 @@ import { documentErrorStatus, GRAPHQL_PATH, invalidParameters, responseMediaType
 import { limitRules, sizeLimitError, type QueryLimits } from '../graphql/limits.js'
 import { persistedQueryProvider } from '../graphql/persisted-documents.js'
 import { registerResponseCache } from '../graphql/response-cache.js'
-import { loaders, resolvers } from '../graphql/resolvers/index.js'
-import { loadSchema } from '../graphql/schema.js'
+import { buildResolvers, loaders } from '../graphql/resolvers/index.js'
+import { buildSdlSchema } from '../graphql/schema.js'
 
 function unsupportedMediaType (): Error {
   return Object.assign(new Error('Unsupported Content-Type'), { statusCode: 415, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' })
@@ -92,9 +92,10 @@ export default fp(async (app) => {
     done(null, payload)
   })
 
+  const schema = buildSdlSchema()
   await app.register(mercurius, {
-    schema: loadSchema(),
-    resolvers: resolvers as mercurius.IResolvers,
+    schema,
+    resolvers: buildResolvers(schema) as mercurius.IResolvers,
     loaders,
     path: GRAPHQL_PATH,
     context: (request) => buildContext(app, request),
