@@ -43,7 +43,7 @@ t.test('the SDL route answers 304 to its own ETag, 200 to another', async (t) =>
 
 t.test('in production the SDL is served while introspection is refused', async (t) => {
   const app = await build(t, { env: 'production' })
-  const introspection = await gql(app, '{ __schema { types { name } } }')
+  const introspection = await gql(app, '{ __schema { types { name } } }', { accept: 'application/graphql-response+json' })
   t.equal(introspection.statusCode, 400)
   t.match(introspection.body.errors![0]!.message, /introspection has been disabled/)
   const res = await app.inject({ method: 'GET', url: SDL_PATH })

@@ -37,10 +37,15 @@ export default fp(async (app) => {
       await sleep(ms)
     }
   } satisfies Shutdown)
-  // Step 2 begins when Fastify closes (it then stops listening).
+  // Step 2 begins when Fastify closes: it stops listening once the preClose hooks are done, and
+  // the log says so only then (a connection accepted before that is answered or reset by Fastify).
   app.addHook('preClose', (done) => {
     state = 'closing'
-    app.log.info('refusing new requests')
+    const stopped = (): void => {
+      if (app.server.listening) setImmediate(stopped)
+      else app.log.info('refusing new requests')
+    }
+    setImmediate(stopped)
     done()
   })
   // Registered right after CORS (whose headers a refusal keeps): nothing else runs for a refused request.
