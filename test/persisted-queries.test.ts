@@ -222,7 +222,8 @@ const configWith = (t: Test, path: string) => loadConfig({ DATA_DIR: join(tmpdir
 
 t.test('trusted documents: manifest operations run by hash; text, unknown hashes and registrations are refused', async (t) => {
   const login = 'mutation Login($username: String!, $password: String!) { login(username: $username, password: $password) { accessToken } }'
-  const file = manifest(t, { [sha256(SCHOOL)]: SCHOOL, [sha256(login)]: login })
+  // Keys as client preset 6 writes them (`sha256:<hex>`, GraphQL over HTTP's document identifier) or bare.
+  const file = manifest(t, { [`sha256:${sha256(SCHOOL)}`]: SCHOOL, [sha256(login)]: login })
   const { trustedDocuments } = configWith(t, file)
   t.equal(trustedDocuments?.size, 2)
   const app = await build(t, { trustedDocuments })
@@ -262,6 +263,8 @@ t.test('a bad TRUSTED_DOCUMENTS manifest stops start-up with a message naming th
     ['empty', '{}', /holds no documents/],
     ['hash of another document', { [sha256('{ school { id } }')]: SCHOOL }, /is not the SHA-256 hash of its document/],
     ['sha1 keys', { [createHash('sha1').update(SCHOOL).digest('hex')]: SCHOOL }, /not a SHA-256 hash/],
+    ['another prefix', { [`sha512:${sha256(SCHOOL)}`]: SCHOOL }, /not a SHA-256 hash/],
+    ['prefixed hash of another document', { [`sha256:${sha256('{ school { id } }')}`]: SCHOOL }, /is not the SHA-256 hash of its document/],
     ['a document that is not text', '{ "x": 1 }', /must be a non-empty string/]
   ]
   for (const [name, documents, reason] of cases) {
