@@ -163,7 +163,7 @@ t.test('urql 6 (fetchExchange: queries as GET)', async (t) => {
   const result = await client.query<{ school: { name: string } }>(SCHOOL, {}).toPromise()
   t.notOk(result.error)
   t.equal(result.data?.school.name, 'Urql School')
-  t.match(server.exchanges.at(-1), { method: 'GET', hasQuery: true, status: 200, contentType: 'application/graphql-response+json; charset=utf-8' })
+  t.match(server.exchanges.at(-1), { method: 'GET', hasQuery: true, status: 200, contentType: 'application/graphql-response+json; charset=utf-8', accept: /^application\/graphql-response\+json, / })
 
   const ids = await pageThrough(t, async (after) => {
     const page = await client.query<Page>(PAGE, { after }).toPromise()
@@ -208,7 +208,7 @@ t.test('graphql-request 7', async (t) => {
   const client = new GraphQLClient(server.url, { headers: bearer(login.accessToken) })
   const { school: mine } = await client.request<{ school: { name: string } }>(SCHOOL)
   t.equal(mine.name, 'Request School')
-  t.match(server.exchanges.at(-1), { method: 'POST', status: 200 })
+  t.match(server.exchanges.at(-1), { method: 'POST', accept: 'application/graphql-response+json, application/json', status: 200 })
 
   const ids = await pageThrough(t, async (after) => client.request<Page>(PAGE, { after }))
   sameStudents(t, ids, school)
@@ -244,4 +244,32 @@ t.test('graphql-request 7: a rate limit is a ClientError with TOO_MANY_REQUESTS 
     t.ok(typeof retryAfter === 'number' && retryAfter >= 1 && retryAfter <= 60, `retryAfter ${String(retryAfter)}`)
     t.ok(Number(refused.response.headers.get('retry-after')) >= 1, 'Retry-After readable too')
   }
+})
+
+t.test('plain fetch: POST a login, GET the pages with variables, a request error by its status and code', async (t) => {
+  const server = await serve(t)
+  const school = await seeded('Fetch School')
+  const login = await fetch(server.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query: LOGIN, variables: { username: school.username, password: PASSWORD } })
+  })
+  t.equal(login.headers.get('content-type'), 'application/json; charset=utf-8', 'no Accept: application/json')
+  const { accessToken } = ((await login.json()) as { data: { login: { accessToken: string } } }).data.login
+  const get = async (query: string, variables: Record<string, unknown> = {}): Promise<Response> =>
+    fetch(`${server.url}?${new URLSearchParams({ query, variables: JSON.stringify(variables) }).toString()}`, {
+      headers: { ...bearer(accessToken), accept: 'application/graphql-response+json' }
+    })
+  const ids = await pageThrough(t, async (after) => {
+    const res = await get(PAGE, { after })
+    t.equal(res.status, 200)
+    return ((await res.json()) as { data: Page }).data
+  })
+  sameStudents(t, ids, school)
+  const limit = await get(TOO_DEEP)
+  t.equal(limit.status, 400)
+  t.equal(limit.headers.get('content-type'), 'application/graphql-response+json; charset=utf-8')
+  const body = (await limit.json()) as { data?: unknown, errors: Array<{ extensions: { code: string } }> }
+  t.equal(body.errors[0]?.extensions.code, 'QUERY_LIMIT_EXCEEDED')
+  t.notOk('data' in body)
 })
