@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
 import { loadConfig } from '../src/config.js'
+import { APPLICATION_JSON, GRAPHQL_RESPONSE_JSON } from '../src/graphql/http.js'
 import { REDIS_URL, redisPrefix } from './fixtures/shared-state.js'
 import { LOGIN, PASSWORD, build, login, seedSchool } from './helper.js'
 
@@ -18,8 +19,10 @@ const SCHOOL = 'query School { school { name } }'
 interface Answer { statusCode: number, body: { data?: any, errors?: Array<{ message: string, extensions?: Record<string, unknown> }> } }
 
 /** A GraphQL request with any body fields; GET sends them as query parameters (JSON where not text). */
-async function send (app: FastifyInstance, body: Record<string, unknown>, { token, method = 'POST' }: { token?: string, method?: 'GET' | 'POST' } = {}): Promise<Answer> {
-  const headers: Record<string, string> = token === undefined ? {} : { authorization: `Bearer ${token}` }
+async function send (app: FastifyInstance, body: Record<string, unknown>, { token, method = 'POST', accept = GRAPHQL_RESPONSE_JSON }: { token?: string, method?: 'GET' | 'POST', accept?: string } = {}): Promise<Answer> {
+  // Apollo's HttpLink asks for application/graphql-response+json: refusals are then a 400 (a 200
+  // under application/json, README "GraphQL over HTTP").
+  const headers: Record<string, string> = { accept, ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) }
   const res = method === 'POST'
     ? await app.inject({ method, url: '/', headers, payload: body })
     : await app.inject({
@@ -60,6 +63,9 @@ t.test('APQ over POST: an unknown hash is PERSISTED_QUERY_NOT_FOUND, the documen
   const miss = await send(app, apq(query), { token })
   // What Apollo's link looks for to send the document: this message, or this code.
   refused(t, miss, 'PERSISTED_QUERY_NOT_FOUND', /^PersistedQueryNotFound$/)
+  const missJson = await send(app, apq(query), { token, accept: APPLICATION_JSON })
+  t.equal(missJson.statusCode, 200, 'a 200 under application/json')
+  t.equal(missJson.body.errors?.[0]?.extensions?.code, 'PERSISTED_QUERY_NOT_FOUND')
 
   const registered = await send(app, { query, ...apq(query) }, { token })
   t.equal(registered.statusCode, 200, JSON.stringify(registered.body))
