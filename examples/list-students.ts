@@ -11,6 +11,7 @@ const Login = graphql(`
   }
 `)
 
+// Small pages, to show the paging; a page may hold up to 1000.
 const StudentsPage = graphql(`
   query StudentsPage($after: String) {
     studentsPage(limit: 3, after: $after, orderBy: { field: FAMILY_NAME }) {
