@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify'
 import { Redis } from 'ioredis'
 import t, { type Test } from 'tap'
 import { loadConfig } from '../src/config.js'
+import { APPLICATION_JSON, GRAPHQL_RESPONSE_JSON } from '../src/graphql/http.js'
 import { REDIS_URL, redisPrefix } from './fixtures/shared-state.js'
 import { LOGIN, PASSWORD, build, login, seedSchool } from './helper.js'
 
@@ -17,15 +18,11 @@ const SCHOOL = 'query School { school { name } }'
 
 interface Answer { statusCode: number, body: { data?: any, errors?: Array<{ message: string, extensions?: Record<string, unknown> }> } }
 
-/**
- * A GraphQL request with any body fields; GET sends them as query parameters (JSON where not text).
- * It asks for application/graphql-response+json, as Apollo Client 4 does: a refusal is then a 400.
- */
-async function send (app: FastifyInstance, body: Record<string, unknown>, { token, method = 'POST' }: { token?: string, method?: 'GET' | 'POST' } = {}): Promise<Answer> {
-  const headers: Record<string, string> = {
-    accept: 'application/graphql-response+json',
-    ...(token !== undefined && { authorization: `Bearer ${token}` })
-  }
+/** A GraphQL request with any body fields; GET sends them as query parameters (JSON where not text). */
+async function send (app: FastifyInstance, body: Record<string, unknown>, { token, method = 'POST', accept = GRAPHQL_RESPONSE_JSON }: { token?: string, method?: 'GET' | 'POST', accept?: string } = {}): Promise<Answer> {
+  // Apollo's HttpLink asks for application/graphql-response+json: refusals are then a 400 (a 200
+  // under application/json, README "GraphQL over HTTP").
+  const headers: Record<string, string> = { accept, ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) }
   const res = method === 'POST'
     ? await app.inject({ method, url: '/', headers, payload: body })
     : await app.inject({
@@ -65,6 +62,9 @@ t.test('APQ over POST: an unknown hash is PERSISTED_QUERY_NOT_FOUND, the documen
   const miss = await send(app, apq(query), { token })
   // What Apollo's link looks for to send the document: this message, or this code.
   refused(t, miss, 'PERSISTED_QUERY_NOT_FOUND', /^PersistedQueryNotFound$/)
+  const missJson = await send(app, apq(query), { token, accept: APPLICATION_JSON })
+  t.equal(missJson.statusCode, 200, 'a 200 under application/json')
+  t.equal(missJson.body.errors?.[0]?.extensions?.code, 'PERSISTED_QUERY_NOT_FOUND')
 
   const registered = await send(app, { query, ...apq(query) }, { token })
   t.equal(registered.statusCode, 200, JSON.stringify(registered.body))
@@ -227,7 +227,8 @@ const configWith = (t: Test, path: string) => loadConfig({ DATA_DIR: join(tmpdir
 
 t.test('trusted documents: manifest operations run by hash; text, unknown hashes and registrations are refused', async (t) => {
   const login = 'mutation Login($username: String!, $password: String!) { login(username: $username, password: $password) { accessToken } }'
-  const file = manifest(t, { [sha256(SCHOOL)]: SCHOOL, [sha256(login)]: login })
+  // Keys as client preset 6 writes them (`sha256:<hex>`, GraphQL over HTTP's document identifier) or bare.
+  const file = manifest(t, { [`sha256:${sha256(SCHOOL)}`]: SCHOOL, [sha256(login)]: login })
   const { trustedDocuments } = configWith(t, file)
   t.equal(trustedDocuments?.size, 2)
   const app = await build(t, { trustedDocuments })
@@ -267,6 +268,8 @@ t.test('a bad TRUSTED_DOCUMENTS manifest stops start-up with a message naming th
     ['empty', '{}', /holds no documents/],
     ['hash of another document', { [sha256('{ school { id } }')]: SCHOOL }, /is not the SHA-256 hash of its document/],
     ['sha1 keys', { [createHash('sha1').update(SCHOOL).digest('hex')]: SCHOOL }, /not a SHA-256 hash/],
+    ['another prefix', { [`sha512:${sha256(SCHOOL)}`]: SCHOOL }, /not a SHA-256 hash/],
+    ['prefixed hash of another document', { [`sha256:${sha256('{ school { id } }')}`]: SCHOOL }, /is not the SHA-256 hash of its document/],
     ['a document that is not text', '{ "x": 1 }', /must be a non-empty string/]
   ]
   for (const [name, documents, reason] of cases) {

@@ -1,6 +1,8 @@
 // Document hashes, and the trusted-documents manifest (TRUSTED_DOCUMENTS): the file GraphQL Code
 // Generator's client preset writes with `persistedDocuments: true` (persisted-documents.json), an
-// object mapping the SHA-256 hex of each operation's text to that text. Read and checked once, at
+// object mapping each operation's document identifier to its text: the SHA-256 hex, prefixed
+// `sha256:` as GraphQL over HTTP's persisted documents appendix has it (client preset 6 writes it
+// so) or bare. Read and checked once, at
 // start-up (config.ts); kept apart from the provider so that the configuration loads no GraphQL
 // server code.
 import { createHash } from 'node:crypto'
@@ -12,6 +14,9 @@ export function documentHash (document: string): string {
 }
 
 export const DOCUMENT_HASH = /^[0-9a-f]{64}$/
+
+/** A manifest key: `sha256:<hex>` or the bare hex; the hex is group 1. */
+const MANIFEST_KEY = /^(?:sha256:)?([0-9a-f]{64})$/
 
 /**
  * The trusted documents of a manifest file, by hash. Throws an Error saying what is wrong (the
@@ -36,15 +41,16 @@ export function readDocumentManifest (path: string): ReadonlyMap<string, string>
     throw new Error(`${path} must be a JSON object mapping document hashes to documents`)
   }
   const documents = new Map<string, string>()
-  for (const [hash, document] of Object.entries(manifest)) {
+  for (const [key, document] of Object.entries(manifest)) {
     if (typeof document !== 'string' || document.trim() === '') {
-      throw new Error(`${path}: the document of ${hash} must be a non-empty string`)
+      throw new Error(`${path}: the document of ${key} must be a non-empty string`)
     }
-    if (!DOCUMENT_HASH.test(hash)) {
-      throw new Error(`${path}: "${hash}" is not a SHA-256 hash in lowercase hex (generate the manifest with hashAlgorithm 'sha256')`)
+    const hash = MANIFEST_KEY.exec(key)?.[1]
+    if (hash === undefined) {
+      throw new Error(`${path}: "${key}" is not a SHA-256 hash in lowercase hex (generate the manifest with hashAlgorithm 'sha256')`)
     }
     if (documentHash(document) !== hash) {
-      throw new Error(`${path}: "${hash}" is not the SHA-256 hash of its document`)
+      throw new Error(`${path}: "${key}" is not the SHA-256 hash of its document`)
     }
     documents.set(hash, document)
   }
