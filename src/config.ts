@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path'
 import envSchema from 'env-schema'
 import { MAX_ACCESS_TOKEN_TTL } from './auth/access-changes.js'
 import { readDocumentManifest } from './graphql/document-manifest.js'
+import { MIN_SECRET_BYTES, secretTooShort } from './validators.js'
 
 export type Environment = 'sandbox' | 'production'
 
@@ -235,7 +236,7 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, { needsSecret 
   }
   const dataDir = resolve(raw.DATA_DIR)
   let jwtSecret = raw.JWT_SECRET
-  if (jwtSecret !== undefined && Buffer.byteLength(jwtSecret, 'utf8') < MIN_SECRET_BYTES) {
+  if (jwtSecret !== undefined && secretTooShort(jwtSecret)) {
     throw new ConfigError(`Invalid configuration: JWT_SECRET must have at least ${MIN_SECRET_BYTES} bytes (got ${Buffer.byteLength(jwtSecret, 'utf8')})`)
   }
   const jwtPreviousSecrets = previousSecrets(raw.JWT_PREVIOUS_SECRETS)
@@ -309,14 +310,12 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, { needsSecret 
   }
 }
 
-/** An HS256 key should be at least as long as the hash (RFC 7518 §3.2); counted in UTF-8 bytes. */
-const MIN_SECRET_BYTES = 32
 
 function previousSecrets (value: string | undefined): string[] {
   if (value === undefined) return []
   const secrets = value.split(',').map((secret) => secret.trim()).filter((secret) => secret !== '')
   secrets.forEach((secret, i) => {
-    if (Buffer.byteLength(secret, 'utf8') < MIN_SECRET_BYTES) {
+    if (secretTooShort(secret)) {
       throw new ConfigError(`Invalid configuration: JWT_PREVIOUS_SECRETS: secret #${i + 1} must have at least ${MIN_SECRET_BYTES} bytes`)
     }
   })

@@ -5,6 +5,11 @@ export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 
 export const isUuid = (text: string): boolean => UUID.test(text)
 
+/** An HS256 key should be at least as long as the hash (RFC 7518 §3.2); counted in UTF-8 bytes. */
+export const MIN_SECRET_BYTES = 32
+
+export const secretTooShort = (secret: string): boolean => Buffer.byteLength(secret, 'utf8') < MIN_SECRET_BYTES
+
 /** PostgreSQL's text holds any Unicode but NUL (U+0000): such a parameter fails the statement. */
 export const isStorableText = (text: string): boolean => !text.includes('\u0000')
 

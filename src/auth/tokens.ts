@@ -4,12 +4,10 @@
 import { createHash } from 'node:crypto'
 import jwt, { type FastifyJWTOptions, type JWT } from '@fastify/jwt'
 import type { FastifyInstance } from 'fastify'
-import { isUuid } from '../validators.js'
+import { isUuid, MIN_SECRET_BYTES, secretTooShort } from '../validators.js'
 
 /** RFC 9068's explicit type for JWT access tokens (RFC 8725 §3.11): no other JWT passes for one. */
 export const ACCESS_TOKEN_TYPE = 'at+jwt'
-/** A secret must have at least this many bytes (UTF-8): the size of an HS256 key. */
-export const MIN_SECRET_BYTES = 32
 /** Our tokens are about 250 characters; anything much longer is refused unread. */
 export const MAX_TOKEN_LENGTH = 4096
 /** Allowed difference between nodes' clocks for a token's `iat`. */
@@ -57,9 +55,6 @@ export function keyId (secret: string): string {
   return createHash('sha256').update(secret, 'utf8').digest().subarray(0, 8).toString('base64url')
 }
 
-export function secretTooShort (secret: string): boolean {
-  return Buffer.byteLength(secret, 'utf8') < MIN_SECRET_BYTES
-}
 
 /**
  * The exact header segment the signer writes for a key. Verification accepts only these: a token

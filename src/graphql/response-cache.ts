@@ -17,6 +17,7 @@ import type { Listener } from '../db/listen.js'
 import { DATA_CHANGED_CHANNEL } from '../db/replicas.js'
 import { asksPersistedDocument } from './persisted-documents.js'
 import { GRAPHQL_PATH } from './http.js'
+import { isUuid } from '../validators.js'
 
 export interface ResponseCacheOptions {
   maxBytes: number
@@ -53,7 +54,6 @@ declare module 'fastify' {
   }
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 export async function registerResponseCache (app: FastifyInstance, options: ResponseCacheOptions): Promise<void> {
   /** Keys kept per school, so that a write drops exactly that school's answers. */
@@ -84,7 +84,7 @@ export async function registerResponseCache (app: FastifyInstance, options: Resp
 
   const listener: Listener = await app.db.listen(DATA_CHANGED_CHANNEL, {
     notify (payload) {
-      if (UUID.test(payload)) invalidate(payload.toLowerCase())
+      if (isUuid(payload)) invalidate(payload.toLowerCase())
     },
     // Anything may have changed while not listening.
     async listening () { invalidateAll() },

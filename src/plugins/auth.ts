@@ -3,7 +3,8 @@ import fp from 'fastify-plugin'
 import { watchAccessChanges, type AccessChanges } from '../auth/access-changes.js'
 import { createAuthService, type AuthService } from '../auth/auth-service.js'
 import { prepareDecoy } from '../auth/passwords.js'
-import { createAccessTokens, MIN_SECRET_BYTES, secretTooShort } from '../auth/tokens.js'
+import { createAccessTokens } from '../auth/tokens.js'
+import { MIN_SECRET_BYTES, secretTooShort } from '../validators.js'
 import type { Identity } from '../auth/identity.js'
 
 declare module 'fastify' {
