@@ -25,17 +25,20 @@ export function renderMarkdown (r) {
   lines.push(`Machine: ${r.machine.cpus} CPU (${r.machine.cpuModel}), ${fmt(r.machine.memoryMb)} MB RAM, ` +
     `Node ${r.machine.node}, PostgreSQL ${r.machine.postgres}. Load generator, service and PostgreSQL share the machine.` +
     (r.settings.profile ? ' CPU profiling was on (BENCH_PROFILE=1): figures are lower than usual.' : ''), '')
-  lines.push('| Workload | Server | req/s | p50 ms | p99 ms | errors / non-2xx / wrong | peak RSS MB | CPU cores: server / PostgreSQL / load gen / other | vs ceiling |')
-  lines.push('|---|---|---:|---:|---:|---:|---:|---:|---:|')
+  lines.push('| Workload | Server | req/s | p50 ms | p99 ms | errors / non-2xx / wrong | peak RSS MB | CPU cores: server / PostgreSQL / load gen / other | CPU µs per request: server / PostgreSQL | vs ceiling |')
+  lines.push('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|')
   for (const row of r.runs) {
     lines.push(`| ${row.workload} | ${TARGET_LABELS[row.target]} | ${fmt(row.rps)} | ${ms(row.p50)} | ${ms(row.p99)} | ` +
       `${row.errors + row.timeouts} / ${row.non2xx} / ${row.wrong} | ${fmt(row.peakRssMb, 0)} | ` +
       `${fmt(row.cpuCores, 2)} / ${fmt(row.postgresCores, 2)} / ${fmt(row.loadGenCores, 2)} / ${fmt(Math.max(0, row.otherCores), 2)} | ` +
+      `${fmt(row.serverCpuUsPerRequest, 0)} / ${fmt(row.postgresCpuUsPerRequest, 0)} | ` +
       `${row.target === 'ceiling' ? '' : (Number.isFinite(row.ceilingRatio) ? fmt(row.ceilingRatio, 2) + '×' : '')} |`)
   }
   lines.push('')
   lines.push('CPU: cores used during the measured window by the server process, by the PostgreSQL backends of the bench ' +
-    'database, by the load generator (autocannon and the answer checks, in the runner), and by anything else on the machine.')
+    'database, by the load generator (autocannon and the answer checks, in the runner), and by anything else on the machine. ' +
+    'CPU µs per request: the server\'s and the PostgreSQL backends\' CPU time in the window over the requests answered in it ' +
+    '(a cost, which the machine\'s load disturbs less than req/s).')
   const repeated = r.runs.filter((row) => row.attempts > 1)
   if (repeated.length > 0) {
     lines.push(`Measured again because other programs were busy: ${repeated.map((row) => `${row.workload} (${TARGET_LABELS[row.target]}, ${row.attempts} attempts)`).join(', ')}; the least disturbed attempt is shown.`)

@@ -6,10 +6,11 @@
 // fatal); 1 when any response was wrong, an error or a non-2xx; 2 when the run itself failed.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
 import pg from 'pg'
 import {
@@ -17,6 +18,7 @@ import {
   recreateDatabase, rowLevelSecurity, serverInfo
 } from './dataset.mjs'
 import { freePort, startNode, stopNode, waitForQuiet, waitReady, watchProcess } from './processes.mjs'
+import { summaryMarkdown } from './profile-summary.mjs'
 import { renderMarkdown, renderSvg } from './report.mjs'
 import { LOGIN_MUTATION, WORKLOADS, checkRead, checkTokens, requestBody } from './workloads.mjs'
 
@@ -34,6 +36,9 @@ function intSetting (name, fallback, min = 1) {
 }
 
 function readSettings () {
+  // `npm run bench -- --profile WORKLOAD`: that workload alone, each server profiled, and a summary
+  // of each profile by package (bench/results/profiles/).
+  const { values: args } = parseArgs({ options: { profile: { type: 'string' } }, strict: true })
   const settings = {
     adminUrl: process.env.BENCH_DATABASE_URL || 'postgresql://postgres@127.0.0.1:5432/postgres',
     database: process.env.BENCH_DATABASE || 'sds_bench',
@@ -46,9 +51,9 @@ function readSettings () {
     // Total seconds the run may wait, before measurements, for other programs to leave the CPU.
     quietWaitSeconds: intSetting('BENCH_QUIET_WAIT', 30, 0),
     // BENCH_PROFILE=1: each server writes a V8 CPU profile to bench/results/profiles/ (slows it down).
-    profile: process.env.BENCH_PROFILE === '1',
+    profile: process.env.BENCH_PROFILE === '1' || args.profile !== undefined,
     nodes: intSetting('BENCH_NODES', 2),
-    workloads: (process.env.BENCH_WORKLOADS || WORKLOADS.map((w) => w.name).join(',')).split(',').map((s) => s.trim()).filter(Boolean),
+    workloads: (args.profile ?? process.env.BENCH_WORKLOADS ?? WORKLOADS.map((w) => w.name).join(',')).split(',').map((s) => s.trim()).filter(Boolean),
     sizes: {
       schools: intSetting('BENCH_SCHOOLS', 50),
       students: intSetting('BENCH_STUDENTS', 2000),
@@ -58,7 +63,7 @@ function readSettings () {
     }
   }
   for (const name of settings.workloads) {
-    if (!WORKLOADS.some((w) => w.name === name)) throw new Error(`BENCH_WORKLOADS: unknown workload ${name} (known: ${WORKLOADS.map((w) => w.name).join(', ')})`)
+    if (!WORKLOADS.some((w) => w.name === name)) throw new Error(`${args.profile !== undefined ? '--profile' : 'BENCH_WORKLOADS'}: unknown workload ${name} (known: ${WORKLOADS.map((w) => w.name).join(', ')})`)
   }
   if (settings.sizes.students < 100 || settings.sizes.teachers < 100) {
     throw new Error('BENCH_STUDENTS and BENCH_TEACHERS must be at least 100 (the nested pages hold 100)')
@@ -332,6 +337,9 @@ async function measureOnce (port, workload, target, schools, check, watch, probe
     cpuCores: usage.cpuCores,
     loadGenCores,
     postgresCores: usage.postgresCores,
+    // What each request costs, whatever the machine's load: CPU time over requests answered.
+    serverCpuUsPerRequest: usage.cpuCores * usage.wallSeconds / result.requests.total * 1e6,
+    postgresCpuUsPerRequest: usage.postgresCores * usage.wallSeconds / result.requests.total * 1e6,
     machineCpuBusy: usage.machineBusy,
     // CPU the machine spent on anything else (other programs, PostgreSQL's background processes).
     otherCores: usage.machineBusy * os.cpus().length - usage.cpuCores - (usage.postgresCores || 0) - loadGenCores,
@@ -339,7 +347,8 @@ async function measureOnce (port, workload, target, schools, check, watch, probe
   }
   log(`${target}: ${workload.name}: ${row.rps.toFixed(0)} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms, ` +
     `errors ${row.errors + row.timeouts}, non-2xx ${row.non2xx}, wrong ${wrong}, RSS ${row.peakRssMb.toFixed(0)} MB, ` +
-    `CPU cores: server ${row.cpuCores.toFixed(2)}, PostgreSQL ${row.postgresCores.toFixed(2)}, load generator ${loadGenCores.toFixed(2)}, other ${row.otherCores.toFixed(2)}`)
+    `CPU cores: server ${row.cpuCores.toFixed(2)}, PostgreSQL ${row.postgresCores.toFixed(2)}, load generator ${loadGenCores.toFixed(2)}, other ${row.otherCores.toFixed(2)}; ` +
+    `CPU per request: server ${row.serverCpuUsPerRequest.toFixed(0)} µs, PostgreSQL ${row.postgresCpuUsPerRequest.toFixed(0)} µs`)
   for (const f of failures) log(`  PROBLEM: ${f}`)
   return { row, failures, checkedResponses }
 }
@@ -406,8 +415,23 @@ function gitInfo () {
   }
 }
 
+const profilesDir = join(resultsDir, 'profiles')
+
+/** Each server's CPU profile summed by package, next to it as NAME.summary.md, and printed. */
+function summarizeProfiles () {
+  for (const file of readdirSync(profilesDir).filter((name) => name.endsWith('.cpuprofile')).sort()) {
+    const summary = summaryMarkdown(join(profilesDir, file), projectDir)
+    const out = join(profilesDir, file.replace(/\.cpuprofile$/, '.summary.md'))
+    writeFileSync(out, `# ${file}\n\n${summary}`)
+    process.stdout.write(`\n${file} (${settings.workloads.join(', ')}):\n${summary}`)
+  }
+  log(`wrote the profiles and their summaries to ${profilesDir}`)
+}
+
 async function main () {
   const began = Date.now()
+  // Profiles of this run only.
+  if (settings.profile && existsSync(profilesDir)) rmSync(profilesDir, { recursive: true })
   const selected = WORKLOADS.filter((w) => settings.workloads.includes(w.name))
   const adminBenchUrl = databaseUrl(settings.adminUrl, settings.database)
   const rolePassword = randomBytes(18).toString('base64url')
@@ -452,7 +476,7 @@ async function main () {
   /** Starts a server with the first of `variants` ({ mode, env(port) }) that becomes ready. */
   async function start (target, args, variants) {
     const profileArgs = settings.profile
-      ? ['--cpu-prof', `--cpu-prof-dir=${join(resultsDir, 'profiles')}`, `--cpu-prof-name=${target}.cpuprofile`]
+      ? ['--cpu-prof', `--cpu-prof-dir=${profilesDir}`, `--cpu-prof-name=${target}.cpuprofile`]
       : []
     for (let i = 0; ; i++) {
       const port = await freePort()
@@ -582,6 +606,13 @@ async function main () {
     const b = find(w.name, 'superuser')
     if (a && b) rlsCost[w.name] = 1 - a.rps / b.rps
   }
+  // Fresh reads (issue 16): the response cache off, both walls, the audit and the rate limits on.
+  const fresh = (workload, ratio) => {
+    const row = find(workload, 'uncached')
+    return target(`uncached ${workload} >= ${ratio} x ceiling`, row?.ceilingRatio !== undefined, row?.ceilingRatio >= ratio,
+      `${row?.rps.toFixed(0)} req/s = ${row?.ceilingRatio?.toFixed(2)} x the ceiling's ${find(workload, 'ceiling')?.rps.toFixed(0)} req/s; ` +
+      `server ${row?.serverCpuUsPerRequest?.toFixed(0)} µs and PostgreSQL ${row?.postgresCpuUsPerRequest?.toFixed(0)} µs of CPU per request`)
+  }
   const flat = find('flat', 'service')
   const nested = find('nested', 'service')
   const flatCeiling = find('flat', 'ceiling')
@@ -597,7 +628,10 @@ async function main () {
     target('ready < 1 s', true, ready.service < 1000, `${ready.service.toFixed(0)} ms from process start to the first 200 from /ready`),
     target('RLS cost <= 15%', rlsCost.flat !== undefined, rlsCost.flat <= 0.15,
       `flat, response cache off: 1 - ${find('flat', 'uncached')?.rps.toFixed(0)} / ${find('flat', 'superuser')?.rps.toFixed(0)} = ${((rlsCost.flat ?? NaN) * 100).toFixed(1)}%` +
-      (rlsTables.length === 0 ? ' (no row-level security in the schema yet)' : ''))
+      (rlsTables.length === 0 ? ' (no row-level security in the schema yet)' : '')),
+    fresh('flat', 0.8),
+    fresh('deep-page', 0.8),
+    fresh('nested', 0.6)
   ]
 
   const results = {
@@ -647,6 +681,7 @@ async function main () {
   writeFileSync(join(resultsDir, 'latest.svg'), renderSvg(results))
   process.stdout.write('\n' + markdown)
   log(`wrote bench/results/latest.{json,md,svg} (${results.totalSeconds} s in all)`)
+  if (settings.profile) summarizeProfiles()
   if (failures.length > 0) {
     log(`FAILED: ${failures.length} problem(s) with the answers; first: ${failures[0].workload} on ${failures[0].target}: ${failures[0].message}`)
     process.exitCode = 1
