@@ -2,8 +2,9 @@
 // school), what (GraphQL operation, record type, read or write, how many; the request id) and
 // when, kept in PostgreSQL (access_audit) and read with `school-data audit`.
 //
-// - Counted at the database (access.ts): the school-scoped clients this app hands out count the
-//   Student and Teacher rows of every operation into the request's tally.
+// - Counted at the database (access.ts): the school client (src/db/school-client.ts) counts the
+//   Student and Teacher rows of every operation into the request's tally, which auditScope below
+//   sets up per request.
 // - Recorded when the answer is sent (onSend): one row per request, school, record type and
 //   action, pushed onto the writer's queue; nothing on the request path waits for the database.
 // - Answers served from the response cache ran no query: the tally of the answer that filled the
@@ -15,9 +16,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { parse, type OperationDefinitionNode } from 'graphql'
 import { LRUCache } from 'lru-cache'
-import type { Database } from '../db/client.js'
-import type { TenantDb } from '../db/tenant.js'
-import { countingClient, relationsOf, requestAccess, RequestAccess, type AccessCount, type Relations } from './access.js'
+import { requestAccess, RequestAccess, type AccessCount } from './access.js'
 import { insertAuditRows } from './store.js'
 import { AuditWriter, type AuditStats } from './writer.js'
 
@@ -34,29 +33,6 @@ declare module 'fastify' {
 const kAccess = Symbol('access audit tally')
 type AuditedRequest = FastifyRequest & { [kAccess]?: RequestAccess }
 
-const counted = new WeakSet<Database>()
-
-/**
- * Makes `db.forSchool` hand out counting clients, once per database (tests share one database
- * between apps). A counting client outside a request (no tally) only passes operations through.
- */
-function countSchoolClients (db: Database): void {
-  if (counted.has(db)) return
-  counted.add(db)
-  const relations: Relations = relationsOf(db.prisma)
-  const forSchool = db.forSchool.bind(db)
-  const clients = new WeakMap<TenantDb, TenantDb>()
-  ;(db as { forSchool: Database['forSchool'] }).forSchool = (schoolId) => {
-    const inner = forSchool(schoolId)
-    let client = clients.get(inner)
-    if (client === undefined) {
-      client = countingClient(inner, schoolId, relations)
-      clients.set(inner, client)
-    }
-    return client
-  }
-}
-
 const OPERATION_NAME = /^[_A-Za-z][_0-9A-Za-z]{0,99}$/
 
 export default fp(async (app: FastifyInstance) => {
@@ -68,7 +44,6 @@ export default fp(async (app: FastifyInstance) => {
     maxQueue: auditMaxQueue,
     onError: (message, err) => { app.log.error({ err }, message) }
   })
-  countSchoolClients(app.db)
   app.decorate('audit', {
     flush: () => writer.flush(),
     stats: () => writer.stats()
