@@ -8,9 +8,10 @@
 // - Recorded when the answer is sent (onSend): one row per request, school, record type and
 //   action, pushed onto the writer's queue; nothing on the request path waits for the database.
 // - Answers served from the response cache ran no query: the tally of the answer that filled the
-//   cache is kept in the cache with the answer itself (this onSend hook, registered before the
-//   cache's, hands it to the cache's slot), and recorded again for every request the answer serves.
-//   The tally's scope (auditScope) is registered after the cache's preHandler: a hit needs none.
+//   cache is kept in the cache with the answer itself, and recorded again for every request the
+//   answer serves. auditScope depends on the GraphQL plugin (which holds the cache), so its
+//   preHandler runs after the cache's: a hit needs no tally, and a miss's tally is handed to the
+//   cache's slot there, before any resolver counts into it (no order of onSend hooks matters).
 // - Written in batches (writer.ts); the queue is written out when the app closes.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
@@ -96,9 +97,6 @@ export default fp(async (app: FastifyInstance) => {
 
   function recordAnswer (request: AuditedRequest): void {
     const access = request[kAccess]
-    const slot = request.responseCacheSlot
-    // An answer the response cache may keep: its tally goes with it, for every later hit.
-    if (slot !== undefined) slot.tally = access?.counts ?? []
     if (access !== undefined && access.counts.length > 0) {
       enqueue(request, access.at, access.counts)
       return
@@ -116,18 +114,23 @@ export default fp(async (app: FastifyInstance) => {
 
 /**
  * The tally's scope: around the handler, so that every operation the request's resolvers run finds
- * its tally. Registered after the GraphQL plugin, so that an answer the response cache sends from
+ * its tally. It depends on the GraphQL plugin (fastify-plugin refuses it registered before), so that an answer the response cache sends from
  * its own preHandler (no resolver runs) costs no tally and no async context. Only requests with
  * credentials can reach records. (Callback style: the handler runs inside run().)
  */
 export const auditScope = fp(async (app: FastifyInstance) => {
   app.addHook('preHandler', (request: AuditedRequest, _reply, done) => {
     if (request.headers.authorization === undefined) {
+      // (Without credentials no records can be reached: an answer kept holds none.)
+      if (request.responseCacheSlot !== undefined) request.responseCacheSlot.tally = []
       done()
       return
     }
     const access = new RequestAccess()
     request[kAccess] = access
+    // An answer the response cache may keep: its tally (filled as the resolvers run) goes with it.
+    const slot = request.responseCacheSlot
+    if (slot !== undefined) slot.tally = access.counts
     requestAccess.run(access, done)
   })
 }, { name: 'access-audit-scope', dependencies: ['access-audit', 'graphql'] })
