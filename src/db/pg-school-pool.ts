@@ -13,7 +13,8 @@
 // 3. With `pipeline: true`, the three queries below leave in one round trip.
 //
 // A school's statement outside a transaction goes out as
-//   `BEGIN; SELECT set_config('app.school_id', '<school>', true)` (simple protocol),
+//   `BEGIN; SET LOCAL app.school_id = '<school>'` (simple protocol; SET LOCAL is set_config(...,
+//   true) as a utility command: nothing to plan, no row to return),
 //   the statement itself (PrismaPg's own query config, untouched: names, types, row mode),
 //   `COMMIT`,
 // on one connection, pipelined. The school is a validated UUID, safe as a literal.
@@ -31,7 +32,7 @@ export interface SchoolPool {
 async function inSchool (pool: pg.Pool, schoolId: string, config: pg.QueryConfig): Promise<pg.QueryResult> {
   const client = await pool.connect()
   // Written together (pipeline mode): no answer is awaited before the next query is sent.
-  const begin = client.query(`BEGIN; SELECT set_config('app.school_id', '${schoolId}', true)`)
+  const begin = client.query(`BEGIN; SET LOCAL app.school_id = '${schoolId}'`)
   const statement = client.query(config)
   const commit = client.query('COMMIT')
   const [began, ran, committed] = await Promise.allSettled([begin, statement, commit])
