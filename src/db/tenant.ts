@@ -183,6 +183,3 @@ export function schoolFilter (schoolId: string) {
     }
   })
 }
-
-/** The only database handle resolvers get (composed in school-client.ts). */
-export type { SchoolDb as TenantDb } from './school-client.js'
