@@ -31,11 +31,16 @@ export interface SchoolPool {
 /** The result of one statement of a school, sent between the school's BEGIN and COMMIT. */
 async function inSchool (pool: pg.Pool, schoolId: string, config: pg.QueryConfig): Promise<pg.QueryResult> {
   const client = await pool.connect()
+  // A checked-out client reports a lost connection as an 'error' event, which its holder must
+  // listen to (pg-pool); the queries in flight fail with it and are handled below.
+  const lost = (): void => {}
+  client.on('error', lost)
   // Written together (pipeline mode): no answer is awaited before the next query is sent.
   const begin = client.query(`BEGIN; SET LOCAL app.school_id = '${schoolId}'`)
   const statement = client.query(config)
   const commit = client.query('COMMIT')
   const [began, ran, committed] = await Promise.allSettled([begin, statement, commit])
+  client.removeListener('error', lost)
   // A connection whose BEGIN or COMMIT failed is in an unknown state: it is closed, not reused.
   const broken = began.status === 'rejected' ? began.reason : committed.status === 'rejected' ? committed.reason : undefined
   client.release(broken as Error | undefined)
