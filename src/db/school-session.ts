@@ -1,5 +1,6 @@
 // Wall 2 of tenant isolation, the application's half. Every statement of a school's client runs in
-// a transaction that first sets `app.school_id` for that transaction only (set_config(..., true));
+// a transaction that first sets `app.school_id` for that transaction only (set_config(..., true) or
+// SET LOCAL);
 // the row-level security policies of the tenant tables (migration tenant_walls) then admit that
 // school's rows only. The setting never outlives its transaction, so a pooled connection carries
 // no school from one request to the next.
@@ -16,7 +17,7 @@
 //   it. An interactive transaction of a school sets it once, after BEGIN.
 //
 // Cost, in round trips to PostgreSQL: none per statement. There the pool itself sends a school's
-// statement between `BEGIN; set_config` and `COMMIT`, written together (pg-school-pool.ts, the one
+// statement between `BEGIN; SET LOCAL` and `COMMIT`, written together (pg-school-pool.ts, the one
 // place that relies on how @prisma/adapter-pg uses its pool); a transaction's set_config goes out
 // with its first statement. On the embedded PGlite (no network) a statement is BEGIN, set_config,
 // the statement, COMMIT, through the adapter's own transactions.
