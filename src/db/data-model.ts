@@ -54,3 +54,11 @@ export const RELATIONS: ReadonlyMap<string, ReadonlyArray<readonly [field: strin
 export const SCALARS: ReadonlyMap<string, ReadonlySet<string>> = new Map(
   MODEL_NAMES.map((model) => [model, new Set(Object.values(SCALAR_TABLE[model]))])
 )
+
+/** A model's operations on a client. */
+export type Delegate = Record<string, (args: unknown) => Promise<unknown>>
+
+/** The operations of `model` on `client` (`Student` is `client.student`), through the public client API. */
+export function delegateOf (client: object, model: string): Delegate {
+  return (client as Record<string, Delegate>)[model.charAt(0).toLowerCase() + model.slice(1)]!
+}

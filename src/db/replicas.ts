@@ -16,6 +16,7 @@
 // the failed read is run again on the primary.
 import { PrismaPg } from '@prisma/adapter-pg'
 import { Prisma, PrismaClient } from '../generated/prisma/client.js'
+import { delegateOf } from './data-model.js'
 import type { Listener, ListenHandlers } from './listen.js'
 import { openSchoolPool } from './pg-school-pool.js'
 import { withSchoolSessions } from './school-session.js'
@@ -251,10 +252,6 @@ function isNotFound (err: unknown): boolean {
   return err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2025'
 }
 
-const lowerFirst = (name: string): string => name.charAt(0).toLowerCase() + name.slice(1)
-
-type Delegate = Record<string, (args: unknown) => Promise<unknown>>
-
 /**
  * Read routing as a Prisma client extension (a step of the school client, school-client.ts): a
  * read runs on the replica `reads` names, through `onReplica(replica)` (that replica's client of
@@ -278,7 +275,7 @@ export function readRouting (schoolId: string, reads: ReadRouter, onReplica: (re
         }
         const replica = reads.replicaFor(schoolId)
         if (replica === undefined) return query(args)
-        const delegate = (onReplica(replica) as Record<string, Delegate>)[lowerFirst(model)]!
+        const delegate = delegateOf(onReplica(replica), model)
         return delegate[operation]!(args).catch((err: unknown) => {
           if (isNotFound(err)) throw err
           // The replica is gone or refused: this read, and the next ones, on the primary.

@@ -32,7 +32,8 @@ import type {
 } from '@prisma/driver-adapter-utils'
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js'
 import { isUuid } from '../validators.js'
-import { SCALARS } from './data-model.js'
+import { delegateOf, SCALARS } from './data-model.js'
+import { isPlainObject } from './tenant.js'
 
 /** The school of the operation being run, set by schoolSetting. */
 export const schoolSession = new AsyncLocalStorage<string>()
@@ -49,12 +50,6 @@ export function outsideSchool<T> (work: () => Promise<T>): Promise<T> {
   return schoolSession.exit(async () => await work())
 }
 
-function isPlainObject (value: unknown): value is Record<string, unknown> {
-  if (value === null || typeof value !== 'object') return false
-  const proto = Object.getPrototypeOf(value)
-  return proto === Object.prototype || proto === null
-}
-
 /** `{ schoolId_id: { schoolId, id } }` (a compound unique key) as the plain filter `{ schoolId, id }`. */
 function uniqueAsFilter (where: unknown, scalars: ReadonlySet<string> | undefined): Record<string, unknown> {
   const filter: Record<string, unknown> = {}
@@ -68,10 +63,6 @@ function uniqueAsFilter (where: unknown, scalars: ReadonlySet<string> | undefine
   return filter
 }
 
-const lowerFirst = (name: string): string => name.charAt(0).toLowerCase() + name.slice(1)
-
-type Delegate = Record<string, (args: unknown) => Promise<unknown>>
-
 /**
  * Wall 2's step of the school client: every operation of `client` runs in `schoolId`'s session.
  * `client` is the client being extended (its findFirst serves findUnique without running this
@@ -84,7 +75,7 @@ export function schoolSetting (schoolId: string, client: PrismaClient) {
     query: {
       $allOperations ({ model, operation, args, query }) {
         if (model !== undefined && (operation === 'findUnique' || operation === 'findUniqueOrThrow')) {
-          const delegate = (client as unknown as Record<string, Delegate>)[lowerFirst(model)]!
+          const delegate = delegateOf(client, model)
           const findFirst = operation === 'findUnique' ? delegate.findFirst! : delegate.findFirstOrThrow!
           const where = uniqueAsFilter((args as { where?: unknown }).where, SCALARS.get(model))
           return schoolSession.run(schoolId, async () => await findFirst({ ...args, where }))

@@ -46,7 +46,7 @@ export const TENANT_MODEL_INFO: TenantModelInfo = {
   privateRelations: new Set([...RELATIONS.values()].flat().filter(([, target]) => PRIVATE_MODELS.has(target)).map(([field]) => field))
 }
 
-function isPlainObject (value: unknown): value is Record<string, unknown> {
+export function isPlainObject (value: unknown): value is Record<string, unknown> {
   if (value === null || typeof value !== 'object') return false
   const proto = Object.getPrototypeOf(value)
   return proto === Object.prototype || proto === null
