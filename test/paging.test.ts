@@ -6,7 +6,7 @@ import t from 'tap'
 import { createStudent, createTeacher } from '../src/admin/records.js'
 import { PrismaPg } from '@prisma/adapter-pg'
 import { PrismaClient } from '../src/generated/prisma/client.js'
-import { scopeToSchool, tenantModelInfo } from '../src/db/tenant.js'
+import { schoolClient } from '../src/db/school-client.js'
 import { planPage } from '../src/graphql/paging.js'
 import { STUDENT_LIST, studentWhere } from '../src/graphql/resolvers/students.js'
 import { createClassroomAssignment } from './fixtures.js'
@@ -207,7 +207,7 @@ t.test('a page deep in 100,000 students is an index range scan that reads only t
   t.teardown(() => prisma.$disconnect())
   const statements: Array<{ sql: string, params: unknown[] }> = []
   prisma.$on('query', (e) => { statements.push({ sql: e.query, params: JSON.parse(e.params) as unknown[] }) })
-  const scoped = scopeToSchool(prisma, seeded.schoolId, tenantModelInfo(prisma))
+  const scoped = schoolClient(prisma, seeded.schoolId)
   const orderBy = { field: 'FAMILY_NAME' as const, direction: 'ASC' as const }
   const read = async (after: string | null) => {
     const plan = planPage(STUDENT_LIST, { limit: 100, after, orderBy })

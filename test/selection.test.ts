@@ -2,7 +2,7 @@
 // select the students list hands to the school's client for the spec's own query.
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
-import type { TenantDb } from '../src/db/tenant.js'
+import type { SchoolDb } from '../src/db/school-client.js'
 import { mergeSelect } from '../src/graphql/selection.js'
 import { createTeacher } from '../src/admin/records.js'
 import { createClassroomAssignment } from './fixtures.js'
@@ -14,7 +14,7 @@ import { build, gql, login, seedSchool, testDatabase } from './helper.js'
  */
 function spySelects (t: Test, app: FastifyInstance, model: 'Student' | 'TeacherClassroom'): unknown[] {
   const selects: unknown[] = []
-  const db = app.db as { forSchool: (schoolId: string) => TenantDb }
+  const db = app.db as { forSchool: (schoolId: string) => SchoolDb }
   const forSchool = db.forSchool
   t.teardown(() => { db.forSchool = forSchool })
   db.forSchool = (schoolId) => forSchool(schoolId).$extends({
@@ -26,7 +26,7 @@ function spySelects (t: Test, app: FastifyInstance, model: 'Student' | 'TeacherC
         }
       }
     }
-  }) as unknown as TenantDb
+  }) as unknown as SchoolDb
   return selects
 }
 

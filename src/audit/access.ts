@@ -9,9 +9,8 @@
 // The request's tally travels in an AsyncLocalStorage set around the GraphQL handler (plugin.ts).
 // Operations outside a request (the CLI, tests) are not counted.
 import { AsyncLocalStorage } from 'node:async_hooks'
-import type { PrismaClient } from '../generated/prisma/client.js'
 import { Prisma } from '../generated/prisma/client.js'
-import type { TenantDb } from '../db/tenant.js'
+import { RELATIONS } from '../db/data-model.js'
 
 export type RecordType = 'Student' | 'Teacher'
 export type AccessAction = 'read' | 'write'
@@ -53,20 +52,6 @@ const WRITE_COUNT = new Set(['createMany', 'updateMany', 'deleteMany'])
 
 /** Relation fields of each model and the model each leads to. */
 export type Relations = ReadonlyMap<string, ReadonlyArray<readonly [field: string, model: string]>>
-
-interface RuntimeDataModel {
-  models: Record<string, { fields: Array<{ name: string, kind: string, type: string }> }>
-}
-
-export function relationsOf (prisma: PrismaClient): Relations {
-  const dataModel = (prisma as unknown as { _runtimeDataModel?: RuntimeDataModel })._runtimeDataModel
-  if (dataModel?.models === undefined) throw new Error('The Prisma client does not expose its data model')
-  const relations = new Map<string, Array<[string, string]>>()
-  for (const [model, { fields }] of Object.entries(dataModel.models)) {
-    relations.set(model, fields.filter((f) => f.kind === 'object').map((f) => [f.name, f.type]))
-  }
-  return relations
-}
 
 /**
  * Rows of other models that name a student or teacher: a change feed entry carries the record's id,
@@ -126,48 +111,14 @@ export function record (
   }
 }
 
-const lowerFirst = (name: string): string => name.charAt(0).toLowerCase() + name.slice(1)
-
 /**
- * An interactive transaction's client whose model operations are counted too. A transaction client
- * cannot be extended (Prisma refuses `$extends` on it), so its model delegates are wrapped.
+ * The access count as a Prisma client extension: every operation's records go into the current
+ * request's tally (none outside a request). Step of the school client (src/db/school-client.ts),
+ * which also applies it to the clients of its interactive transactions.
  */
-function countingTransaction (tx: object, schoolId: string, relations: Relations): object {
-  const models = new Map([...relations.keys()].map((model) => [lowerFirst(model), model]))
-  const delegates = new Map<string, object>()
-  return new Proxy(tx, {
-    get (target, key, receiver) {
-      const value = Reflect.get(target, key, receiver) as unknown
-      const model = typeof key === 'string' ? models.get(key) : undefined
-      if (model === undefined || value === null || typeof value !== 'object') return value
-      let delegate = delegates.get(key as string)
-      if (delegate === undefined) {
-        delegate = new Proxy(value, {
-          get (inner, operation, innerReceiver) {
-            const method = Reflect.get(inner, operation, innerReceiver) as unknown
-            if (typeof method !== 'function' || typeof operation !== 'string') return method
-            return (...args: unknown[]) => {
-              const access = requestAccess.getStore()
-              const result = (method as (...a: unknown[]) => Promise<unknown>).apply(inner, args)
-              if (access === undefined) return result
-              return result.then((rows) => {
-                record(access, schoolId, relations, model, operation, rows)
-                return rows
-              })
-            }
-          }
-        })
-        delegates.set(key as string, delegate)
-      }
-      return delegate
-    }
-  })
-}
-
-/** `db` (the client of `schoolId`) with every operation's records counted into the current request's tally. */
-export function countingClient (db: TenantDb, schoolId: string, relations: Relations): TenantDb {
-  return db.$extends({
-    name: 'access-audit',
+export function accessCounting (schoolId: string, relations: Relations = RELATIONS) {
+  return Prisma.defineExtension({
+    name: 'access-counting',
     query: {
       $allOperations ({ model, operation, args, query }) {
         const access = requestAccess.getStore()
@@ -177,15 +128,6 @@ export function countingClient (db: TenantDb, schoolId: string, relations: Relat
           return result
         })
       }
-    },
-    client: {
-      // Operations inside an interactive transaction bypass the query hook above: count them there.
-      $transaction (first: unknown, ...rest: unknown[]) {
-        const parent = Prisma.getExtensionContext(this).$parent as unknown as { $transaction: (...a: unknown[]) => Promise<unknown> }
-        if (typeof first !== 'function') return parent.$transaction(first, ...rest)
-        const work = first as (tx: object) => Promise<unknown>
-        return parent.$transaction((tx: object) => work(countingTransaction(tx, schoolId, relations)), ...rest)
-      }
     }
-  }) as unknown as TenantDb
+  })
 }

@@ -2,22 +2,22 @@
 // school), what (GraphQL operation, record type, read or write, how many; the request id) and
 // when, kept in PostgreSQL (access_audit) and read with `school-data audit`.
 //
-// - Counted at the database (access.ts): the school-scoped clients this app hands out count the
-//   Student and Teacher rows of every operation into the request's tally.
+// - Counted at the database (access.ts): the school client (src/db/school-client.ts) counts the
+//   Student and Teacher rows of every operation into the request's tally, which auditScope below
+//   sets up per request.
 // - Recorded when the answer is sent (onSend): one row per request, school, record type and
 //   action, pushed onto the writer's queue; nothing on the request path waits for the database.
 // - Answers served from the response cache ran no query: the tally of the answer that filled the
-//   cache is kept in the cache with the answer itself (this onSend hook, registered before the
-//   cache's, hands it to the cache's slot), and recorded again for every request the answer serves.
-//   The tally's scope (auditScope) is registered after the cache's preHandler: a hit needs none.
+//   cache is kept in the cache with the answer itself, and recorded again for every request the
+//   answer serves. auditScope depends on the GraphQL plugin (which holds the cache), so its
+//   preHandler runs after the cache's: a hit needs no tally, and a miss's tally is handed to the
+//   cache's slot there, before any resolver counts into it (no order of onSend hooks matters).
 // - Written in batches (writer.ts); the queue is written out when the app closes.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { parse, type OperationDefinitionNode } from 'graphql'
 import { LRUCache } from 'lru-cache'
-import type { Database } from '../db/client.js'
-import type { TenantDb } from '../db/tenant.js'
-import { countingClient, relationsOf, requestAccess, RequestAccess, type AccessCount, type Relations } from './access.js'
+import { requestAccess, RequestAccess, type AccessCount } from './access.js'
 import { insertAuditRows } from './store.js'
 import { AuditWriter, type AuditStats } from './writer.js'
 
@@ -34,29 +34,6 @@ declare module 'fastify' {
 const kAccess = Symbol('access audit tally')
 type AuditedRequest = FastifyRequest & { [kAccess]?: RequestAccess }
 
-const counted = new WeakSet<Database>()
-
-/**
- * Makes `db.forSchool` hand out counting clients, once per database (tests share one database
- * between apps). A counting client outside a request (no tally) only passes operations through.
- */
-function countSchoolClients (db: Database): void {
-  if (counted.has(db)) return
-  counted.add(db)
-  const relations: Relations = relationsOf(db.prisma)
-  const forSchool = db.forSchool.bind(db)
-  const clients = new WeakMap<TenantDb, TenantDb>()
-  ;(db as { forSchool: Database['forSchool'] }).forSchool = (schoolId) => {
-    const inner = forSchool(schoolId)
-    let client = clients.get(inner)
-    if (client === undefined) {
-      client = countingClient(inner, schoolId, relations)
-      clients.set(inner, client)
-    }
-    return client
-  }
-}
-
 const OPERATION_NAME = /^[_A-Za-z][_0-9A-Za-z]{0,99}$/
 
 export default fp(async (app: FastifyInstance) => {
@@ -68,7 +45,6 @@ export default fp(async (app: FastifyInstance) => {
     maxQueue: auditMaxQueue,
     onError: (message, err) => { app.log.error({ err }, message) }
   })
-  countSchoolClients(app.db)
   app.decorate('audit', {
     flush: () => writer.flush(),
     stats: () => writer.stats()
@@ -121,9 +97,6 @@ export default fp(async (app: FastifyInstance) => {
 
   function recordAnswer (request: AuditedRequest): void {
     const access = request[kAccess]
-    const slot = request.responseCacheSlot
-    // An answer the response cache may keep: its tally goes with it, for every later hit.
-    if (slot !== undefined) slot.tally = access?.counts ?? []
     if (access !== undefined && access.counts.length > 0) {
       enqueue(request, access.at, access.counts)
       return
@@ -141,18 +114,23 @@ export default fp(async (app: FastifyInstance) => {
 
 /**
  * The tally's scope: around the handler, so that every operation the request's resolvers run finds
- * its tally. Registered after the GraphQL plugin, so that an answer the response cache sends from
+ * its tally. It depends on the GraphQL plugin (fastify-plugin refuses it registered before), so that an answer the response cache sends from
  * its own preHandler (no resolver runs) costs no tally and no async context. Only requests with
  * credentials can reach records. (Callback style: the handler runs inside run().)
  */
 export const auditScope = fp(async (app: FastifyInstance) => {
   app.addHook('preHandler', (request: AuditedRequest, _reply, done) => {
     if (request.headers.authorization === undefined) {
+      // (Without credentials no records can be reached: an answer kept holds none.)
+      if (request.responseCacheSlot !== undefined) request.responseCacheSlot.tally = []
       done()
       return
     }
     const access = new RequestAccess()
     request[kAccess] = access
+    // An answer the response cache may keep: its tally (filled as the resolvers run) goes with it.
+    const slot = request.responseCacheSlot
+    if (slot !== undefined) slot.tally = access.counts
     requestAccess.run(access, done)
   })
 }, { name: 'access-audit-scope', dependencies: ['access-audit', 'graphql'] })

@@ -10,8 +10,9 @@ import { applyMigrations, pendingMigrations, type MigrationTarget } from './migr
 import { lockDataDir } from './embedded-lock.js'
 import { listenPostgres, type Listener, type ListenHandlers } from './listen.js'
 import { DATA_CHANGED_CHANNEL, openReplicas, type Replicas, type ReplicaStatus } from './replicas.js'
-import { schoolSession, SchoolSessionClient, SchoolSessionPool, withSchoolSessions } from './school-session.js'
-import { scopeToSchool, tenantModelInfo, type ScopeOptions, type TenantDb } from './tenant.js'
+import { openSchoolPool } from './pg-school-pool.js'
+import { schoolClients, type SchoolDb } from './school-client.js'
+import { outsideSchool, withSchoolSessions } from './school-session.js'
 
 export interface Database {
   readonly kind: 'postgresql' | 'embedded'
@@ -25,8 +26,8 @@ export interface Database {
   readonly rowSecurity: boolean
   /** The read replicas (DATABASE_REPLICA_URLS) and whether each gets reads now; empty without. */
   replicaStatus (): ReplicaStatus[]
-  /** The client confined to one school; built once per school and reused. */
-  forSchool (schoolId: string): TenantDb
+  /** The client confined to one school (school-client.ts); built once per school and reused. */
+  forSchool (schoolId: string): SchoolDb
   ping (): Promise<void>
   /**
    * Notifications of `channel` (PostgreSQL LISTEN), on a connection of their own that reconnects
@@ -72,7 +73,7 @@ export interface DatabaseOptions {
    * applies as it does on a server (default). Off only in tests that take wall 2 away.
    */
   serviceRole?: boolean
-  /** The tenant extension's filters (wall 1); off only in tests that take wall 1 away. */
+  /** The school client's filters (wall 1); off only in tests that take wall 1 away. */
   tenantFilter?: boolean
   /** PostgreSQL streaming replicas of `url` that serve tenant reads (replicas.ts). */
   replicaUrls?: readonly string[] | undefined
@@ -102,15 +103,12 @@ export class PendingMigrationsError extends Error {
 
 /**
  * Names for the statements Prisma sends, so that each connection parses and plans a statement once
- * and then only binds and executes it. Statements without parameters (BEGIN, COMMIT) stay unnamed:
- * they run in the simple protocol, which lets BEGIN carry the school (school-session.ts).
+ * and then only binds and executes it.
  */
 function preparedStatements (): (query: { sql: string, args: unknown[] }) => string {
   const names = new LRUCache<string, string>({ max: 2_000 })
   let next = 0
   return (query) => {
-    // pg sends an unnamed statement for an undefined name (the adapter's type wants a string).
-    if (query.args.length === 0) return undefined as unknown as string
     let name = names.get(query.sql)
     if (name === undefined) {
       next += 1
@@ -124,17 +122,16 @@ function preparedStatements (): (query: { sql: string, args: unknown[] }) => str
 export async function openDatabase (options: DatabaseOptions): Promise<Database> {
   if (options.url !== undefined) {
     const target: MigrationTarget = { url: options.url }
-    const pool = new SchoolSessionPool({
+    const { forPrisma, pool } = openSchoolPool({
       connectionString: options.url,
       max: options.poolSize ?? 10,
       // Fail fast instead of queueing forever when the server is gone or every connection is busy.
       connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
       // Sent at connection start: a runaway statement is cancelled by the server itself.
-      ...(options.statementTimeoutMs !== undefined && options.statementTimeoutMs > 0 && { statement_timeout: options.statementTimeoutMs }),
-      // BEGIN of a school's transaction sets the school in the same round trip.
-      Client: SchoolSessionClient
+      ...(options.statementTimeoutMs !== undefined && options.statementTimeoutMs > 0 && { statement_timeout: options.statementTimeoutMs })
     })
-    const adapter = withSchoolSessions(new PrismaPg(pool, { disposeExternalPool: true, statementNameGenerator: preparedStatements() }), true)
+    // A school's statement is sent with its school by the pool itself, in one round trip.
+    const adapter = withSchoolSessions(new PrismaPg(forPrisma, { disposeExternalPool: true, statementNameGenerator: preparedStatements() }), { driverSetsSchool: true })
     const prisma = new PrismaClient({ adapter })
     // Prisma loads and compiles its query compiler (WebAssembly) while the migrations are read.
     const [migrations, connected] = await Promise.allSettled([pendingMigrations(target), prisma.$connect()])
@@ -181,8 +178,8 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
       replicas,
       poolStats: () => ({ max: pool.options.max, total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
       runStatement: async (name, sql, values) => {
-        // No school: outside the tenant extension's session, whoever scheduled the write.
-        await schoolSession.exit(() => pool.query({ name, text: sql, values }))
+        // Straight to the pool, never through a school's session.
+        await pool.query({ name, text: sql, values })
       },
       close: async () => {}
     })
@@ -212,7 +209,7 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
     throw err
   }
   const { PrismaPGlite } = await import('pglite-prisma-adapter')
-  const prisma = new PrismaClient({ adapter: withSchoolSessions(new PrismaPGlite(pglite)) })
+  const prisma = new PrismaClient({ adapter: withSchoolSessions(new PrismaPGlite(pglite), { driverSetsSchool: false }) })
   const driver = pglite
   return await wrap('embedded', prisma, { pglite }, options, {
     async listen (channel, handlers) {
@@ -285,34 +282,24 @@ async function wrap (
     await closeDriver()
     throw err
   }
-  const info = tenantModelInfo(prisma)
-  const scopeOptions: ScopeOptions = { filter: options.tenantFilter !== false, reads: driver.replicas }
-  const scoped = new LRUCache<string, TenantDb>({ max: 10_000 })
+  const schools = schoolClients(prisma, { filter: options.tenantFilter !== false, reads: driver.replicas })
   return {
     kind,
     prisma,
     migrationTarget,
     rowSecurity,
     replicaStatus: () => driver.replicas?.status() ?? [],
-    forSchool (schoolId) {
-      let db = scoped.get(schoolId)
-      if (db === undefined) {
-        db = scopeToSchool(prisma, schoolId, info, scopeOptions)
-        scoped.set(schoolId, db)
-      }
-      return db
-    },
+    forSchool: (schoolId) => schools.forSchool(schoolId),
     listen: driver.listen,
     poolStats: () => driver.poolStats?.() ?? null,
     runStatement: driver.runStatement ?? (async (_name, sql, values) => {
-      // Lazy Prisma promise: `then` inside exit() runs it with no school set.
-      await schoolSession.exit(() => prisma.$executeRawUnsafe(sql, ...values).then((count) => count))
+      await outsideSchool(async () => await prisma.$executeRawUnsafe(sql, ...values))
     }),
     async ping () {
       await prisma.$queryRaw`SELECT 1`
     },
     async close () {
-      scoped.clear()
+      schools.clear()
       await driver.replicas?.close()
       await prisma.$disconnect()
       await closeDriver()

@@ -15,13 +15,15 @@
 // A replica that fails a read, or does not answer the poll, gets no reads until it answers again;
 // the failed read is run again on the primary.
 import { PrismaPg } from '@prisma/adapter-pg'
-import { PrismaClient } from '../generated/prisma/client.js'
+import { Prisma, PrismaClient } from '../generated/prisma/client.js'
+import { delegateOf } from './data-model.js'
 import type { Listener, ListenHandlers } from './listen.js'
-import { SchoolSessionClient, SchoolSessionPool, withSchoolSessions } from './school-session.js'
+import { openSchoolPool } from './pg-school-pool.js'
+import { withSchoolSessions } from './school-session.js'
 
 export const DATA_CHANGED_CHANNEL = 'school_data_changed'
 
-/** What the tenant extension asks before and after an operation of a school. */
+/** What the read-routing step asks before and after an operation of a school. */
 export interface ReadRouter {
   /** The client to read `schoolId`'s data from now; undefined means the primary. */
   replicaFor (schoolId: string): PrismaClient | undefined
@@ -90,16 +92,15 @@ const INFINITE = (1n << 64n)
 export async function openReplicas (options: ReplicaOptions): Promise<Replicas> {
   const pollMs = options.pollMs ?? 200
   const replicas: Replica[] = options.urls.map((url, index) => {
-    const pool = new SchoolSessionPool({
+    const { forPrisma, pool } = openSchoolPool({
       connectionString: url,
       max: options.poolSize,
       connectionTimeoutMillis: options.connectTimeoutMs,
-      ...(options.statementTimeoutMs !== undefined && options.statementTimeoutMs > 0 && { statement_timeout: options.statementTimeoutMs }),
-      Client: SchoolSessionClient
+      ...(options.statementTimeoutMs !== undefined && options.statementTimeoutMs > 0 && { statement_timeout: options.statementTimeoutMs })
     })
     // A dropped connection of an idle pool must not crash the process; the poll notices.
     pool.on('error', () => {})
-    const adapter = withSchoolSessions(new PrismaPg(pool, { disposeExternalPool: true, statementNameGenerator: options.statementNames() }), true)
+    const adapter = withSchoolSessions(new PrismaPg(forPrisma, { disposeExternalPool: true, statementNameGenerator: options.statementNames() }), { driverSetsSchool: true })
     return { index, client: new PrismaClient({ adapter }), up: false, replayed: 0n, warned: false }
   })
 
@@ -239,4 +240,49 @@ export async function openReplicas (options: ReplicaOptions): Promise<Replicas> 
 
 function lsnText (lsn: bigint): string {
   return `${(lsn >> 32n).toString(16).toUpperCase()}/${(lsn & 0xFFFFFFFFn).toString(16).toUpperCase()}`
+}
+
+/** Operations that only read: these may run on a replica. */
+const READS = new Set([
+  'findUnique', 'findUniqueOrThrow', 'findFirst', 'findFirstOrThrow', 'findMany', 'count', 'aggregate', 'groupBy'
+])
+
+/** findFirstOrThrow's "no record": an answer, not a failure of the replica. */
+function isNotFound (err: unknown): boolean {
+  return err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2025'
+}
+
+/**
+ * Read routing as a Prisma client extension (a step of the school client, school-client.ts): a
+ * read runs on the replica `reads` names, through `onReplica(replica)` (that replica's client of
+ * the school), and again on the primary if the replica fails; a write runs on the primary and pins
+ * the school there before its answer returns (read your writes).
+ */
+export function readRouting (schoolId: string, reads: ReadRouter, onReplica: (replica: PrismaClient) => object) {
+  return Prisma.defineExtension({
+    name: 'read-routing',
+    query: {
+      $allOperations ({ model, operation, args, query }) {
+        if (model === undefined) return query(args)
+        if (!READS.has(operation)) {
+          return query(args).then((result) => {
+            reads.changed(schoolId)
+            return result
+          }, (err: unknown) => {
+            reads.changed(schoolId)
+            throw err
+          })
+        }
+        const replica = reads.replicaFor(schoolId)
+        if (replica === undefined) return query(args)
+        const delegate = delegateOf(onReplica(replica), model)
+        return delegate[operation]!(args).catch((err: unknown) => {
+          if (isNotFound(err)) throw err
+          // The replica is gone or refused: this read, and the next ones, on the primary.
+          reads.failed(replica)
+          return query(args)
+        })
+      }
+    }
+  })
 }

@@ -1,20 +1,27 @@
-// Wall 2 of tenant isolation, the application's half. Every query of a school's client runs in a
-// transaction that first sets `app.school_id` for that transaction only (set_config(..., true));
+// Wall 2 of tenant isolation, the application's half. Every statement of a school's client runs in
+// a transaction that first sets `app.school_id` for that transaction only (set_config(..., true) or
+// SET LOCAL);
 // the row-level security policies of the tenant tables (migration tenant_walls) then admit that
 // school's rows only. The setting never outlives its transaction, so a pooled connection carries
 // no school from one request to the next.
 //
-// The school travels from the tenant extension (src/db/tenant.ts), which runs each operation in
-// `schoolSession.run(schoolId, ...)`, down to this driver adapter through an AsyncLocalStorage.
-// The extension keeps every operation of a school on the direct path from its call to the
-// adapter (see there), so the store seen here is always that operation's school.
+// Two public interfaces carry it:
+// - schoolSetting, a Prisma client extension (the innermost step of the school client,
+//   school-client.ts), runs each operation inside `schoolSession.run(schoolId, ...)`, an
+//   AsyncLocalStorage: the operation is awaited inside run(), so its statements start in the
+//   school's async context whether Prisma starts a query when it is created or when it is awaited.
+//   findUnique runs as findFirst: Prisma's documented dataloader merges the findUnique calls of one
+//   tick into one statement, which cannot hold two schools' settings; findFirst is never merged.
+// - withSchoolSessions, a wrapper of the driver adapter (SqlDriverAdapterFactory), reads the
+//   school of each statement from that storage and runs the statement in a transaction that sets
+//   it. An interactive transaction of a school sets it once, after BEGIN.
 //
-// Cost, in round trips to PostgreSQL: none. A statement of a school outside a transaction goes out
-// in one write with set_config before it and one Sync after both, so that the two run in one
-// implicit transaction (PostgreSQL's extended query protocol); a transaction's BEGIN carries
-// set_config. On the embedded PGlite (no network) a statement is BEGIN, set_config, the
-// statement, COMMIT.
-import { AsyncLocalStorage, AsyncResource } from 'node:async_hooks'
+// Cost, in round trips to PostgreSQL: none per statement. There the pool itself sends a school's
+// statement between `BEGIN; SET LOCAL` and `COMMIT`, written together (pg-school-pool.ts, the one
+// place that relies on how @prisma/adapter-pg uses its pool); a transaction's set_config goes out
+// with its first statement. On the embedded PGlite (no network) a statement is BEGIN, set_config,
+// the statement, COMMIT, through the adapter's own transactions.
+import { AsyncLocalStorage } from 'node:async_hooks'
 import type {
   IsolationLevel,
   SqlDriverAdapter,
@@ -23,23 +30,64 @@ import type {
   SqlResultSet,
   Transaction
 } from '@prisma/driver-adapter-utils'
-import pg from 'pg'
+import { Prisma, type PrismaClient } from '../generated/prisma/client.js'
 import { isUuid } from '../validators.js'
+import { delegateOf, SCALARS } from './data-model.js'
+import { isPlainObject } from './tenant.js'
 
-/** The school of the operation being run, set by the tenant extension. */
+/** The school of the operation being run, set by schoolSetting. */
 export const schoolSession = new AsyncLocalStorage<string>()
 
-/** Set by the adapter around one statement of a school that runs outside any transaction. */
-const singleStatement = new AsyncLocalStorage<true>()
-
-const COMMIT: SqlQuery = { sql: 'COMMIT', args: [], argTypes: [] }
-const ROLLBACK: SqlQuery = { sql: 'ROLLBACK', args: [], argTypes: [] }
-
-function currentSchool (): string | undefined {
+/** The school of the statement being sent, if any (always a UUID). */
+export function currentSchool (): string | undefined {
   const schoolId = schoolSession.getStore()
   if (schoolId !== undefined && !isUuid(schoolId)) throw new Error('A school id must be a UUID')
   return schoolId
 }
+
+/** Runs `work` outside any school's session (the service's own statements). */
+export function outsideSchool<T> (work: () => Promise<T>): Promise<T> {
+  return schoolSession.exit(async () => await work())
+}
+
+/** `{ schoolId_id: { schoolId, id } }` (a compound unique key) as the plain filter `{ schoolId, id }`. */
+function uniqueAsFilter (where: unknown, scalars: ReadonlySet<string> | undefined): Record<string, unknown> {
+  const filter: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries((where ?? {}) as Record<string, unknown>)) {
+    if (scalars?.has(key) !== true && isPlainObject(value) && Object.keys(value).every((k) => scalars?.has(k) === true)) {
+      Object.assign(filter, value)
+    } else {
+      filter[key] = value
+    }
+  }
+  return filter
+}
+
+/**
+ * Wall 2's step of the school client: every operation of `client` runs in `schoolId`'s session.
+ * `client` is the client being extended (its findFirst serves findUnique without running this
+ * step twice).
+ */
+export function schoolSetting (schoolId: string, client: PrismaClient) {
+  // (The school is checked to be a UUID where it is sent: currentSchool().)
+  return Prisma.defineExtension({
+    name: 'school-setting',
+    query: {
+      $allOperations ({ model, operation, args, query }) {
+        if (model !== undefined && (operation === 'findUnique' || operation === 'findUniqueOrThrow')) {
+          const delegate = delegateOf(client, model)
+          const findFirst = operation === 'findUnique' ? delegate.findFirst! : delegate.findFirstOrThrow!
+          const where = uniqueAsFilter((args as { where?: unknown }).where, SCALARS.get(model))
+          return schoolSession.run(schoolId, async () => await findFirst({ ...args, where }))
+        }
+        return schoolSession.run(schoolId, async () => await query(args))
+      }
+    }
+  })
+}
+
+const COMMIT: SqlQuery = { sql: 'COMMIT', args: [], argTypes: [] }
+const ROLLBACK: SqlQuery = { sql: 'ROLLBACK', args: [], argTypes: [] }
 
 function setSchool (schoolId: string): SqlQuery {
   return {
@@ -48,90 +96,6 @@ function setSchool (schoolId: string): SqlQuery {
     argTypes: [{ scalarType: 'string', arity: 'scalar' }]
   }
 }
-
-// pg's own query class, extended below; its protocol methods are pg's public extension points for
-// custom queries ("submittables", as pg-cursor uses them).
-interface PgConnection {
-  parsedStatements: Record<string, string>
-  submittedNamedStatements: Record<string, string>
-  parse (message: { text: string, name: string, types: unknown[] }): void
-  bind (message: { portal: string, statement: string, values: unknown[], binary?: boolean }): void
-  execute (message: { portal: string, rows?: number }): void
-}
-interface PgQuery {
-  prepare (connection: PgConnection): void
-  handleDataRow (message: unknown): void
-  handleCommandComplete (message: unknown, connection: PgConnection): void
-}
-const PgQuery = (pg as unknown as { Query: new (config: unknown, values?: unknown, callback?: unknown) => PgQuery }).Query
-
-const SET_SCHOOL_STATEMENT = 'sds_set_school'
-const SET_SCHOOL_TEXT = "SELECT set_config('app.school_id', $1, true)"
-
-/**
- * One statement of a school outside a transaction: set_config, then the statement, then one Sync,
- * in a single write. Between two Syncs PostgreSQL runs the statements as one implicit transaction,
- * so the setting holds for the statement and ends with it. set_config's own row and completion
- * are read and dropped; the statement's result is pg's usual one.
- */
-class SchoolStatement extends PgQuery {
-  private preamble = true
-
-  constructor (config: unknown, values: unknown, callback: unknown, private readonly schoolId: string) {
-    super(config, values, callback)
-  }
-
-  requiresPreparation (): boolean {
-    return true
-  }
-
-  override prepare (connection: PgConnection): void {
-    if (connection.parsedStatements[SET_SCHOOL_STATEMENT] === undefined &&
-      connection.submittedNamedStatements[SET_SCHOOL_STATEMENT] === undefined) {
-      connection.parse({ text: SET_SCHOOL_TEXT, name: SET_SCHOOL_STATEMENT, types: [] })
-      connection.submittedNamedStatements[SET_SCHOOL_STATEMENT] = SET_SCHOOL_TEXT
-    }
-    connection.bind({ portal: '', statement: SET_SCHOOL_STATEMENT, values: [this.schoolId] })
-    connection.execute({ portal: '' })
-    super.prepare(connection)
-  }
-
-  override handleDataRow (message: unknown): void {
-    if (!this.preamble) super.handleDataRow(message)
-  }
-
-  override handleCommandComplete (message: unknown, connection: PgConnection): void {
-    if (this.preamble) {
-      this.preamble = false
-      return
-    }
-    super.handleCommandComplete(message, connection)
-  }
-}
-
-/**
- * A pg client that runs a school's statements with the school set: a single statement as a
- * SchoolStatement, and a transaction's `BEGIN` together with set_config (the school is a validated
- * UUID, so it is safe as a literal in the simple query protocol).
- */
-export class SchoolSessionClient extends pg.Client {}
-const baseQuery = pg.Client.prototype.query as (...args: unknown[]) => unknown
-SchoolSessionClient.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-  const config = args[0] as { text?: unknown, values?: unknown[], name?: unknown, submit?: unknown } | undefined
-  const schoolId = currentSchool()
-  if (schoolId !== undefined && typeof config === 'object' && config !== null && typeof config.submit !== 'function') {
-    if (singleStatement.getStore() === true) {
-      const [, values, callback] = args
-      return baseQuery.call(this, typeof values === 'function'
-        ? new SchoolStatement(config, undefined, values, schoolId)
-        : new SchoolStatement(config, values, callback, schoolId))
-    }
-    if (config.text === 'BEGIN' && config.name === undefined && (config.values === undefined || config.values.length === 0)) {
-      args[0] = { ...config, text: `BEGIN; SELECT set_config('app.school_id', '${schoolId}', true)` }
-    }
-  }
-  return baseQuery.apply(this, args)
-} as typeof pg.Client.prototype.query
 
 async function finish (tx: Transaction, outcome: 'commit' | 'rollback'): Promise<void> {
   if (tx.options.usePhantomQuery) {
@@ -155,24 +119,99 @@ async function finish (tx: Transaction, outcome: 'commit' | 'rollback'): Promise
   }
 }
 
+/**
+ * A school's interactive transaction: set_config was sent after BEGIN; with a pipelining driver
+ * the first statement goes out right behind it (same round trip), else after it has answered.
+ */
+class SchoolTransaction implements Transaction {
+  readonly provider: Transaction['provider']
+  readonly adapterName: string
+  readonly options: Transaction['options']
+  readonly createSavepoint?: (name: string) => Promise<void>
+  readonly rollbackToSavepoint?: (name: string) => Promise<void>
+  readonly releaseSavepoint?: (name: string) => Promise<void>
+  private setting: Promise<unknown> | undefined
+
+  constructor (private readonly tx: Transaction, setting: Promise<unknown>, private readonly pipelined: boolean) {
+    this.provider = tx.provider
+    this.adapterName = tx.adapterName
+    this.options = tx.options
+    this.setting = setting
+    // Observed by the first statement, commit or rollback.
+    setting.catch(() => {})
+    // Only what the driver's transaction offers: Prisma falls back to SQL for the rest.
+    if (tx.createSavepoint !== undefined) this.createSavepoint = (name) => this.next(() => tx.createSavepoint!(name))
+    if (tx.rollbackToSavepoint !== undefined) this.rollbackToSavepoint = (name) => this.next(() => tx.rollbackToSavepoint!(name))
+    if (tx.releaseSavepoint !== undefined) this.releaseSavepoint = (name) => this.next(() => tx.releaseSavepoint!(name))
+  }
+
+  private async next<T> (send: () => Promise<T>): Promise<T> {
+    const setting = this.setting
+    if (setting === undefined) return await send()
+    this.setting = undefined
+    if (!this.pipelined) {
+      await setting
+      return await send()
+    }
+    const sent = send()
+    try {
+      await setting
+    } catch (err) {
+      sent.catch(() => {})
+      throw err
+    }
+    return await sent
+  }
+
+  queryRaw (query: SqlQuery): Promise<SqlResultSet> {
+    return this.next(() => this.tx.queryRaw(query))
+  }
+
+  executeRaw (query: SqlQuery): Promise<number> {
+    return this.next(() => this.tx.executeRaw(query))
+  }
+
+  async commit (): Promise<void> {
+    // The driver's commit hands the connection back: nothing may be in flight then.
+    const setting = this.setting
+    this.setting = undefined
+    await setting
+    await this.tx.commit()
+  }
+
+  async rollback (): Promise<void> {
+    const setting = this.setting
+    this.setting = undefined
+    await setting?.catch(() => {})
+    await this.tx.rollback()
+  }
+}
+
+export interface SchoolSessionOptions {
+  /**
+   * The driver sets the school around a statement sent outside a transaction by itself
+   * (pg-school-pool.ts), and pipelines: statements of one connection go out without waiting for
+   * the previous answer. Without it (PGlite), each statement of a school is a transaction of its own.
+   */
+  driverSetsSchool: boolean
+}
+
 class SchoolSessionAdapter implements SqlDriverAdapter {
   readonly provider: SqlDriverAdapter['provider']
   readonly adapterName: string
 
-  constructor (private readonly inner: SqlDriverAdapter, private readonly pgSessions: boolean) {
+  constructor (private readonly inner: SqlDriverAdapter, private readonly options: SchoolSessionOptions) {
     this.provider = inner.provider
     this.adapterName = inner.adapterName
   }
 
   queryRaw (query: SqlQuery): Promise<SqlResultSet> {
-    if (currentSchool() === undefined) return this.inner.queryRaw(query)
-    if (this.pgSessions) return singleStatement.run(true, () => this.inner.queryRaw(query))
+    if (this.options.driverSetsSchool || currentSchool() === undefined) return this.inner.queryRaw(query)
     return this.inSchool((tx) => tx.queryRaw(query))
   }
 
   executeRaw (query: SqlQuery): Promise<number> {
-    if (currentSchool() === undefined) return this.inner.executeRaw(query)
-    if (this.pgSessions) return singleStatement.run(true, () => this.inner.executeRaw(query))
+    if (this.options.driverSetsSchool || currentSchool() === undefined) return this.inner.executeRaw(query)
     return this.inSchool((tx) => tx.executeRaw(query))
   }
 
@@ -187,21 +226,10 @@ class SchoolSessionAdapter implements SqlDriverAdapter {
   async startTransaction (isolationLevel?: IsolationLevel): Promise<Transaction> {
     const schoolId = currentSchool()
     if (schoolId === undefined) return await this.inner.startTransaction(isolationLevel)
-    // SET TRANSACTION ISOLATION LEVEL must come first in a transaction: then set the school after it.
-    const merged = this.pgSessions && isolationLevel === undefined
-    const tx = merged
-      ? await this.inner.startTransaction()
-      : await schoolSession.exit(() => this.inner.startTransaction(isolationLevel))
-    // (A statement inside this transaction goes to the transaction itself, never to queryRaw above.)
-    if (!merged) {
-      try {
-        await tx.queryRaw(setSchool(schoolId))
-      } catch (err) {
-        await finish(tx, 'rollback').catch(() => {})
-        throw err
-      }
-    }
-    return tx
+    // BEGIN (and SET TRANSACTION ISOLATION LEVEL, which must come first) outside the school's
+    // session: the driver must not wrap them as a school's single statement.
+    const tx = await outsideSchool(() => this.inner.startTransaction(isolationLevel))
+    return new SchoolTransaction(tx, tx.queryRaw(setSchool(schoolId)), this.options.driverSetsSchool)
   }
 
   getConnectionInfo (): ReturnType<NonNullable<SqlDriverAdapter['getConnectionInfo']>> {
@@ -227,30 +255,13 @@ class SchoolSessionAdapter implements SqlDriverAdapter {
   }
 }
 
-/**
- * Wraps a driver adapter factory so that a school's operations run under row-level security.
- * `pgSessions`: the factory's connections are `SchoolSessionClient`s.
- */
-export function withSchoolSessions (factory: SqlDriverAdapterFactory, pgSessions = false): SqlDriverAdapterFactory {
+/** Wraps a driver adapter factory so that a school's statements run under row-level security. */
+export function withSchoolSessions (factory: SqlDriverAdapterFactory, options: SchoolSessionOptions): SqlDriverAdapterFactory {
   return {
     provider: factory.provider,
     adapterName: factory.adapterName,
     async connect () {
-      return new SchoolSessionAdapter(await factory.connect(), pgSessions)
+      return new SchoolSessionAdapter(await factory.connect(), options)
     }
-  }
-}
-
-/**
- * A pg pool whose queued requests resume in their caller's async context. pg-pool hands a freed
- * connection to the next waiting caller from inside `release()`, that is in the context of the
- * request that released it; without this, `pool.query` of one school could run in another's.
- */
-export class SchoolSessionPool extends pg.Pool {
-  override connect (): Promise<pg.PoolClient>
-  override connect (callback: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void): void
-  override connect (callback?: (...args: any[]) => void): Promise<pg.PoolClient> | void {
-    if (callback === undefined) return super.connect()
-    super.connect(AsyncResource.bind(callback))
   }
 }

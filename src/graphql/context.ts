@@ -3,12 +3,12 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { AuthService } from '../auth/auth-service.js'
 import type { Identity } from '../auth/identity.js'
-import type { TenantDb } from '../db/tenant.js'
+import type { SchoolDb } from '../db/school-client.js'
 import { forbidden, unauthenticated } from './errors.js'
 
 export interface SchoolScope {
   schoolId: string
-  db: TenantDb
+  db: SchoolDb
 }
 
 declare module 'mercurius' {

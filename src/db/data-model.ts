@@ -1,0 +1,64 @@
+// What the school client needs to know of the data model, from the generated client's public
+// exports only: model names and scalar fields are runtime values of the `Prisma` namespace
+// (`ModelName`, `<Model>ScalarFieldEnum`); relation fields are not exported as values, so they are
+// listed here once and the compiler checks the list against the generated payload types
+// (`Prisma.TypeMap['model'][M]['payload']['objects']`): a relation added, removed or retargeted in
+// schema.prisma fails `npm run typecheck` until this table says the same.
+import { Prisma } from '../generated/prisma/client.js'
+
+export type ModelName = Prisma.ModelName
+
+type Objects<M extends ModelName> = Prisma.TypeMap['model'][M]['payload']['objects']
+/** The model name a relation field's payload type carries (`name: "Student"`), list or single. */
+type Target<T> = NonNullable<T> extends ReadonlyArray<infer P> ? NameOf<P> : NameOf<NonNullable<T>>
+type NameOf<P> = P extends { name: infer N } ? N : never
+/** Exactly the relation fields of model M, each with the model it leads to. */
+type RelationsOf<M extends ModelName> = [keyof Objects<M>] extends [never]
+  ? { readonly [field: string]: never }
+  : { readonly [F in keyof Objects<M>]-?: Target<Objects<M>[F]> }
+
+const RELATION_TABLE: { readonly [M in ModelName]: RelationsOf<M> } = {
+  School: { users: 'User', students: 'Student', teachers: 'Teacher', classrooms: 'Classroom', changes: 'Change' },
+  User: { school: 'School', refreshTokens: 'RefreshToken' },
+  RefreshToken: { user: 'User' },
+  UserAccessChange: {},
+  Classroom: { school: 'School', students: 'Student', teachers: 'TeacherClassroom' },
+  Student: { school: 'School', classroom: 'Classroom' },
+  Teacher: { school: 'School', classrooms: 'TeacherClassroom' },
+  TeacherClassroom: { teacher: 'Teacher', classroom: 'Classroom' },
+  Change: { school: 'School' },
+  AuditEvent: {}
+}
+
+const SCALAR_TABLE: { readonly [M in ModelName]: Readonly<Record<string, string>> } = {
+  School: Prisma.SchoolScalarFieldEnum,
+  User: Prisma.UserScalarFieldEnum,
+  RefreshToken: Prisma.RefreshTokenScalarFieldEnum,
+  UserAccessChange: Prisma.UserAccessChangeScalarFieldEnum,
+  Classroom: Prisma.ClassroomScalarFieldEnum,
+  Student: Prisma.StudentScalarFieldEnum,
+  Teacher: Prisma.TeacherScalarFieldEnum,
+  TeacherClassroom: Prisma.TeacherClassroomScalarFieldEnum,
+  Change: Prisma.ChangeScalarFieldEnum,
+  AuditEvent: Prisma.AuditEventScalarFieldEnum
+}
+
+export const MODEL_NAMES: readonly ModelName[] = Object.values(Prisma.ModelName)
+
+/** Relation fields of each model and the model each leads to. */
+export const RELATIONS: ReadonlyMap<string, ReadonlyArray<readonly [field: string, model: ModelName]>> = new Map(
+  MODEL_NAMES.map((model) => [model, Object.entries(RELATION_TABLE[model] as Record<string, ModelName>)])
+)
+
+/** Scalar fields of each model. */
+export const SCALARS: ReadonlyMap<string, ReadonlySet<string>> = new Map(
+  MODEL_NAMES.map((model) => [model, new Set(Object.values(SCALAR_TABLE[model]))])
+)
+
+/** A model's operations on a client. */
+export type Delegate = Record<string, (args: unknown) => Promise<unknown>>
+
+/** The operations of `model` on `client` (`Student` is `client.student`), through the public client API. */
+export function delegateOf (client: object, model: string): Delegate {
+  return (client as Record<string, Delegate>)[model.charAt(0).toLowerCase() + model.slice(1)]!
+}

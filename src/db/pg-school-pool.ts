@@ -1,0 +1,77 @@
+// The one place where tenant isolation relies on how a library uses another: the pg pool that
+// @prisma/adapter-pg (PrismaPg) is given, so that a school's statement and the setting of its
+// school (wall 2, school-session.ts) reach PostgreSQL in one round trip.
+//
+// Public APIs only: pg-pool's `connect()`/`release()`, pg's `client.query(config)` and its
+// documented `pipeline` client option (https://node-postgres.com/features/pipelining: queries of
+// one connection are written without waiting for the previous answer). What is relied upon, and checked by test/contracts/pg-school-pool.test.ts
+// so that an upgrade that changes it fails there:
+// 1. PrismaPg sends a statement outside a transaction through `pool.query(config)` and the
+//    statements of a transaction through a client of `pool.connect()`. Were it to change, the
+//    school would not be set and row-level security would show nothing (it fails closed).
+// 2. PrismaPg accepts a Proxy of a pg.Pool as its pool (it checks `instanceof pg.Pool`).
+// 3. With `pipeline: true`, the three queries below leave in one round trip.
+//
+// A school's statement outside a transaction goes out as
+//   `BEGIN; SET LOCAL app.school_id = '<school>'` (simple protocol; SET LOCAL is set_config(...,
+//   true) as a utility command: nothing to plan, no row to return),
+//   the statement itself (PrismaPg's own query config, untouched: names, types, row mode),
+//   `COMMIT`,
+// on one connection, pipelined. The school is a validated UUID, safe as a literal.
+import pg from 'pg'
+import { currentSchool } from './school-session.js'
+
+export interface SchoolPool {
+  /** The pool to give PrismaPg: its `query` runs a school's statement with the school set. */
+  readonly forPrisma: pg.Pool
+  /** The pool itself: for statements outside any school (the audit's bulk writes) and statistics. */
+  readonly pool: pg.Pool
+}
+
+/** The result of one statement of a school, sent between the school's BEGIN and COMMIT. */
+async function inSchool (pool: pg.Pool, schoolId: string, config: pg.QueryConfig): Promise<pg.QueryResult> {
+  const client = await pool.connect()
+  // A checked-out client reports a lost connection as an 'error' event, which its holder must
+  // listen to (pg-pool); the queries in flight fail with it and are handled below.
+  const lost = (): void => {}
+  client.on('error', lost)
+  // Written together (pipeline mode): no answer is awaited before the next query is sent.
+  const begin = client.query(`BEGIN; SET LOCAL app.school_id = '${schoolId}'`)
+  const statement = client.query(config)
+  const commit = client.query('COMMIT')
+  const [began, ran, committed] = await Promise.allSettled([begin, statement, commit])
+  client.removeListener('error', lost)
+  // A connection whose BEGIN or COMMIT failed is in an unknown state: it is closed, not reused.
+  const broken = began.status === 'rejected' ? began.reason : committed.status === 'rejected' ? committed.reason : undefined
+  client.release(broken as Error | undefined)
+  if (began.status === 'rejected') throw began.reason
+  if (ran.status === 'rejected') throw ran.reason
+  if (committed.status === 'rejected') throw committed.reason
+  return ran.value
+}
+
+export function openSchoolPool (config: pg.PoolConfig): SchoolPool {
+  const pool = new pg.Pool({ ...config, pipeline: true })
+  function query (config: unknown, ...rest: unknown[]): unknown {
+    const schoolId = currentSchool()
+    if (schoolId === undefined || rest.length > 0 || typeof config !== 'object' || config === null) {
+      return (pool.query as (...args: unknown[]) => unknown)(config, ...rest)
+    }
+    return inSchool(pool, schoolId, config as pg.QueryConfig)
+  }
+  const bound = new Map<PropertyKey, unknown>()
+  const forPrisma = new Proxy(pool, {
+    get (target, key) {
+      if (key === 'query') return query
+      const value = Reflect.get(target, key, target) as unknown
+      if (typeof value !== 'function') return value
+      let method = bound.get(key)
+      if (method === undefined) {
+        method = (value as (...args: unknown[]) => unknown).bind(target)
+        bound.set(key, method)
+      }
+      return method
+    }
+  })
+  return { forPrisma, pool }
+}

@@ -1,0 +1,91 @@
+// The school client: the only database handle resolvers get (`ctx.school().db`), confined to one
+// school. It is composed here and nowhere else, from named steps, each a Prisma client extension.
+// Prisma runs the query hooks of `a.$extends(x).$extends(y)` outermost first: x, then y, then the
+// database. An operation of the school client passes, in this order:
+//
+//   1. accessCounting (src/audit/access.ts): counts the Student and Teacher records the operation
+//      hands over into the request's tally (the access audit); outermost, so it counts what the
+//      operation returned wherever it ran.
+//   2. schoolFilter (src/db/tenant.ts), wall 1: adds the school to the operation's filter and
+//      written data, or refuses the operation.
+//   3. readRouting (src/db/replicas.ts), with read replicas only: runs a read on a replica that has
+//      replayed the school's last change (through that replica's step 4), a write on the primary.
+//   4. schoolSetting (src/db/school-session.ts), wall 2's application half: runs the operation in
+//      the school's session, which the driver adapter turns into `set_config('app.school_id', ...)`
+//      for row-level security (withSchoolSessions; on PostgreSQL in the same round trip,
+//      src/db/pg-school-pool.ts).
+//
+// An interactive transaction ($transaction(async (tx) => ...)) begins in the school's session, so
+// the driver adapter sets the school once after BEGIN; its client `tx` runs steps 1 and 2 (a
+// transaction runs on the primary, and its statements need no setting of their own).
+import { LRUCache } from 'lru-cache'
+import type { PrismaClient } from '../generated/prisma/client.js'
+import { accessCounting } from '../audit/access.js'
+import { readRouting, type ReadRouter } from './replicas.js'
+import { schoolSession, schoolSetting } from './school-session.js'
+import { schoolFilter, TenantViolationError } from './tenant.js'
+
+export interface SchoolClientOptions {
+  /** Wall 1; off only in the isolation tests that show wall 2 holds on its own. */
+  filter?: boolean
+  /** Where reads go when there are read replicas; without it everything runs on the primary. */
+  reads?: ReadRouter | undefined
+}
+
+type Transaction = (work: unknown, options?: unknown) => Promise<unknown>
+
+/** The client of `schoolId` over `prisma` (the primary's unscoped client). */
+export function schoolClient (prisma: PrismaClient, schoolId: string, options: SchoolClientOptions = {}) {
+  const counted = prisma.$extends(accessCounting(schoolId))
+  // Steps 1 and 2: also the client of the school's interactive transactions.
+  const filtered = options.filter === false ? counted : counted.$extends(schoolFilter(schoolId))
+  const reads = options.reads
+  let routed = filtered
+  if (reads !== undefined) {
+    const onReplica = new Map<PrismaClient, object>()
+    routed = filtered.$extends(readRouting(schoolId, reads, (replica) => {
+      let client = onReplica.get(replica)
+      if (client === undefined) {
+        client = replica.$extends(schoolSetting(schoolId, replica))
+        onReplica.set(replica, client)
+      }
+      return client
+    })) as unknown as typeof filtered
+  }
+  return routed
+    .$extends(schoolSetting(schoolId, prisma))
+    .$extends({
+      name: 'school-transactions',
+      client: {
+        /** Interactive transactions only, begun in the school's session (the school set after BEGIN). */
+        $transaction (work: unknown, ...rest: unknown[]): Promise<unknown> {
+          if (typeof work !== 'function') {
+            throw new TenantViolationError('A school-scoped client runs interactive transactions only: $transaction(async (tx) => ...)')
+          }
+          const begin = filtered.$transaction as unknown as Transaction
+          const done = schoolSession.run(schoolId, async () => await begin.call(filtered, work, ...rest))
+          // A transaction may have written: the school's next reads go to the primary.
+          return reads === undefined ? done : done.finally(() => { reads.changed(schoolId) })
+        }
+      }
+    })
+}
+
+/** The only database handle resolvers get: every query confined to one school. */
+export type SchoolDb = ReturnType<typeof schoolClient>
+
+/** School clients over one database, built once per school and reused. */
+export function schoolClients (prisma: PrismaClient, options: SchoolClientOptions): { forSchool (schoolId: string): SchoolDb, clear (): void } {
+  const clients = new LRUCache<string, SchoolDb>({ max: 10_000 })
+  return {
+    forSchool (schoolId) {
+      let client = clients.get(schoolId)
+      if (client === undefined) {
+        client = schoolClient(prisma, schoolId, options)
+        clients.set(schoolId, client)
+      }
+      return client
+    },
+    clear () { clients.clear() }
+  }
+}

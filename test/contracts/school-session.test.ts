@@ -1,0 +1,149 @@
+// Contract tests of the library behaviours wall 2 relies on (README, "Tenant isolation: two
+// walls"). Each fails the day an upgrade of Prisma, @prisma/adapter-pg or pg changes what it
+// checks: read the failure before touching the isolation suite.
+// - Prisma calls the driver adapter in the async context of the client call (school-session.ts
+//   reads the school there), for many concurrent calls of different schools.
+// - src/db/pg-school-pool.ts: PrismaPg takes the pool Proxy, sends a statement outside a
+//   transaction through `pool.query` (where the school is set) and a transaction's through
+//   `pool.connect`; the school's BEGIN, the statement and COMMIT cost one round trip together.
+import { randomUUID } from 'node:crypto'
+import { createServer, connect, type Server, type Socket } from 'node:net'
+import { PrismaPg } from '@prisma/adapter-pg'
+import pg from 'pg'
+import t from 'tap'
+import { PrismaClient } from '../../src/generated/prisma/client.js'
+import { openSchoolPool } from '../../src/db/pg-school-pool.js'
+import { schoolSession, withSchoolSessions } from '../../src/db/school-session.js'
+import { serverUrl, testDatabase, testDatabaseUrl } from '../helper.js'
+
+const SETTING = "SELECT current_setting('app.school_id', true) AS school"
+
+async function settingOf (prisma: PrismaClient): Promise<string | null> {
+  const [row] = await prisma.$queryRawUnsafe<Array<{ school: string | null }>>(SETTING)
+  return row?.school === '' ? null : row?.school ?? null
+}
+
+t.test('Prisma calls the driver adapter in the async context of each client call', async (t) => {
+  const db = await testDatabase()
+  const schools = Array.from({ length: 20 }, () => randomUUID())
+  const seen = await Promise.all(Array.from({ length: 200 }, async (_, i) => {
+    const school = schools[i % schools.length]!
+    return { school, seen: await schoolSession.run(school, async () => await settingOf(db.prisma)) }
+  }))
+  t.equal(seen.filter(({ school, seen }) => school !== seen).length, 0, '200 concurrent statements of 20 schools: each ran with its own school')
+  t.equal(await settingOf(db.prisma), null, 'outside a school: none')
+  const inTransaction = await schoolSession.run(schools[0]!, async () => await db.prisma.$transaction(async (tx) => {
+    const [row] = await tx.$queryRawUnsafe<Array<{ school: string }>>(SETTING)
+    return row?.school
+  }))
+  t.equal(inTransaction, schools[0], 'a transaction begun in a school\'s session runs with its school')
+})
+
+const onServer = serverUrl === undefined ? 'the pool of pg-school-pool.ts is PostgreSQL only (set TEST_DATABASE_URL)' : false
+
+/** A TCP proxy to PostgreSQL that delays every chunk, each way, by `delayMs`. */
+async function delayingProxy (target: URL, delayMs: number): Promise<{ url: string, close: () => Promise<void> }> {
+  const sockets = new Set<Socket>()
+  const forward = (from: Socket, to: Socket): void => {
+    from.on('data', (chunk) => { setTimeout(() => { if (!to.destroyed) to.write(chunk) }, delayMs) })
+    from.on('close', () => { setTimeout(() => to.destroy(), delayMs) })
+    from.on('error', () => {})
+  }
+  // No Nagle delay of the proxy's own: only the delay under test.
+  const server: Server = createServer({ noDelay: true }, (client) => {
+    const upstream = connect({ port: Number(target.port || 5432), host: target.hostname, noDelay: true })
+    sockets.add(client).add(upstream)
+    forward(client, upstream)
+    forward(upstream, client)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const address = server.address()
+  if (address === null || typeof address === 'string') throw new Error('no proxy address')
+  const url = new URL(target)
+  url.hostname = '127.0.0.1'
+  url.port = String(address.port)
+  return {
+    url: url.toString(),
+    close: async () => {
+      for (const socket of sockets) socket.destroy()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    }
+  }
+}
+
+t.test('pg-school-pool.ts: what it relies on in PrismaPg and pg', { skip: onServer }, async (t) => {
+  const url = (await testDatabaseUrl())!
+  const calls: string[] = []
+  const { forPrisma, pool } = openSchoolPool({ connectionString: url, max: 2 })
+  t.ok(forPrisma instanceof pg.Pool, 'the Proxy passes for a pg.Pool')
+  // A spy in front of the school pool: which of its methods PrismaPg calls.
+  const spied = new Proxy(forPrisma, {
+    get (target, key) {
+      const value = Reflect.get(target, key) as unknown
+      if ((key === 'query' || key === 'connect') && typeof value === 'function') {
+        return (...args: unknown[]) => {
+          calls.push(key)
+          return (value as (...a: unknown[]) => unknown)(...args)
+        }
+      }
+      return value
+    }
+  })
+  const prisma = new PrismaClient({ adapter: withSchoolSessions(new PrismaPg(spied, { disposeExternalPool: true }), { driverSetsSchool: true }) })
+  t.teardown(() => prisma.$disconnect())
+  const school = randomUUID()
+
+  calls.length = 0
+  t.equal(await schoolSession.run(school, async () => await settingOf(prisma)), school, 'a statement of a school runs with its school set')
+  t.same(calls, ['query'], 'PrismaPg sent it through pool.query')
+  t.equal(await settingOf(prisma), null, 'the next statement on the pool has no school: the setting ended with its transaction')
+  const [row] = (await pool.query(SETTING)).rows as Array<{ school: string | null }>
+  t.ok(row?.school === null || row?.school === '', 'nor has the connection')
+
+  calls.length = 0
+  const inTransaction = await schoolSession.run(school, async () => await prisma.$transaction(async (tx) => {
+    const [first] = await tx.$queryRawUnsafe<Array<{ school: string }>>(SETTING)
+    const [second] = await tx.$queryRawUnsafe<Array<{ school: string }>>(SETTING)
+    return [first?.school, second?.school]
+  }))
+  t.same(inTransaction, [school, school], 'a school\'s transaction runs with its school set')
+  t.same(calls, ['connect'], 'PrismaPg ran the transaction on a client of pool.connect, never through pool.query')
+
+  await t.rejects(schoolSession.run(school, async () => await prisma.$queryRawUnsafe('SELECT 1/0')), /division by zero/, 'a failing statement fails')
+  t.equal(await schoolSession.run(school, async () => await settingOf(prisma)), school, 'and the pool goes on serving schools')
+})
+
+t.test('pg-school-pool.ts: a school\'s statement costs one round trip, a transaction no more than BEGIN, its statements and COMMIT', { skip: onServer }, async (t) => {
+  const delayMs = 60
+  const proxy = await delayingProxy(new URL((await testDatabaseUrl())!), delayMs)
+  t.teardown(() => proxy.close())
+  const { forPrisma } = openSchoolPool({ connectionString: proxy.url, max: 1 })
+  const prisma = new PrismaClient({ adapter: withSchoolSessions(new PrismaPg(forPrisma, { disposeExternalPool: true }), { driverSetsSchool: true }) })
+  t.teardown(() => prisma.$disconnect())
+  const school = randomUUID()
+  // Connected, and the statement planned, before timing.
+  await schoolSession.run(school, async () => await settingOf(prisma))
+  const times: number[] = []
+  for (let i = 0; i < 3; i++) {
+    const started = performance.now()
+    t.equal(await schoolSession.run(school, async () => await settingOf(prisma)), school)
+    times.push(performance.now() - started)
+  }
+  const best = Math.min(...times)
+  const roundTrip = 2 * delayMs
+  t.ok(best >= roundTrip && best < 2 * roundTrip, `BEGIN and set_config, the statement and COMMIT in one round trip of ${roundTrip} ms: ${best.toFixed(0)} ms`)
+
+  // A transaction: BEGIN, then set_config written with the first statement, then COMMIT.
+  const spans: number[] = []
+  for (let i = 0; i < 3; i++) {
+    const started = performance.now()
+    const seen = await schoolSession.run(school, async () => await prisma.$transaction(async (tx) => {
+      const [row] = await tx.$queryRawUnsafe<Array<{ school: string }>>(SETTING)
+      return row?.school
+    }))
+    t.equal(seen, school)
+    spans.push(performance.now() - started)
+  }
+  const fastest = Math.min(...spans)
+  t.ok(fastest >= 3 * roundTrip && fastest < 4 * roundTrip, `a school's transaction of one statement in three round trips (${3 * roundTrip} ms): ${fastest.toFixed(0)} ms`)
+})
