@@ -4,8 +4,8 @@
 //
 // Public APIs only: pg-pool's `connect()`/`release()`, pg's `client.query(config)` and its
 // documented `pipeline` client option (https://node-postgres.com/features/pipelining: queries of
-// one connection are written without waiting for the previous answer). What is relied upon, and checked by test/contracts/pg-school-pool.test.ts
-// so that an upgrade that changes it fails there:
+// one connection are written without waiting for the previous answer). What is relied upon is
+// checked by test/contracts/school-session.test.ts, so that an upgrade that changes it fails there:
 // 1. PrismaPg sends a statement outside a transaction through `pool.query(config)` and the
 //    statements of a transaction through a client of `pool.connect()`. Were it to change, the
 //    school would not be set and row-level security would show nothing (it fails closed).

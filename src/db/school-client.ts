@@ -11,7 +11,7 @@
 //   3. readRouting (src/db/replicas.ts), with read replicas only: runs a read on a replica that has
 //      replayed the school's last change (through that replica's step 4), a write on the primary.
 //   4. schoolSetting (src/db/school-session.ts), wall 2's application half: runs the operation in
-//      the school's session, which the driver adapter turns into `set_config('app.school_id', ...)`
+//      the school's session, which the driver adapter turns into `SET LOCAL app.school_id = ...`
 //      for row-level security (withSchoolSessions; on PostgreSQL in the same round trip,
 //      src/db/pg-school-pool.ts).
 //
