@@ -68,18 +68,18 @@ async function startServer (env: Record<string, string>): Promise<Server> {
   return { child, port, lines, logged, exit }
 }
 
-interface Answer { status?: number, body?: any, error?: string }
+interface Answer { status?: number, connection?: string, body?: any, error?: string }
 
-/** One request on a connection of its own. */
-function post (port: number, payload: object): Promise<Answer> {
+/** One request: on a connection of its own, or on a keep-alive connection of `agent`. */
+function post (port: number, payload: object, agent: Agent | false = false): Promise<Answer> {
   return new Promise((resolve) => {
     const body = JSON.stringify(payload)
-    const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/', agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+    const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
       let text = ''
       res.setEncoding('utf8').on('data', (c: string) => { text += c }).on('end', () => {
         let parsed: unknown
         try { parsed = JSON.parse(text) } catch { parsed = text }
-        resolve({ status: res.statusCode, body: parsed })
+        resolve({ status: res.statusCode, connection: res.headers.connection, body: parsed })
       })
     })
     req.on('error', (err: NodeJS.ErrnoException) => { resolve({ error: err.code ?? err.message }) })
@@ -136,25 +136,6 @@ t.test('SIGTERM under load: in-flight requests finish, acknowledged writes are k
   t.equal(stored, usernames.length, 'every issued refresh token is stored')
 })
 
-interface KeepAliveAnswer { status?: number, connection?: string, body?: any, error?: string }
-
-/** One request on a keep-alive connection of `agent` (one socket per client). */
-function postOn (agent: Agent, port: number, payload: object): Promise<KeepAliveAnswer> {
-  return new Promise((resolve) => {
-    const body = JSON.stringify(payload)
-    const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      let text = ''
-      res.setEncoding('utf8').on('data', (c: string) => { text += c }).on('end', () => {
-        let parsed: unknown
-        try { parsed = JSON.parse(text) } catch { parsed = text }
-        resolve({ status: res.statusCode, connection: res.headers.connection, body: parsed })
-      })
-    })
-    req.on('error', (err: NodeJS.ErrnoException) => { resolve({ error: err.code ?? err.message }) })
-    req.end(body)
-  })
-}
-
 t.test('SIGTERM under keep-alive load: every request sent is answered whole, none is reset; readiness fails first', { skip }, async (t) => {
   const server = await startServer({
     DATABASE_URL: (await testDatabaseUrl())!,
@@ -169,14 +150,14 @@ t.test('SIGTERM under keep-alive load: every request sent is answered whole, non
   t.teardown(() => { for (const agent of agents) agent.destroy() })
   let signalled = false
   const sent = { before: 0, after: 0 }
-  const answers: KeepAliveAnswer[] = []
+  const answers: Answer[] = []
   // Each client sends back to back on its connection until the server tells it to go (an answer
   // with Connection: close: a client behind a load balancer goes to another node) or refuses
   // the connection (nothing was sent on it).
   const clients = agents.map(async (agent): Promise<string> => {
     for (;;) {
       const after = signalled
-      const answer = await postOn(agent, server.port, { query: '{ __typename }' })
+      const answer = await post(server.port, { query: '{ __typename }' }, agent)
       if (answer.error === 'ECONNREFUSED') return 'connection refused'
       if (after) sent.after++
       else sent.before++

@@ -114,9 +114,10 @@ export default fp(async (app: FastifyInstance) => {
 
 /**
  * The tally's scope: around the handler, so that every operation the request's resolvers run finds
- * its tally. It depends on the GraphQL plugin (fastify-plugin refuses it registered before), so that an answer the response cache sends from
- * its own preHandler (no resolver runs) costs no tally and no async context. Only requests with
- * credentials can reach records. (Callback style: the handler runs inside run().)
+ * its tally. It depends on the GraphQL plugin (fastify-plugin refuses it registered before), so
+ * that an answer the response cache sends from its own preHandler (no resolver runs) costs no
+ * tally and no async context. Only requests with credentials can reach records. (Callback style:
+ * the handler runs inside run().)
  */
 export const auditScope = fp(async (app: FastifyInstance) => {
   app.addHook('preHandler', (request: AuditedRequest, _reply, done) => {
