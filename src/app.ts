@@ -60,7 +60,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
       : {}
   })
 
-  // Callback style, as every hook that runs on each request: no promise per request.
+  // Callback style, no promise per request (BENCHMARKS.md, "What changed since `1b26f99`", Hooks: no figure of its own).
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id)
     done(null, payload)

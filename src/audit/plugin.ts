@@ -84,7 +84,7 @@ export default fp(async (app: FastifyInstance) => {
     }
   }
 
-  // Callback style: no promise per request on this path.
+  // Callback style, no promise per request (BENCHMARKS.md, "What changed since `1b26f99`", Hooks: no figure of its own).
   app.addHook('onSend', (request: AuditedRequest, _reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) => {
     try {
       recordAnswer(request)

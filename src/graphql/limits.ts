@@ -1,5 +1,5 @@
 // Limits on the shape of a GraphQL document, checked on the parsed document before any resolver
-// runs. The defaults are graphql-armor's; the rules for depth, aliases, directives and cost are
+// runs. The defaults (QUERY_MAX_* in src/config.ts) are graphql-armor's; the rules for depth, aliases, directives and cost are
 // graphql-armor's own (its standalone packages), the token limit is graphql-js's parser option, and
 // the size limit is checked on the raw text before anything parses it.
 //
@@ -34,19 +34,6 @@ export interface QueryLimits {
   maxCost: number
   /** UTF-8 bytes of the query text. */
   maxBytes: number
-}
-
-/**
- * graphql-armor's defaults (max-depth 6, max-aliases 15, max-directives 50, max-tokens 1000,
- * cost-limit 5000, character-limit 15000).
- */
-export const DEFAULT_QUERY_LIMITS: QueryLimits = {
-  maxDepth: 6,
-  maxAliases: 15,
-  maxDirectives: 50,
-  maxTokens: 1000,
-  maxCost: 5000,
-  maxBytes: 15_000
 }
 
 export function limitError (limit: LimitName, message: string, nodes?: OperationDefinitionNode): GraphQLError {

@@ -127,7 +127,8 @@ export async function registerResponseCache (app: FastifyInstance, options: Resp
     return cached
   }
 
-  // Callback style (no promise per request). A hit is answered here: the hook chain stops.
+  // Callback style, no promise per request (BENCHMARKS.md, "What changed since `1b26f99`", Hooks: no figure of its own).
+  // A hit is answered here: the hook chain stops.
   app.addHook('preHandler', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
     const cached = lookUp(request)
     if (cached === undefined) {
