@@ -18,8 +18,7 @@ import {
   type ValidationContext,
   type ValidationRule
 } from 'graphql'
-
-export const QUERY_LIMIT_EXCEEDED = 'QUERY_LIMIT_EXCEEDED'
+import { queryLimitExtensions } from './errors.js'
 
 export type LimitName = 'depth' | 'aliases' | 'directives' | 'tokens' | 'cost' | 'size'
 
@@ -37,7 +36,7 @@ export interface QueryLimits {
 }
 
 export function limitError (limit: LimitName, message: string, nodes?: OperationDefinitionNode): GraphQLError {
-  return new GraphQLError(message, { nodes, extensions: { code: QUERY_LIMIT_EXCEEDED, limit } })
+  return new GraphQLError(message, { nodes, extensions: queryLimitExtensions(limit) })
 }
 
 type ArmorRule = (options: {
@@ -79,19 +78,6 @@ export function limitRules (limits: QueryLimits): ValidationRule[] {
   ]
 }
 
-const TOKEN_LIMIT = /^Syntax Error: Document contains more that? (\d+) tokens\. Parsing aborted\.$/
-
-/** graphql-js's refusal of a document with too many tokens, in the form of the other limits. */
-export function tokenLimitError (error: GraphQLFormattedError): GraphQLFormattedError | undefined {
-  const match = TOKEN_LIMIT.exec(error.message)
-  if (match === null) return undefined
-  return {
-    message: `Token limit of ${match[1]} exceeded.`,
-    ...(error.locations && { locations: error.locations }),
-    extensions: { code: QUERY_LIMIT_EXCEEDED, limit: 'tokens' }
-  }
-}
-
 /** The refusal of a query text longer than the limit, or undefined. */
 export function sizeLimitError (query: string, limits: QueryLimits): GraphQLFormattedError | undefined {
   // A UTF-8 character takes at most 4 bytes: most texts need no count.
@@ -100,6 +86,6 @@ export function sizeLimitError (query: string, limits: QueryLimits): GraphQLForm
   if (bytes <= limits.maxBytes) return undefined
   return {
     message: `Query size limit of ${limits.maxBytes} bytes exceeded, found ${bytes}.`,
-    extensions: { code: QUERY_LIMIT_EXCEEDED, limit: 'size' }
+    extensions: queryLimitExtensions('size')
   }
 }
