@@ -2,7 +2,7 @@
 // listens; src/server.ts does.
 import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
-import auditPlugin, { auditScope } from './audit/plugin.js'
+import auditPlugin from './audit/plugin.js'
 import type { Config } from './config.js'
 import type { Database } from './db/client.js'
 import authPlugin from './plugins/auth.js'
@@ -12,7 +12,7 @@ import databasePlugin from './plugins/database.js'
 import graphiqlPlugin from './plugins/graphiql.js'
 import graphqlPlugin from './plugins/graphql.js'
 import handlerTimeoutPlugin from './plugins/handler-timeout.js'
-import loggingPlugin, { loggerOptions, RequestLog } from './plugins/logging.js'
+import { loggerOptions, RequestLog } from './plugins/logging.js'
 import metricsPlugin from './plugins/metrics.js'
 import operationsPlugin from './plugins/operations.js'
 import pressurePlugin from './plugins/pressure.js'
@@ -60,7 +60,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
       : {}
   })
 
-  // Callback style, as every hook that runs on each request: no promise per request.
+  // Callback style, no promise per request (BENCHMARKS.md, "What changed since `1b26f99`", Hooks: no figure of its own).
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('x-request-id', request.id)
     done(null, payload)
@@ -85,14 +85,12 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(pressurePlugin)
   await app.register(databasePlugin, { database: options.database })
   await app.register(metricsPlugin)
-  await app.register(loggingPlugin)
   await app.register(redisPlugin)
   await app.register(authPlugin)
   await app.register(auditPlugin)
   await app.register(rateLimitPlugin)
   await app.register(graphqlPlugin)
   await app.register(schemaSdlPlugin)
-  await app.register(auditScope)
   await app.register(operationsPlugin)
   // GraphiQL sends query text, which trusted-documents mode refuses: not served then.
   if (config.env !== 'production' && config.trustedDocuments === undefined) await app.register(graphiqlPlugin)

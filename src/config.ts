@@ -4,214 +4,142 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { join, resolve } from 'node:path'
 import envSchema from 'env-schema'
+import { Type, type Static, type TInteger } from 'typebox'
 import { MAX_ACCESS_TOKEN_TTL } from './auth/access-changes.js'
 import { readDocumentManifest } from './graphql/document-manifest.js'
 import { MIN_SECRET_BYTES, secretTooShort } from './validators.js'
 
-export type Environment = 'sandbox' | 'production'
+const integer = (minimum: number, maximum: number | undefined, fallback: number): TInteger =>
+  Type.Integer({ minimum, ...(maximum !== undefined && { maximum }), default: fallback })
 
-export interface Config {
-  env: Environment
-  host: string
-  port: number
-  /** PostgreSQL server; undefined means the embedded database under dataDir. */
-  databaseUrl: string | undefined
-  /** Connections in the PostgreSQL pool of each API process. */
-  databasePoolSize: number
-  /** Streaming replicas of DATABASE_URL that serve reads of school data (none: all on the primary). */
-  databaseReplicaUrls: string[]
-  dataDir: string
-  /** Signs access tokens (and verifies them); at least 32 bytes. */
-  jwtSecret: string
-  /** Former signing keys, verify only: their tokens stay valid until they expire. */
-  jwtPreviousSecrets: string[]
-  /** Fastify's trustProxy: whether and which proxies' X-Forwarded-For to believe (false: none). */
-  trustProxy: boolean | string[]
-  /** Origins (scheme://host[:port]) whose browser apps may call the API (CORS); none by default. */
-  corsOrigins: string[]
-  accessTokenTtl: number
-  refreshTokenTtl: number
-  logLevel: string
-  /** Seconds an answer to a read may be reused (0: no response cache). */
-  responseCacheTtl: number
-  /** Megabytes of answers each API process may keep. */
-  responseCacheMb: number
-  /** Access audit: milliseconds between writes of the queued rows. */
-  auditFlushMs: number
-  /** Access audit: rows per INSERT; a full batch is written at once. */
-  auditBatchSize: number
-  /** Access audit: rows that may wait in memory; more are dropped, counted and logged. */
-  auditMaxQueue: number
-  /** Bearer token GET /metrics requires; unset: open (sandbox) or not served (production). */
-  metricsToken: string | undefined
-  /** Milliseconds the whole shutdown on SIGTERM may take before the process exits with status 1. */
-  shutdownTimeoutMs: number
-  /** Milliseconds SIGTERM drains (readiness fails, answers close their connections) before closing. */
-  shutdownDrainMs: number
-  /** Redis shared by the API nodes for rate-limit counters; undefined: counters in memory. */
-  redisUrl: string | undefined
-  /** Prefix of every Redis key of this service (deployments may share one Redis). */
-  redisKeyPrefix: string
-  /** Requests per minute per user, per school and per client address of anonymous calls (0: off). */
-  rateLimitUserPerMinute: number
-  rateLimitSchoolPerMinute: number
-  rateLimitAddressPerMinute: number
-  /** Failed logins per account and per client address before locks begin (0: off). */
-  loginFailuresPerAccount: number
-  loginFailuresPerAddress: number
-  /** Seconds after which failed logins are forgotten, and the longest lock. */
-  loginFailureWindow: number
-  loginLockMax: number
-  /** Query limits (src/graphql/limits.ts); graphql-armor's defaults. */
-  queryMaxDepth: number
-  queryMaxAliases: number
-  queryMaxDirectives: number
-  queryMaxTokens: number
-  queryMaxCost: number
-  queryMaxBytes: number
-  /** Seconds a document registered by Apollo's automatic persisted queries is kept (0: APQ off). */
-  persistedQueryTtl: number
-  /** Documents registered by APQ kept at most (in Redis, and in each process's memory). */
-  persistedQueryMaxDocuments: number
-  /**
-   * TRUSTED_DOCUMENTS: the only operations executed, by hash (src/graphql/document-manifest.ts);
-   * undefined: any query within the limits, and APQ.
-   */
-  trustedDocuments: ReadonlyMap<string, string> | undefined
-  /** Largest request body accepted (413 above). */
-  bodyLimitBytes: number
-  /** Milliseconds to receive a whole request (Node's requestTimeout; 408 after; 0: none). */
-  requestTimeoutMs: number
-  /** Milliseconds a route may take to answer (503 after; 0: none). */
-  handlerTimeoutMs: number
-  /** Milliseconds to wait for a PostgreSQL connection, new or from the pool. */
-  databaseConnectTimeoutMs: number
-  /** PostgreSQL statement_timeout of the service's connections (0: none; the embedded database ignores it). */
-  databaseStatementTimeoutMs: number
-  /** Overload (503 with Retry-After): mean event loop delay, heap and RSS thresholds (0: not checked). */
-  pressureMaxEventLoopDelayMs: number
-  pressureMaxHeapMb: number
-  pressureMaxRssMb: number
-  /** Seconds a client is told to wait (Retry-After) when the service is overloaded. */
-  pressureRetryAfter: number
+/**
+ * Every environment variable, declared once: its JSON schema (validated and coerced by env-schema)
+ * gives the type, and its name gives the Config key (camel case; SCHOOL_DATA_ENV is `env`).
+ * Variables without a default are optional. Those parsed further (lists, secrets, paths) are
+ * checked in loadConfig.
+ */
+export const ENV_SCHEMA = Type.Object({
+  SCHOOL_DATA_ENV: Type.Enum(['sandbox', 'production'], { default: 'sandbox' }),
+  HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
+  PORT: integer(0, 65535, 4000),
+  // PostgreSQL server; unset: the embedded database under DATA_DIR.
+  DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
+  // Connections in the PostgreSQL pool of each API process.
+  DATABASE_POOL_SIZE: integer(1, 1000, 10),
+  // Streaming replicas of DATABASE_URL that serve reads of school data (none: all on the primary).
+  DATABASE_REPLICA_URLS: Type.Optional(Type.String({ pattern: '^\\s*postgres(ql)?://[^,]+(,\\s*postgres(ql)?://[^,]+)*$' })),
+  DATA_DIR: Type.String({ minLength: 1, default: '.data' }),
+  // Signs access tokens (and verifies them). Lengths in bytes are checked in loadConfig (JSON
+  // Schema counts characters).
+  JWT_SECRET: Type.Optional(Type.String()),
+  // Former signing keys, verify only: their tokens stay valid until they expire.
+  JWT_PREVIOUS_SECRETS: Type.Optional(Type.String()),
+  // Fastify's trustProxy: whether and which proxies' X-Forwarded-For to believe (unset: none).
+  TRUST_PROXY: Type.Optional(Type.String()),
+  // Origins whose browser apps may call the API (CORS); each is checked in loadConfig (the message
+  // names the one that is not an origin).
+  CORS_ORIGINS: Type.Optional(Type.String()),
+  // At most a day: every node must still know each access change a live token predates.
+  ACCESS_TOKEN_TTL: integer(1, MAX_ACCESS_TOKEN_TTL, 900),
+  REFRESH_TOKEN_TTL: integer(1, undefined, 604800),
+  // Seconds an answer to a read may be reused (0: no response cache), and megabytes of answers
+  // each API process may keep.
+  RESPONSE_CACHE_TTL: integer(0, 86400, 60),
+  RESPONSE_CACHE_MB: integer(1, 4096, 32),
+  // Access audit: milliseconds between writes of the queued rows; rows per INSERT (a full batch is
+  // written at once); rows that may wait in memory (more are dropped, counted and logged).
+  AUDIT_FLUSH_MS: integer(10, 60000, 1000),
+  AUDIT_BATCH_SIZE: integer(1, 10000, 500),
+  AUDIT_MAX_QUEUE: integer(1, 10000000, 100000),
+  // Bearer token GET /metrics requires; unset: open (sandbox) or not served (production).
+  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
+  // Milliseconds the whole shutdown on SIGTERM may take before the process exits with status 1,
+  // and of draining first (readiness fails, answers close their connections).
+  SHUTDOWN_TIMEOUT_MS: integer(100, 600000, 20000),
+  SHUTDOWN_DRAIN_MS: integer(0, 600000, 5000),
+  // Redis shared by the API nodes for rate-limit counters (unset: counters in memory), and the
+  // prefix of every key of this service there (deployments may share one Redis).
+  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+  REDIS_KEY_PREFIX: Type.String({ pattern: '^[A-Za-z0-9_.:-]{0,64}$', default: 'sds:' }),
+  // Requests per minute per user, per school and per client address of anonymous calls (0: off).
+  RATE_LIMIT_USER_PER_MINUTE: integer(0, undefined, 600),
+  RATE_LIMIT_SCHOOL_PER_MINUTE: integer(0, undefined, 6000),
+  RATE_LIMIT_ADDRESS_PER_MINUTE: integer(0, undefined, 300),
+  // Failed logins per account and per client address before locks begin (0: off); seconds after
+  // which failed logins are forgotten, and the longest lock.
+  LOGIN_FAILURES_PER_ACCOUNT: integer(0, 1000, 5),
+  LOGIN_FAILURES_PER_ADDRESS: integer(0, 100000, 100),
+  LOGIN_FAILURE_WINDOW: integer(1, 86400, 900),
+  LOGIN_LOCK_MAX: integer(1, 86400, 900),
+  // Query limits (src/graphql/limits.ts); graphql-armor's defaults.
+  QUERY_MAX_DEPTH: integer(1, 100, 6),
+  QUERY_MAX_ALIASES: integer(0, 10000, 15),
+  QUERY_MAX_DIRECTIVES: integer(0, 10000, 50),
+  QUERY_MAX_TOKENS: integer(10, 1000000, 1000),
+  QUERY_MAX_COST: integer(1, 100000000, 5000),
+  QUERY_MAX_BYTES: integer(100, 10485760, 15000),
+  // Seconds a document registered by Apollo's automatic persisted queries is kept (0: APQ off), and
+  // how many are kept at most (in Redis, and in each process's memory).
+  PERSISTED_QUERY_TTL: integer(0, 2592000, 86400),
+  PERSISTED_QUERY_MAX_DOCUMENTS: integer(1, 1000000, 10000),
+  // The only operations executed, by hash (src/graphql/document-manifest.ts); unset: any query
+  // within the limits, and APQ.
+  TRUSTED_DOCUMENTS: Type.Optional(Type.String({ minLength: 1 })),
+  // Largest request body accepted (413 above).
+  BODY_LIMIT_BYTES: integer(1024, 104857600, 102400),
+  // Milliseconds to receive a whole request (Node's requestTimeout; 408 after; 0: none).
+  REQUEST_TIMEOUT_MS: integer(0, 3600000, 30000),
+  // Milliseconds a route may take to answer (503 after; 0: none).
+  HANDLER_TIMEOUT_MS: integer(0, 3600000, 10000),
+  // Milliseconds to wait for a PostgreSQL connection, new or from the pool.
+  DATABASE_CONNECT_TIMEOUT_MS: integer(1, 600000, 5000),
+  // PostgreSQL statement_timeout of the service's connections (0: none; the embedded database ignores it).
+  DATABASE_STATEMENT_TIMEOUT_MS: integer(0, 3600000, 5000),
+  // Overload (503 with Retry-After): mean event loop delay, heap and RSS thresholds (0: not
+  // checked), and the seconds a client is told to wait.
+  PRESSURE_MAX_EVENT_LOOP_DELAY_MS: integer(0, 600000, 1000),
+  PRESSURE_MAX_HEAP_MB: integer(0, 1048576, 0),
+  PRESSURE_MAX_RSS_MB: integer(0, 1048576, 0),
+  PRESSURE_RETRY_AFTER: integer(1, 3600, 10),
+  LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { default: 'info' })
+})
+
+type Env = Static<typeof ENV_SCHEMA>
+export type EnvName = keyof Env
+
+type CamelCase<S extends string> = S extends `${infer Head}_${infer Tail}`
+  ? `${Lowercase<Head>}${Capitalize<CamelCase<Tail>>}`
+  : Lowercase<S>
+type ConfigKey<K extends EnvName> = K extends 'SCHOOL_DATA_ENV' ? 'env' : CamelCase<K>
+
+/** The Config key of an environment variable: DATABASE_POOL_SIZE is `databasePoolSize`. */
+export function configKey<K extends EnvName> (name: K): ConfigKey<K> {
+  if (name === 'SCHOOL_DATA_ENV') return 'env' as ConfigKey<K>
+  // The runtime twin of CamelCase above.
+  return name.toLowerCase().replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase()) as ConfigKey<K>
 }
+
+/** Each variable under its Config key, with its validated value (undefined when unset and optional). */
+type Settings = { -readonly [K in EnvName as ConfigKey<K>]-?: Env[K] | (undefined extends Env[K] ? undefined : never) }
+
+/** Variables whose value loadConfig parses or completes further. */
+interface Parsed {
+  /** Resolved against the working directory. */
+  dataDir: string
+  /** Always set: generated outside production, '' for commands that sign no tokens. */
+  jwtSecret: string
+  jwtPreviousSecrets: string[]
+  databaseReplicaUrls: string[]
+  trustProxy: boolean | string[]
+  corsOrigins: string[]
+  trustedDocuments: ReadonlyMap<string, string> | undefined
+}
+
+export type Config = Omit<Settings, keyof Parsed> & Parsed
+export type Environment = Config['env']
 
 export class ConfigError extends Error {
   override name = 'ConfigError'
-}
-
-const schema = {
-  type: 'object',
-  properties: {
-    SCHOOL_DATA_ENV: { type: 'string', enum: ['sandbox', 'production'], default: 'sandbox' },
-    HOST: { type: 'string', minLength: 1, default: '127.0.0.1' },
-    PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 4000 },
-    DATABASE_URL: { type: 'string', pattern: '^postgres(ql)?://' },
-    DATABASE_POOL_SIZE: { type: 'integer', minimum: 1, maximum: 1000, default: 10 },
-    DATABASE_REPLICA_URLS: { type: 'string', pattern: '^\\s*postgres(ql)?://[^,]+(,\\s*postgres(ql)?://[^,]+)*$' },
-    DATA_DIR: { type: 'string', minLength: 1, default: '.data' },
-    // Lengths in bytes are checked below (JSON Schema counts characters).
-    JWT_SECRET: { type: 'string' },
-    JWT_PREVIOUS_SECRETS: { type: 'string' },
-    TRUST_PROXY: { type: 'string' },
-    // Each origin is checked below (the message names the one that is not an origin).
-    CORS_ORIGINS: { type: 'string' },
-    // At most a day: every node must still know each access change a live token predates.
-    ACCESS_TOKEN_TTL: { type: 'integer', minimum: 1, maximum: MAX_ACCESS_TOKEN_TTL, default: 900 },
-    REFRESH_TOKEN_TTL: { type: 'integer', minimum: 1, default: 604800 },
-    RESPONSE_CACHE_TTL: { type: 'integer', minimum: 0, maximum: 86400, default: 60 },
-    RESPONSE_CACHE_MB: { type: 'integer', minimum: 1, maximum: 4096, default: 32 },
-    AUDIT_FLUSH_MS: { type: 'integer', minimum: 10, maximum: 60000, default: 1000 },
-    AUDIT_BATCH_SIZE: { type: 'integer', minimum: 1, maximum: 10000, default: 500 },
-    AUDIT_MAX_QUEUE: { type: 'integer', minimum: 1, maximum: 10000000, default: 100000 },
-    METRICS_TOKEN: { type: 'string', minLength: 16 },
-    SHUTDOWN_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600000, default: 20000 },
-    SHUTDOWN_DRAIN_MS: { type: 'integer', minimum: 0, maximum: 600000, default: 5000 },
-    REDIS_URL: { type: 'string', pattern: '^rediss?://' },
-    REDIS_KEY_PREFIX: { type: 'string', pattern: '^[A-Za-z0-9_.:-]{0,64}$', default: 'sds:' },
-    RATE_LIMIT_USER_PER_MINUTE: { type: 'integer', minimum: 0, default: 600 },
-    RATE_LIMIT_SCHOOL_PER_MINUTE: { type: 'integer', minimum: 0, default: 6000 },
-    RATE_LIMIT_ADDRESS_PER_MINUTE: { type: 'integer', minimum: 0, default: 300 },
-    LOGIN_FAILURES_PER_ACCOUNT: { type: 'integer', minimum: 0, maximum: 1000, default: 5 },
-    LOGIN_FAILURES_PER_ADDRESS: { type: 'integer', minimum: 0, maximum: 100000, default: 100 },
-    LOGIN_FAILURE_WINDOW: { type: 'integer', minimum: 1, maximum: 86400, default: 900 },
-    LOGIN_LOCK_MAX: { type: 'integer', minimum: 1, maximum: 86400, default: 900 },
-    QUERY_MAX_DEPTH: { type: 'integer', minimum: 1, maximum: 100, default: 6 },
-    QUERY_MAX_ALIASES: { type: 'integer', minimum: 0, maximum: 10000, default: 15 },
-    QUERY_MAX_DIRECTIVES: { type: 'integer', minimum: 0, maximum: 10000, default: 50 },
-    QUERY_MAX_TOKENS: { type: 'integer', minimum: 10, maximum: 1000000, default: 1000 },
-    QUERY_MAX_COST: { type: 'integer', minimum: 1, maximum: 100000000, default: 5000 },
-    QUERY_MAX_BYTES: { type: 'integer', minimum: 100, maximum: 10485760, default: 15000 },
-    PERSISTED_QUERY_TTL: { type: 'integer', minimum: 0, maximum: 2592000, default: 86400 },
-    PERSISTED_QUERY_MAX_DOCUMENTS: { type: 'integer', minimum: 1, maximum: 1000000, default: 10000 },
-    TRUSTED_DOCUMENTS: { type: 'string', minLength: 1 },
-    BODY_LIMIT_BYTES: { type: 'integer', minimum: 1024, maximum: 104857600, default: 102400 },
-    REQUEST_TIMEOUT_MS: { type: 'integer', minimum: 0, maximum: 3600000, default: 30000 },
-    HANDLER_TIMEOUT_MS: { type: 'integer', minimum: 0, maximum: 3600000, default: 10000 },
-    DATABASE_CONNECT_TIMEOUT_MS: { type: 'integer', minimum: 1, maximum: 600000, default: 5000 },
-    DATABASE_STATEMENT_TIMEOUT_MS: { type: 'integer', minimum: 0, maximum: 3600000, default: 5000 },
-    PRESSURE_MAX_EVENT_LOOP_DELAY_MS: { type: 'integer', minimum: 0, maximum: 600000, default: 1000 },
-    PRESSURE_MAX_HEAP_MB: { type: 'integer', minimum: 0, maximum: 1048576, default: 0 },
-    PRESSURE_MAX_RSS_MB: { type: 'integer', minimum: 0, maximum: 1048576, default: 0 },
-    PRESSURE_RETRY_AFTER: { type: 'integer', minimum: 1, maximum: 3600, default: 10 },
-    LOG_LEVEL: {
-      type: 'string',
-      enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
-      default: 'info'
-    }
-  }
-}
-
-interface RawEnv {
-  SCHOOL_DATA_ENV: Environment
-  HOST: string
-  PORT: number
-  DATABASE_URL?: string
-  DATABASE_POOL_SIZE: number
-  DATABASE_REPLICA_URLS?: string
-  DATA_DIR: string
-  JWT_SECRET?: string
-  JWT_PREVIOUS_SECRETS?: string
-  TRUST_PROXY?: string
-  CORS_ORIGINS?: string
-  ACCESS_TOKEN_TTL: number
-  REFRESH_TOKEN_TTL: number
-  LOG_LEVEL: string
-  RESPONSE_CACHE_TTL: number
-  RESPONSE_CACHE_MB: number
-  AUDIT_FLUSH_MS: number
-  AUDIT_BATCH_SIZE: number
-  AUDIT_MAX_QUEUE: number
-  METRICS_TOKEN?: string
-  SHUTDOWN_TIMEOUT_MS: number
-  SHUTDOWN_DRAIN_MS: number
-  REDIS_URL?: string
-  REDIS_KEY_PREFIX: string
-  RATE_LIMIT_USER_PER_MINUTE: number
-  RATE_LIMIT_SCHOOL_PER_MINUTE: number
-  RATE_LIMIT_ADDRESS_PER_MINUTE: number
-  LOGIN_FAILURES_PER_ACCOUNT: number
-  LOGIN_FAILURES_PER_ADDRESS: number
-  LOGIN_FAILURE_WINDOW: number
-  LOGIN_LOCK_MAX: number
-  QUERY_MAX_DEPTH: number
-  QUERY_MAX_ALIASES: number
-  QUERY_MAX_DIRECTIVES: number
-  QUERY_MAX_TOKENS: number
-  QUERY_MAX_COST: number
-  QUERY_MAX_BYTES: number
-  PERSISTED_QUERY_TTL: number
-  PERSISTED_QUERY_MAX_DOCUMENTS: number
-  TRUSTED_DOCUMENTS?: string
-  BODY_LIMIT_BYTES: number
-  REQUEST_TIMEOUT_MS: number
-  HANDLER_TIMEOUT_MS: number
-  DATABASE_CONNECT_TIMEOUT_MS: number
-  DATABASE_STATEMENT_TIMEOUT_MS: number
-  PRESSURE_MAX_EVENT_LOOP_DELAY_MS: number
-  PRESSURE_MAX_HEAP_MB: number
-  PRESSURE_MAX_RSS_MB: number
-  PRESSURE_RETRY_AFTER: number
 }
 
 /**
@@ -222,9 +150,9 @@ interface RawEnv {
 export function loadConfig (env: NodeJS.ProcessEnv = process.env, { needsSecret = true } = {}): Config {
   // Empty variables count as unset: `FOO= cmd` is a common way to clear one.
   const data = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== ''))
-  let raw: RawEnv
+  let raw: Env
   try {
-    raw = envSchema<RawEnv>({ schema, data, env: false })
+    raw = envSchema<Env>({ schema: ENV_SCHEMA, data, env: false })
   } catch (err) {
     throw new ConfigError(`Invalid configuration: ${(err as Error).message.replace(/env\//g, '')}`)
   }
@@ -258,58 +186,23 @@ export function loadConfig (env: NodeJS.ProcessEnv = process.env, { needsSecret 
     jwtSecret = localSecret(dataDir)
   }
   return {
-    env: raw.SCHOOL_DATA_ENV,
-    host: raw.HOST,
-    port: raw.PORT,
-    databaseUrl: raw.DATABASE_URL,
-    databasePoolSize: raw.DATABASE_POOL_SIZE,
-    databaseReplicaUrls: raw.DATABASE_REPLICA_URLS?.split(',').map((url) => url.trim()) ?? [],
+    ...settingsOf(raw),
     dataDir,
     jwtSecret,
     jwtPreviousSecrets,
+    databaseReplicaUrls: raw.DATABASE_REPLICA_URLS?.split(',').map((url) => url.trim()) ?? [],
     trustProxy: trustProxy(raw.TRUST_PROXY),
     corsOrigins: corsOrigins(raw.CORS_ORIGINS),
-    accessTokenTtl: raw.ACCESS_TOKEN_TTL,
-    refreshTokenTtl: raw.REFRESH_TOKEN_TTL,
-    logLevel: raw.LOG_LEVEL,
-    auditFlushMs: raw.AUDIT_FLUSH_MS,
-    auditBatchSize: raw.AUDIT_BATCH_SIZE,
-    auditMaxQueue: raw.AUDIT_MAX_QUEUE,
-    responseCacheTtl: raw.RESPONSE_CACHE_TTL,
-    responseCacheMb: raw.RESPONSE_CACHE_MB,
-    metricsToken: raw.METRICS_TOKEN,
-    shutdownTimeoutMs: raw.SHUTDOWN_TIMEOUT_MS,
-    shutdownDrainMs: raw.SHUTDOWN_DRAIN_MS,
-    redisUrl: raw.REDIS_URL,
-    redisKeyPrefix: raw.REDIS_KEY_PREFIX,
-    rateLimitUserPerMinute: raw.RATE_LIMIT_USER_PER_MINUTE,
-    rateLimitSchoolPerMinute: raw.RATE_LIMIT_SCHOOL_PER_MINUTE,
-    rateLimitAddressPerMinute: raw.RATE_LIMIT_ADDRESS_PER_MINUTE,
-    loginFailuresPerAccount: raw.LOGIN_FAILURES_PER_ACCOUNT,
-    loginFailuresPerAddress: raw.LOGIN_FAILURES_PER_ADDRESS,
-    loginFailureWindow: raw.LOGIN_FAILURE_WINDOW,
-    loginLockMax: raw.LOGIN_LOCK_MAX,
-    queryMaxDepth: raw.QUERY_MAX_DEPTH,
-    queryMaxAliases: raw.QUERY_MAX_ALIASES,
-    queryMaxDirectives: raw.QUERY_MAX_DIRECTIVES,
-    queryMaxTokens: raw.QUERY_MAX_TOKENS,
-    queryMaxCost: raw.QUERY_MAX_COST,
-    queryMaxBytes: raw.QUERY_MAX_BYTES,
-    persistedQueryTtl: raw.PERSISTED_QUERY_TTL,
-    persistedQueryMaxDocuments: raw.PERSISTED_QUERY_MAX_DOCUMENTS,
-    trustedDocuments,
-    bodyLimitBytes: raw.BODY_LIMIT_BYTES,
-    requestTimeoutMs: raw.REQUEST_TIMEOUT_MS,
-    handlerTimeoutMs: raw.HANDLER_TIMEOUT_MS,
-    databaseConnectTimeoutMs: raw.DATABASE_CONNECT_TIMEOUT_MS,
-    databaseStatementTimeoutMs: raw.DATABASE_STATEMENT_TIMEOUT_MS,
-    pressureMaxEventLoopDelayMs: raw.PRESSURE_MAX_EVENT_LOOP_DELAY_MS,
-    pressureMaxHeapMb: raw.PRESSURE_MAX_HEAP_MB,
-    pressureMaxRssMb: raw.PRESSURE_MAX_RSS_MB,
-    pressureRetryAfter: raw.PRESSURE_RETRY_AFTER
+    trustedDocuments
   }
 }
 
+/** Every variable of the schema under its Config key, unset ones included (as undefined). */
+function settingsOf (raw: Env): Settings {
+  const names = Object.keys(ENV_SCHEMA.properties) as EnvName[]
+  // Object.fromEntries cannot carry the renamed keys' types; the names come from the schema itself.
+  return Object.fromEntries(names.map((name) => [configKey(name), raw[name]])) as Settings
+}
 
 function previousSecrets (value: string | undefined): string[] {
   if (value === undefined) return []

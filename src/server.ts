@@ -9,10 +9,8 @@ import { loadConfig, type Config } from './config.js'
 
 export async function startServer (config: Config): Promise<void> {
   const started = Date.now()
-  // Prisma's query compiler is WebAssembly. V8 compiles it with its baseline compiler (Liftoff),
-  // then again, in the background, with its optimizing one: about 50 MB more memory, for no gain
-  // in requests per second measured here (BENCHMARKS.md). The server keeps the baseline code. Set
-  // before the module is compiled (the database plugin's connect).
+  // Prisma's WebAssembly query compiler on V8's baseline tier, set before it is compiled (the database plugin's connect).
+  // --liftoff-only: about 50 MB less memory, same uncached req/s (BENCHMARKS.md, "What changed since `1b26f99`").
   setFlagsFromString('--liftoff-only')
   const app = await buildApp(config)
   const shutdown = (signal: string): void => {

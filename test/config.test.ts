@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { loadConfig } from '../src/config.js'
+import { configKey, ENV_SCHEMA, loadConfig, type EnvName } from '../src/config.js'
 
 const tempDir = (t: { teardown: (fn: () => void) => void }): string => {
   const dir = mkdtempSync(join(tmpdir(), 'sds-config-'))
@@ -70,5 +70,32 @@ t.test('CORS_ORIGINS: comma-separated exact origins, none by default; anything e
     ['https://app.example.org', 'http://localhost:5173'])
   for (const bad of ['*', 'app.example.org', 'https://app.example.org/', 'https://app.example.org/path', 'ftp://files.example.org', 'https://a.example.org,null']) {
     t.throws(() => loadConfig({ DATA_DIR: dir, CORS_ORIGINS: bad }), { name: 'ConfigError', message: /^Invalid configuration: CORS_ORIGINS must be comma-separated origins/ }, bad)
+  }
+})
+
+const variables = Object.keys(ENV_SCHEMA.properties) as EnvName[]
+
+t.test('the configuration holds one value per variable of the schema, under its camel-case name', async (t) => {
+  const config = loadConfig({ DATA_DIR: tempDir(t) })
+  t.same(Object.keys(config).sort(), variables.map(configKey).sort())
+  t.equal(configKey('DATABASE_POOL_SIZE'), 'databasePoolSize')
+  t.equal(configKey('SCHOOL_DATA_ENV'), 'env')
+})
+
+t.test("README's configuration table lists every variable of the schema, with its default", async (t) => {
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+  const section = readme.slice(readme.indexOf('\n## Configuration\n'), readme.indexOf('\n## ', readme.indexOf('\n## Configuration\n') + 1))
+  const listed = new Map<string, string | undefined>()
+  for (const row of section.split('\n').filter((line) => /^\| `[A-Z_]+`/.test(line))) {
+    const [names = '', defaults = ''] = row.split('|').slice(1).map((cell) => cell.trim())
+    const keys = [...names.matchAll(/`([A-Z_]+)`/g)].map((m) => m[1]!)
+    // A default written as code values, one per variable of the row: compared with the schema's.
+    const values = /^`[^`]*`(, `[^`]*`)*$/.test(defaults) ? [...defaults.matchAll(/`([^`]*)`/g)].map((m) => m[1]!) : []
+    keys.forEach((key, i) => listed.set(key, values.length === keys.length ? values[i] : undefined))
+  }
+  t.same([...listed.keys()].sort(), [...variables].sort())
+  for (const name of variables) {
+    const fallback = (ENV_SCHEMA.properties[name] as { default?: unknown }).default
+    if (fallback !== undefined) t.equal(listed.get(name), String(fallback), `${name}'s default`)
   }
 })

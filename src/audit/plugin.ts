@@ -3,15 +3,15 @@
 // when, kept in PostgreSQL (access_audit) and read with `school-data audit`.
 //
 // - Counted at the database (access.ts): the school client (src/db/school-client.ts) counts the
-//   Student and Teacher rows of every operation into the request's tally, which auditScope below
-//   sets up per request.
+//   Student and Teacher rows of every operation into the request's tally, which `scope` below sets
+//   up per request.
 // - Recorded when the answer is sent (onSend): one row per request, school, record type and
 //   action, pushed onto the writer's queue; nothing on the request path waits for the database.
 // - Answers served from the response cache ran no query: the tally of the answer that filled the
 //   cache is kept in the cache with the answer itself, and recorded again for every request the
-//   answer serves. auditScope depends on the GraphQL plugin (which holds the cache), so its
-//   preHandler runs after the cache's: a hit needs no tally, and a miss's tally is handed to the
-//   cache's slot there, before any resolver counts into it (no order of onSend hooks matters).
+//   answer serves. The GraphQL plugin runs `audit.scope` after the cache's lookup: a hit needs no
+//   tally, and a miss's tally is handed to the cache's slot there, before any resolver counts into
+//   it (no order of onSend hooks matters).
 // - Written in batches (writer.ts); the queue is written out when the app closes.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
@@ -27,6 +27,8 @@ declare module 'fastify' {
       /** Writes every queued audit row now (tests, shutdown). */
       flush (): Promise<void>
       stats (): AuditStats
+      /** The GraphQL endpoint's preHandler that sets up the request's tally (src/plugins/graphql.ts). */
+      scope (request: FastifyRequest, reply: FastifyReply, done: () => void): void
     }
   }
 }
@@ -47,7 +49,8 @@ export default fp(async (app: FastifyInstance) => {
   })
   app.decorate('audit', {
     flush: () => writer.flush(),
-    stats: () => writer.stats()
+    stats: () => writer.stats(),
+    scope
   })
   // After the server has closed (Fastify closes it first) and before the database plugin's close.
   app.addHook('onClose', async () => { await writer.close() })
@@ -84,7 +87,7 @@ export default fp(async (app: FastifyInstance) => {
     }
   }
 
-  // Callback style: no promise per request on this path.
+  // Callback style, no promise per request (BENCHMARKS.md, "What changed since `1b26f99`", Hooks: no figure of its own).
   app.addHook('onSend', (request: AuditedRequest, _reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) => {
     try {
       recordAnswer(request)
@@ -114,24 +117,21 @@ export default fp(async (app: FastifyInstance) => {
 
 /**
  * The tally's scope: around the handler, so that every operation the request's resolvers run finds
- * its tally. It depends on the GraphQL plugin (fastify-plugin refuses it registered before), so
- * that an answer the response cache sends from its own preHandler (no resolver runs) costs no
- * tally and no async context. Only requests with credentials can reach records. (Callback style:
- * the handler runs inside run().)
+ * its tally. Run after the response cache's lookup, so that an answer the cache sends (no resolver
+ * runs) costs no tally and no async context. Only requests with credentials can reach records.
+ * (Callback style: the handler runs inside run().)
  */
-export const auditScope = fp(async (app: FastifyInstance) => {
-  app.addHook('preHandler', (request: AuditedRequest, _reply, done) => {
-    if (request.headers.authorization === undefined) {
-      // (Without credentials no records can be reached: an answer kept holds none.)
-      if (request.responseCacheSlot !== undefined) request.responseCacheSlot.tally = []
-      done()
-      return
-    }
-    const access = new RequestAccess()
-    request[kAccess] = access
-    // An answer the response cache may keep: its tally (filled as the resolvers run) goes with it.
-    const slot = request.responseCacheSlot
-    if (slot !== undefined) slot.tally = access.counts
-    requestAccess.run(access, done)
-  })
-}, { name: 'access-audit-scope', dependencies: ['access-audit', 'graphql'] })
+function scope (request: AuditedRequest, _reply: FastifyReply, done: () => void): void {
+  if (request.headers.authorization === undefined) {
+    // (Without credentials no records can be reached: an answer kept holds none.)
+    if (request.responseCacheSlot !== undefined) request.responseCacheSlot.tally = []
+    done()
+    return
+  }
+  const access = new RequestAccess()
+  request[kAccess] = access
+  // An answer the response cache may keep: its tally (filled as the resolvers run) goes with it.
+  const slot = request.responseCacheSlot
+  if (slot !== undefined) slot.tally = access.counts
+  requestAccess.run(access, done)
+}

@@ -100,6 +100,7 @@ export async function createAccessTokens (
     if (byHeader.has(headerSegment(kid))) continue
     const namespace = `previousKey_${kid}`
     await app.register(jwt, { ...jwtOptions(secret, kid, ttlSeconds), namespace })
+    // @fastify/jwt types app.jwt as one JWT, or (FastifyJWT.namespaces) as a map only; here it is both.
     byHeader.set(headerSegment(kid), (app.jwt as unknown as Record<string, JWT>)[namespace]!)
   }
   const signer = app.jwt

@@ -43,6 +43,7 @@ export function schoolClient (prisma: PrismaClient, schoolId: string, options: S
   let routed = filtered
   if (reads !== undefined) {
     const onReplica = new Map<PrismaClient, object>()
+    // Query hooks only: the client's API is the same, but each $extends gives it a type of its own.
     routed = filtered.$extends(readRouting(schoolId, reads, (replica) => {
       let client = onReplica.get(replica)
       if (client === undefined) {
@@ -62,6 +63,7 @@ export function schoolClient (prisma: PrismaClient, schoolId: string, options: S
           if (typeof work !== 'function') {
             throw new TenantViolationError('A school-scoped client runs interactive transactions only: $transaction(async (tx) => ...)')
           }
+          // $transaction's overloads take a typed callback or array; `work` is checked above, the rest passed on as given.
           const begin = filtered.$transaction as unknown as Transaction
           const done = schoolSession.run(schoolId, async () => await begin.call(filtered, work, ...rest))
           // A transaction may have written: the school's next reads go to the primary.

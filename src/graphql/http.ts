@@ -6,8 +6,13 @@ import type { FastifyRequest } from 'fastify'
 import { LRUCache } from 'lru-cache'
 import Negotiator from 'negotiator'
 
-/** The GraphQL endpoint. */
+/** The GraphQL endpoint: its hooks live in its plugin's context (src/plugins/graphql.ts). */
 export const GRAPHQL_PATH = '/'
+
+/** Whether a request is for the GraphQL endpoint: for what every route does (logs, load shedding). */
+export function isGraphQLRoute (request: Pick<FastifyRequest, 'routeOptions'>): boolean {
+  return request.routeOptions.url === GRAPHQL_PATH
+}
 
 export const GRAPHQL_RESPONSE_JSON = 'application/graphql-response+json'
 export const APPLICATION_JSON = 'application/json'

@@ -1,5 +1,5 @@
 // Limits on the shape of a GraphQL document, checked on the parsed document before any resolver
-// runs. The defaults are graphql-armor's; the rules for depth, aliases, directives and cost are
+// runs. The defaults (QUERY_MAX_* in src/config.ts) are graphql-armor's; the rules for depth, aliases, directives and cost are
 // graphql-armor's own (its standalone packages), the token limit is graphql-js's parser option, and
 // the size limit is checked on the raw text before anything parses it.
 //
@@ -18,8 +18,7 @@ import {
   type ValidationContext,
   type ValidationRule
 } from 'graphql'
-
-export const QUERY_LIMIT_EXCEEDED = 'QUERY_LIMIT_EXCEEDED'
+import { queryLimitExtensions } from './errors.js'
 
 export type LimitName = 'depth' | 'aliases' | 'directives' | 'tokens' | 'cost' | 'size'
 
@@ -36,21 +35,8 @@ export interface QueryLimits {
   maxBytes: number
 }
 
-/**
- * graphql-armor's defaults (max-depth 6, max-aliases 15, max-directives 50, max-tokens 1000,
- * cost-limit 5000, character-limit 15000).
- */
-export const DEFAULT_QUERY_LIMITS: QueryLimits = {
-  maxDepth: 6,
-  maxAliases: 15,
-  maxDirectives: 50,
-  maxTokens: 1000,
-  maxCost: 5000,
-  maxBytes: 15_000
-}
-
 export function limitError (limit: LimitName, message: string, nodes?: OperationDefinitionNode): GraphQLError {
-  return new GraphQLError(message, { nodes, extensions: { code: QUERY_LIMIT_EXCEEDED, limit } })
+  return new GraphQLError(message, { nodes, extensions: queryLimitExtensions(limit) })
 }
 
 type ArmorRule = (options: {
@@ -92,19 +78,6 @@ export function limitRules (limits: QueryLimits): ValidationRule[] {
   ]
 }
 
-const TOKEN_LIMIT = /^Syntax Error: Document contains more that? (\d+) tokens\. Parsing aborted\.$/
-
-/** graphql-js's refusal of a document with too many tokens, in the form of the other limits. */
-export function tokenLimitError (error: GraphQLFormattedError): GraphQLFormattedError | undefined {
-  const match = TOKEN_LIMIT.exec(error.message)
-  if (match === null) return undefined
-  return {
-    message: `Token limit of ${match[1]} exceeded.`,
-    ...(error.locations && { locations: error.locations }),
-    extensions: { code: QUERY_LIMIT_EXCEEDED, limit: 'tokens' }
-  }
-}
-
 /** The refusal of a query text longer than the limit, or undefined. */
 export function sizeLimitError (query: string, limits: QueryLimits): GraphQLFormattedError | undefined {
   // A UTF-8 character takes at most 4 bytes: most texts need no count.
@@ -113,6 +86,6 @@ export function sizeLimitError (query: string, limits: QueryLimits): GraphQLForm
   if (bytes <= limits.maxBytes) return undefined
   return {
     message: `Query size limit of ${limits.maxBytes} bytes exceeded, found ${bytes}.`,
-    extensions: { code: QUERY_LIMIT_EXCEEDED, limit: 'size' }
+    extensions: queryLimitExtensions('size')
   }
 }

@@ -1,13 +1,16 @@
 // What resolvers of each GraphQL type receive as parent: the Prisma row, with the relations a
 // query selected. Lists, joined relations and the Classroom.teachers and Teacher.classrooms loaders
 // read only the columns a query asks for, and `id` (see selects.ts); the other loaders read whole
-// rows. The types name every column: a resolver reads only what its own field selected.
+// rows. So a row has `id` and any other column: a resolver reads only what its own field selected.
 import type { Change, Classroom, School, Student, Teacher, TeacherRole } from '../generated/prisma/client.js'
 
+/** A row read with the select a query made: `id` always, the other columns when selected. */
+export type Selected<T extends { id: string }> = Pick<T, 'id'> & Partial<Omit<T, 'id'>>
+
 export type SchoolRow = School
-export type ClassroomRow = Classroom
-export type StudentRow = Student & { classroom?: ClassroomRow | null }
-export type TeacherRow = Teacher
+export type ClassroomRow = Selected<Classroom>
+export type StudentRow = Selected<Student> & { classroom?: ClassroomRow | null }
+export type TeacherRow = Selected<Teacher>
 export interface AssignmentRow {
   role: TeacherRole
   teacher: TeacherRow

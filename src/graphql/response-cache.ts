@@ -16,7 +16,6 @@ import { LRUCache } from 'lru-cache'
 import type { Listener } from '../db/listen.js'
 import { DATA_CHANGED_CHANNEL } from '../db/replicas.js'
 import { asksPersistedDocument } from './persisted-documents.js'
-import { GRAPHQL_PATH } from './http.js'
 import { isUuid } from '../validators.js'
 
 export interface ResponseCacheOptions {
@@ -112,7 +111,8 @@ export async function registerResponseCache (app: FastifyInstance, options: Resp
 
   /** The answer kept for this request, else undefined (and the slot to keep it in, when it may be). */
   function lookUp (request: FastifyRequest): CachedAnswer | undefined {
-    if (request.method !== 'POST' || request.routeOptions.url !== GRAPHQL_PATH || !listener.live) return undefined
+    // (Its hooks are the GraphQL endpoint's only: src/plugins/graphql.ts.)
+    if (request.method !== 'POST' || !listener.live) return undefined
     const body = request.body as GraphQLBody | undefined
     // A document asked for by hash, or registered with it, is for Mercurius to resolve or keep.
     if (typeof body?.query !== 'string' || asksPersistedDocument(body)) return undefined
@@ -127,7 +127,8 @@ export async function registerResponseCache (app: FastifyInstance, options: Resp
     return cached
   }
 
-  // Callback style (no promise per request). A hit is answered here: the hook chain stops.
+  // Callback style, no promise per request (BENCHMARKS.md, "What changed since `1b26f99`", Hooks: no figure of its own).
+  // A hit is answered here: the hook chain stops.
   app.addHook('preHandler', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
     const cached = lookUp(request)
     if (cached === undefined) {

@@ -4,10 +4,13 @@
 // on the parsed document before any resolver runs, application/json bodies only, no batches, GET
 // for queries only, and no introspection or field suggestions in production.
 //
+// Every hook of the endpoint lives in this plugin's encapsulated context, added below in the order
+// they run: other routes (health, readiness, metrics, the SDL) never run them.
+//
 // GET needs no CSRF preflight header: the API authenticates by bearer token only, never by cookie,
 // so a request a page of another site makes a browser send carries no one's credentials; and GET
 // runs queries only.
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { GraphQLError, NoSchemaIntrospectionCustomRule, type ValidationRule } from 'graphql'
 import mercurius from 'mercurius'
@@ -19,12 +22,39 @@ import { persistedQueryProvider } from '../graphql/persisted-documents.js'
 import { registerResponseCache } from '../graphql/response-cache.js'
 import { buildResolvers, loaders } from '../graphql/resolvers/index.js'
 import { buildSdlSchema } from '../graphql/schema.js'
+import { logGraphQLRequest } from './logging.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The GraphQL operation of this request, as executed (set before execution). */
+    graphqlOperation?: string
+    /**
+     * Whether the executed operation's result held errors, and of which kind; `rejected`: a request
+     * error, nothing ran (set by the error formatter, src/graphql/errors.ts).
+     */
+    graphqlOutcome?: 'ok' | 'error' | 'internal_error' | 'rejected'
+  }
+}
+
+/** onResolution sees the errors as formatted for the client (src/graphql/errors.ts). */
+function isInternal (error: { extensions?: Record<string, unknown> }): boolean {
+  return error.extensions?.code === 'INTERNAL_SERVER_ERROR'
+}
 
 function unsupportedMediaType (): Error {
   return Object.assign(new Error('Unsupported Content-Type'), { statusCode: 415, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' })
 }
 
 export default fp(async (app) => {
+  // The endpoint in a context of its own; the rest of the app (the SDL route, tests) reaches
+  // Mercurius as app.graphql.
+  await app.register(async (endpoint) => {
+    await registerEndpoint(endpoint)
+    app.decorate('graphql', endpoint.graphql)
+  })
+}, { name: 'graphql', dependencies: ['config', 'database', 'auth', 'redis', 'metrics', 'rate-limit', 'access-audit'] })
+
+async function registerEndpoint (app: FastifyInstance): Promise<void> {
   const config = app.config
   const production = config.env === 'production'
   const limits: QueryLimits = {
@@ -38,10 +68,12 @@ export default fp(async (app) => {
   const validationRules: ValidationRule[] = limitRules(limits)
   if (production) validationRules.push(NoSchemaIntrospectionCustomRule)
 
+  // onRequest: the rate limits, then the media type of the body.
+  if (app.limits.checkRequest !== undefined) app.addHook('onRequest', app.limits.checkRequest)
   // Only JSON bodies: no form or text body (which a browser sends cross-site without a preflight),
   // no application/graphql.
   app.addHook('onRequest', (request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
-    if (request.method !== 'POST' || request.routeOptions.url !== GRAPHQL_PATH) {
+    if (request.method !== 'POST') {
       done()
       return
     }
@@ -55,10 +87,6 @@ export default fp(async (app) => {
   // parses it (the response cache parses ahead of Mercurius). An early answer stops the hook chain
   // (done is not called).
   app.addHook('preValidation', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
-    if (request.routeOptions.url !== GRAPHQL_PATH) {
-      done()
-      return
-    }
     const params = request.method === 'POST' ? request.body : request.query
     const invalid = invalidParameters(request.method, params)
     if (invalid !== undefined) {
@@ -81,15 +109,27 @@ export default fp(async (app) => {
   // Every answer of the endpoint (results, refusals by any plugin, cached answers) in the media type
   // the request's Accept negotiates; caches keep answers apart by Accept.
   app.addHook('onSend', (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) => {
-    if (request.routeOptions.url === GRAPHQL_PATH) {
-      const type = reply.getHeader('content-type')
-      if (typeof type === 'string' && type.startsWith('application/json')) {
-        reply.header('content-type', `${responseMediaType(request)}; charset=utf-8`)
-      }
-      const vary = reply.getHeader('vary')
-      reply.header('vary', vary === undefined ? 'Accept' : `${String(vary)}, Accept`)
+    const type = reply.getHeader('content-type')
+    if (typeof type === 'string' && type.startsWith('application/json')) {
+      reply.header('content-type', `${responseMediaType(request)}; charset=utf-8`)
     }
+    const vary = reply.getHeader('vary')
+    reply.header('vary', vary === undefined ? 'Accept' : `${String(vary)}, Accept`)
     done(null, payload)
+  })
+
+  // preHandler: the debug log line, the response cache's lookup (a hit is answered there), then
+  // the access audit's tally around the resolvers.
+  app.addHook('preHandler', logGraphQLRequest)
+  const { responseCacheTtl, responseCacheMb } = config
+  if (responseCacheTtl > 0) {
+    await registerResponseCache(app, { ttlMs: responseCacheTtl * 1000, maxBytes: responseCacheMb * 1024 * 1024, maxTokens: limits.maxTokens })
+  }
+  app.addHook('preHandler', app.audit.scope)
+
+  app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    app.metrics.graphqlAnswered(request, reply)
+    done()
   })
 
   const schema = buildSdlSchema()
@@ -133,8 +173,23 @@ export default fp(async (app) => {
     throw new GraphQLError('Syntax Error: the query must be GraphQL text, not a JSON document')
   })
 
-  const { responseCacheTtl, responseCacheMb } = config
-  if (responseCacheTtl > 0) {
-    await registerResponseCache(app, { ttlMs: responseCacheTtl * 1000, maxBytes: responseCacheMb * 1024 * 1024, maxTokens: limits.maxTokens })
-  }
-}, { name: 'graphql', dependencies: ['config', 'database', 'auth', 'redis'] })
+  // The operation and outcome of each request, for its log line and metrics.
+  app.graphql.addHook('preExecution', async (_schema, document, context) => {
+    const request = context.reply.request
+    const body = request.body as { operationName?: unknown } | undefined
+    const wanted = typeof body?.operationName === 'string' ? body.operationName : undefined
+    for (const definition of document.definitions) {
+      if (definition.kind !== 'OperationDefinition') continue
+      if (wanted === undefined || definition.name?.value === wanted) {
+        request.graphqlOperation = definition.name?.value ?? 'anonymous'
+        break
+      }
+    }
+  })
+  app.graphql.addHook('onResolution', async (execution, context) => {
+    const errors = execution.errors as ReadonlyArray<{ extensions?: Record<string, unknown> }> | undefined
+    context.reply.request.graphqlOutcome = errors === undefined || errors.length === 0
+      ? 'ok'
+      : errors.some(isInternal) ? 'internal_error' : 'error'
+  })
+}

@@ -9,20 +9,15 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
-import { GRAPHQL_PATH } from '../graphql/http.js'
+import { isGraphQLRoute } from '../graphql/http.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    metrics: { registry: Registry }
-  }
-  interface FastifyRequest {
-    /** The GraphQL operation of this request, as executed (set before execution). */
-    graphqlOperation?: string
-    /**
-     * Whether the executed operation's result held errors, and of which kind; `rejected`: a request
-     * error, nothing ran (set by the error formatter, src/graphql/errors.ts).
-     */
-    graphqlOutcome?: 'ok' | 'error' | 'internal_error' | 'rejected'
+    metrics: {
+      registry: Registry
+      /** Counts an answer of the GraphQL endpoint (its onResponse hook, src/plugins/graphql.ts). */
+      graphqlAnswered (request: FastifyRequest, reply: FastifyReply): void
+    }
   }
 }
 
@@ -44,13 +39,9 @@ export function operationOf (request: FastifyRequest): string {
   return 'anonymous'
 }
 
+/** A GraphQL request: a POST or GET of the endpoint (not its HEAD). */
 export function isGraphQLRequest (request: FastifyRequest): boolean {
-  return request.routeOptions.url === GRAPHQL_PATH && (request.method === 'POST' || request.method === 'GET')
-}
-
-/** onResolution sees the errors as formatted for the client (src/graphql/errors.ts). */
-function isInternal (error: { extensions?: Record<string, unknown> }): boolean {
-  return error.extensions?.code === 'INTERNAL_SERVER_ERROR'
+  return isGraphQLRoute(request) && (request.method === 'POST' || request.method === 'GET')
 }
 
 function outcomeOf (request: FastifyRequest, reply: FastifyReply): string {
@@ -79,8 +70,6 @@ function sameSecret (given: string, expected: string): boolean {
 export default fp(async (app) => {
   const registry = new Registry()
   const processRegistry = processMetrics()
-  app.decorate('metrics', { registry })
-
   const httpRequests = new Counter({
     name: 'sds_http_requests_total',
     help: 'HTTP requests answered, by route and status code',
@@ -112,15 +101,13 @@ export default fp(async (app) => {
   poolGauge('sds_db_pool_waiting_requests', 'Callers waiting for a PostgreSQL connection', (s) => s.waiting)
   poolGauge('sds_db_pool_max_connections', 'Size limit of the PostgreSQL pool (DATABASE_POOL_SIZE)', (s) => s.max)
 
-  if (app.hasDecorator('requestsInFlight')) {
-    // eslint-disable-next-line no-new
-    new Gauge({
-      name: 'sds_http_requests_in_flight',
-      help: 'HTTP requests received and not yet answered',
-      registers: [registry],
-      collect () { this.set(app.requestsInFlight()) }
-    })
-  }
+  // eslint-disable-next-line no-new
+  new Gauge({
+    name: 'sds_http_requests_in_flight',
+    help: 'HTTP requests received and not yet answered',
+    registers: [registry],
+    collect () { this.set(app.requestsInFlight()) }
+  })
 
   const operations = new Set<string>()
   function operationLabel (name: string): string {
@@ -133,33 +120,15 @@ export default fp(async (app) => {
   app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched'
     httpRequests.inc({ route, status: reply.statusCode })
-    if (isGraphQLRequest(request)) {
-      graphqlDuration.observe({ operation: operationLabel(operationOf(request)), outcome: outcomeOf(request, reply) }, reply.elapsedTime / 1000)
-    }
     done()
   })
 
-  // The GraphQL hooks exist once Mercurius is registered (graphql plugin).
-  app.addHook('onReady', async () => {
-    if (!app.hasDecorator('graphql')) return
-    app.graphql.addHook('preExecution', async (_schema, document, context) => {
-      const request = context.reply.request
-      const body = request.body as { operationName?: unknown } | undefined
-      const wanted = typeof body?.operationName === 'string' ? body.operationName : undefined
-      for (const definition of document.definitions) {
-        if (definition.kind !== 'OperationDefinition') continue
-        if (wanted === undefined || definition.name?.value === wanted) {
-          request.graphqlOperation = definition.name?.value ?? 'anonymous'
-          break
-        }
-      }
-    })
-    app.graphql.addHook('onResolution', async (execution, context) => {
-      const errors = execution.errors as ReadonlyArray<{ extensions?: Record<string, unknown> }> | undefined
-      context.reply.request.graphqlOutcome = errors === undefined || errors.length === 0
-        ? 'ok'
-        : errors.some(isInternal) ? 'internal_error' : 'error'
-    })
+  app.decorate('metrics', {
+    registry,
+    graphqlAnswered (request: FastifyRequest, reply: FastifyReply): void {
+      if (request.method !== 'POST' && request.method !== 'GET') return
+      graphqlDuration.observe({ operation: operationLabel(operationOf(request)), outcome: outcomeOf(request, reply) }, reply.elapsedTime / 1000)
+    }
   })
 
   const { metricsToken, env } = app.config
@@ -173,4 +142,4 @@ export default fp(async (app) => {
     }
     return await reply.type(registry.contentType).send(await processRegistry.metrics() + await registry.metrics())
   })
-}, { name: 'metrics', dependencies: ['config'] })
+}, { name: 'metrics', dependencies: ['config', 'database', 'handler-timeout'] })

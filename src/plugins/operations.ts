@@ -1,8 +1,11 @@
 // Liveness and readiness for load balancers and orchestrators.
 import fp from 'fastify-plugin'
 
+/** Liveness: answered while the process serves, even when overloaded (pressure.ts). */
+export const HEALTH_PATH = '/health'
+
 export default fp(async (app) => {
-  app.get('/health', { logLevel: 'warn' }, async () => ({ status: 'ok' }))
+  app.get(HEALTH_PATH, { logLevel: 'warn' }, async () => ({ status: 'ok' }))
 
   app.get('/ready', { logLevel: 'warn' }, async (request, reply) => {
     // Shutting down: the load balancer takes this node out before it stops listening.

@@ -6,7 +6,8 @@ import underPressure, { type FastifyUnderPressureOptions } from '@fastify/under-
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { refusals } from '../graphql/errors.js'
-import { GRAPHQL_PATH } from '../graphql/http.js'
+import { isGraphQLRoute } from '../graphql/http.js'
+import { HEALTH_PATH } from './operations.js'
 
 const MB = 1024 * 1024
 
@@ -21,12 +22,12 @@ export default fp(async (app) => {
     // under-pressure sends what the handler returns, or lets the request go on when it returns
     // nothing (its types say void only).
     pressureHandler: ((request: FastifyRequest, reply: FastifyReply, type: string, value: number | undefined): unknown => {
-      if (request.routeOptions.url === '/health') return undefined // go on
+      if (request.routeOptions.url === HEALTH_PATH) return undefined // go on
       request.log.warn({ type, value }, 'overloaded: request refused')
       void reply.code(503).header('retry-after', String(pressureRetryAfter))
       // The GraphQL endpoint answers in GraphQL's error format; other routes in Fastify's.
       const refused = refusals.overloaded(pressureRetryAfter)
-      return request.routeOptions.url === GRAPHQL_PATH
+      return isGraphQLRoute(request)
         ? refused
         : { statusCode: 503, error: 'Service Unavailable', message: refused.errors[0].message }
     }) as FastifyUnderPressureOptions['pressureHandler']

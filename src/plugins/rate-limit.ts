@@ -11,11 +11,10 @@
 import rateLimit, { normalizeIP } from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { Counter, type Registry } from 'prom-client'
+import { Counter } from 'prom-client'
 import type { Identity } from '../auth/identity.js'
 import { createLoginThrottle, type LoginThrottle } from '../auth/login-throttle.js'
 import { refusals } from '../graphql/errors.js'
-import { GRAPHQL_PATH } from '../graphql/http.js'
 
 export type LimitName = 'user' | 'school' | 'address' | 'login'
 
@@ -25,6 +24,12 @@ declare module 'fastify' {
       login: LoginThrottle
       /** Counts a refusal by a limit (the metric). */
       refused: (limit: LimitName) => void
+      /**
+       * The GraphQL endpoint's onRequest hook (src/plugins/graphql.ts): counts the request on its
+       * limits and answers 429 over one; undefined when every limit is off. Health, readiness and
+       * metrics stay answerable to probes.
+       */
+      checkRequest: ((request: FastifyRequest, reply: FastifyReply) => Promise<unknown>) | undefined
     }
   }
 }
@@ -41,29 +46,22 @@ interface Limit { name: LimitName, max: number, policy: string, check: Check }
 
 export default fp(async (app) => {
   const config = app.config
-  let refusalCount: Counter<'limit'> | undefined
-  let storeErrors: Counter<'use'> | undefined
-  // The metrics plugin may be registered after this one: look for it once all plugins are in.
-  app.addHook('onReady', async () => {
-    const metrics = (app as { metrics?: { registry: Registry } }).metrics
-    if (!app.hasDecorator('metrics') || metrics === undefined) return
-    refusalCount = new Counter({
-      name: 'sds_rate_limit_refusals_total',
-      help: 'Requests or logins refused by a rate limit or login throttling, by limit',
-      labelNames: ['limit'],
-      registers: [metrics.registry]
-    })
-    storeErrors = new Counter({
-      name: 'sds_rate_limit_store_errors_total',
-      help: 'Failures of the shared (Redis) counters: rate limits let the request through, login throttling counts in memory',
-      labelNames: ['use'],
-      registers: [metrics.registry]
-    })
+  const refusalCount = new Counter({
+    name: 'sds_rate_limit_refusals_total',
+    help: 'Requests or logins refused by a rate limit or login throttling, by limit',
+    labelNames: ['limit'],
+    registers: [app.metrics.registry]
+  })
+  const storeErrors = new Counter({
+    name: 'sds_rate_limit_store_errors_total',
+    help: 'Failures of the shared (Redis) counters: rate limits let the request through, login throttling counts in memory',
+    labelNames: ['use'],
+    registers: [app.metrics.registry]
   })
 
   let lastWarned = 0
   const storeFailed = (use: 'rate_limit' | 'login', err: unknown): void => {
-    storeErrors?.inc({ use })
+    storeErrors.inc({ use })
     const now = Date.now()
     if (now - lastWarned < LOG_EVERY_MS) return
     lastWarned = now
@@ -71,18 +69,7 @@ export default fp(async (app) => {
       ? 'shared login-throttle counters unavailable; counting in this process until Redis answers'
       : 'shared rate-limit counters unavailable; letting requests through until Redis answers')
   }
-  const refused = (limit: LimitName): void => { refusalCount?.inc({ limit }) }
-
-  app.decorate('limits', {
-    login: createLoginThrottle(app.redis, {
-      accountMax: config.loginFailuresPerAccount,
-      addressMax: config.loginFailuresPerAddress,
-      windowMs: config.loginFailureWindow * 1000,
-      lockMaxMs: config.loginLockMax * 1000,
-      onStoreError: (err) => { storeFailed('login', err) }
-    }),
-    refused
-  })
+  const refused = (limit: LimitName): void => { refusalCount.inc({ limit }) }
 
   // Each limit in a context of its own: its own counters (and Redis key space), one check per call.
   const limit = async (name: LimitName, max: number, key: (request: FastifyRequest) => string): Promise<Limit | null> => {
@@ -109,7 +96,6 @@ export default fp(async (app) => {
   const school = await limit('school', config.rateLimitSchoolPerMinute,
     (request) => (request.identity as Extract<Identity, { kind: 'user' }>).schoolId!)
   const address = await limit('address', config.rateLimitAddressPerMinute, (request) => normalizeIP(request.ip, 64))
-  if (user === null && school === null && address === null) return
 
   const run = async (limit: Limit, request: FastifyRequest): Promise<[Limit, Result] | null> => {
     try {
@@ -120,9 +106,7 @@ export default fp(async (app) => {
     }
   }
 
-  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
-    // The GraphQL endpoint only: health, readiness and metrics stay answerable to probes.
-    if (request.routeOptions.url !== GRAPHQL_PATH) return
+  async function checkRequest (request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
     const identity = request.identity
     const limits: Limit[] = []
     if (identity.kind === 'user') {
@@ -157,5 +141,17 @@ export default fp(async (app) => {
     const retryAfter = Math.max(1, r.ttlInSeconds)
     reply.header('retry-after', retryAfter)
     return reply.code(429).send(refusals.rateLimited(limit.name, limit.max, retryAfter))
+  }
+
+  app.decorate('limits', {
+    login: createLoginThrottle(app.redis, {
+      accountMax: config.loginFailuresPerAccount,
+      addressMax: config.loginFailuresPerAddress,
+      windowMs: config.loginFailureWindow * 1000,
+      lockMaxMs: config.loginLockMax * 1000,
+      onStoreError: (err) => { storeFailed('login', err) }
+    }),
+    refused,
+    checkRequest: user === null && school === null && address === null ? undefined : checkRequest
   })
-}, { name: 'rate-limit', dependencies: ['config', 'cors', 'redis', 'auth'] })
+}, { name: 'rate-limit', dependencies: ['config', 'cors', 'redis', 'auth', 'metrics'] })

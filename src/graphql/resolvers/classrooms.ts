@@ -44,26 +44,29 @@ export const classroomQueries: Pick<QueryResolvers, 'classrooms' | 'classroomsPa
     const { plan, query } = listQuery(CLASSROOM_LIST, args as ClassroomListArgs, classroomWhere, 'list')
     const { db } = ctx.school()
     if (plan.take === 0) return []
+    const select: Prisma.ClassroomSelect = prismaSelect(info, 'Classroom', CLASSROOM_SELECT)
     return await db.classroom.findMany({
       ...query,
-      select: prismaSelect(info, 'Classroom', CLASSROOM_SELECT)
-    }) as unknown as ClassroomRow[]
+      select
+    })
   },
 
   async classroomsPage (_parent, args, ctx, info) {
     const { plan, query } = listQuery(CLASSROOM_LIST, args as ClassroomListArgs, classroomWhere, 'page')
     const { db } = ctx.school()
+    const select: Prisma.ClassroomSelect = { ...prismaSelect(info, 'Classroom', CLASSROOM_SELECT, [['ClassroomPage', 'nodes']]), ...plan.select }
     const rows = await db.classroom.findMany({
       ...query,
-      select: { ...prismaSelect(info, 'Classroom', CLASSROOM_SELECT, [['ClassroomPage', 'nodes']]), ...plan.select }
+      select
     })
-    return toPage(rows, plan) as unknown as { nodes: ClassroomRow[], pageInfo: { endCursor: string | null, hasNextPage: boolean } }
+    return toPage(rows, plan)
   },
 
   async classroom (_parent, { id }, ctx, info) {
     const classroomId = requireUuid(id)
     const { db } = ctx.school()
-    return await db.classroom.findFirst({ where: { id: classroomId }, select: prismaSelect(info, 'Classroom', CLASSROOM_SELECT) }) as unknown as ClassroomRow | null
+    const select: Prisma.ClassroomSelect = prismaSelect(info, 'Classroom', CLASSROOM_SELECT)
+    return await db.classroom.findFirst({ where: { id: classroomId }, select })
   }
 }
 
@@ -118,7 +121,7 @@ async function classroomTeachers (queries: Array<{ obj: ClassroomRow, info?: Gra
     select: { classroomId: true, teacher: teacher === true ? true : { select: teacher } }
   })
   const byClassroom = groupBy(rows, (row) => row.classroomId)
-  return queries.map((q) => (byClassroom.get(q.obj.id) ?? []).map((row) => row.teacher as TeacherRow))
+  return queries.map((q) => (byClassroom.get(q.obj.id) ?? []).map((row) => row.teacher))
 }
 
 export const classroomLoaders = {

@@ -1,6 +1,5 @@
 import type { Prisma } from '../../generated/prisma/client.js'
 import type { QueryResolvers, StudentResolvers } from '../generated.js'
-import type { StudentRow } from '../models.js'
 import { requireUuid } from '../ids.js'
 import { listQuery, nameSearch, toPage, type ListArgs, type ListSpec } from '../paging.js'
 import { prismaSelect } from '../selection.js'
@@ -38,33 +37,35 @@ export const studentQueries: Pick<QueryResolvers, 'students' | 'studentsPage' | 
     const { plan, query } = listQuery(STUDENT_LIST, args as StudentListArgs, studentWhere, 'list')
     const { db } = ctx.school()
     if (plan.take === 0) return []
+    const select: Prisma.StudentSelect = prismaSelect(info, 'Student', STUDENT_SELECT)
     return await db.student.findMany({
       relationLoadStrategy: 'join',
       ...query,
-      select: prismaSelect(info, 'Student', STUDENT_SELECT)
-      // The rows hold exactly the columns the query selected, which is all its resolvers read.
-    }) as unknown as StudentRow[]
+      select
+    })
   },
 
   async studentsPage (_parent, args, ctx, info) {
     const { plan, query } = listQuery(STUDENT_LIST, args as StudentListArgs, studentWhere, 'page')
     const { db } = ctx.school()
+    const select: Prisma.StudentSelect = { ...prismaSelect(info, 'Student', STUDENT_SELECT, [['StudentPage', 'nodes']]), ...plan.select }
     const rows = await db.student.findMany({
       relationLoadStrategy: 'join',
       ...query,
-      select: { ...prismaSelect(info, 'Student', STUDENT_SELECT, [['StudentPage', 'nodes']]), ...plan.select }
+      select
     })
-    return toPage(rows, plan) as unknown as { nodes: StudentRow[], pageInfo: { endCursor: string | null, hasNextPage: boolean } }
+    return toPage(rows, plan)
   },
 
   async student (_parent, { id }, ctx, info) {
     const studentId = requireUuid(id)
     const { db } = ctx.school()
+    const select: Prisma.StudentSelect = prismaSelect(info, 'Student', STUDENT_SELECT)
     return await db.student.findFirst({
       relationLoadStrategy: 'join',
       where: { id: studentId },
-      select: prismaSelect(info, 'Student', STUDENT_SELECT)
-    }) as unknown as StudentRow | null
+      select
+    })
   }
 }
 

@@ -40,30 +40,32 @@ export const teacherQueries: Pick<QueryResolvers, 'teachers' | 'teachersPage' | 
     const { plan, query } = listQuery(TEACHER_LIST, args as TeacherListArgs, teacherWhere, 'list')
     const { db } = ctx.school()
     if (plan.take === 0) return []
+    const select: Prisma.TeacherSelect = prismaSelect(info, 'Teacher', TEACHER_SELECT)
     return await db.teacher.findMany({
       ...query,
-      select: prismaSelect(info, 'Teacher', TEACHER_SELECT)
-      // The rows hold exactly the columns the query selected, which is all its resolvers read.
-    }) as unknown as TeacherRow[]
+      select
+    })
   },
 
   async teachersPage (_parent, args, ctx, info) {
     const { plan, query } = listQuery(TEACHER_LIST, args as TeacherListArgs, teacherWhere, 'page')
     const { db } = ctx.school()
+    const select: Prisma.TeacherSelect = { ...prismaSelect(info, 'Teacher', TEACHER_SELECT, [['TeacherPage', 'nodes']]), ...plan.select }
     const rows = await db.teacher.findMany({
       ...query,
-      select: { ...prismaSelect(info, 'Teacher', TEACHER_SELECT, [['TeacherPage', 'nodes']]), ...plan.select }
+      select
     })
-    return toPage(rows, plan) as unknown as { nodes: TeacherRow[], pageInfo: { endCursor: string | null, hasNextPage: boolean } }
+    return toPage(rows, plan)
   },
 
   async teacher (_parent, { id }, ctx, info) {
     const teacherId = requireUuid(id)
     const { db } = ctx.school()
+    const select: Prisma.TeacherSelect = prismaSelect(info, 'Teacher', TEACHER_SELECT)
     return await db.teacher.findFirst({
       where: { id: teacherId },
-      select: prismaSelect(info, 'Teacher', TEACHER_SELECT)
-    }) as unknown as TeacherRow | null
+      select
+    })
   }
 }
 
@@ -101,8 +103,8 @@ async function teacherClassrooms (queries: Array<{ obj: TeacherRow, info?: Graph
   const byTeacher = new Map<string, ClassroomRow[]>()
   for (const row of rows) {
     const list = byTeacher.get(row.teacherId)
-    if (list === undefined) byTeacher.set(row.teacherId, [row.classroom as ClassroomRow])
-    else list.push(row.classroom as ClassroomRow)
+    if (list === undefined) byTeacher.set(row.teacherId, [row.classroom])
+    else list.push(row.classroom)
   }
   return queries.map((q) => byTeacher.get(q.obj.id) ?? [])
 }
