@@ -12,7 +12,9 @@ export const TARGET_LABELS = {
   superuser: 'service (superuser, cache off)',
   'service-2': 'two service processes (RLS role, cache on)',
   'uncached-2': 'two service processes (RLS role, cache off)',
-  ceiling: 'ceiling'
+  ceiling: 'ceiling',
+  prisma: 'Prisma floor (ceiling server, one Prisma operation)',
+  'prisma-raw': 'Prisma raw-SQL floor (ceiling server, the ceiling\'s SQL through $queryRawUnsafe)'
 }
 
 export function renderMarkdown (r) {
@@ -39,6 +41,22 @@ export function renderMarkdown (r) {
     'database, by the load generator (autocannon and the answer checks, in the runner), and by anything else on the machine. ' +
     'CPU µs per request: the server\'s and the PostgreSQL backends\' CPU time in the window over the requests answered in it ' +
     '(a cost, which the machine\'s load disturbs less than req/s).')
+  // What Prisma alone costs: its floor against the ceiling, and the service against its floor.
+  const floors = r.runs.filter((row) => row.target === 'prisma')
+  if (floors.length > 0) {
+    const against = (workload, target) => r.runs.find((row) => row.workload === workload && row.target === target)
+    lines.push('', 'Prisma floor (`bench/prisma-minimal.mjs`: the ceiling\'s server answering with one Prisma operation per request, ' +
+      'no GraphQL, walls, audit or rate limits): ' + floors.map((row) => {
+      const uncached = against(row.workload, 'uncached')
+      return `${row.workload} ${fmt(row.ceilingRatio, 2)}× the ceiling` +
+        (uncached !== undefined ? ` (the uncached service: ${fmt(uncached.rps / row.rps, 2)}× the floor)` : '')
+    }).join('; ') + '.')
+    const raw = r.runs.filter((row) => row.target === 'prisma-raw')
+    if (raw.length > 0) {
+      lines.push('', 'Prisma raw-SQL floor (the same server sending the ceiling\'s SQL through `$queryRawUnsafe`, the path of Prisma\'s typed SQL): ' +
+        raw.map((row) => `${row.workload} ${fmt(row.ceilingRatio, 2)}× the ceiling`).join('; ') + '.')
+    }
+  }
   const repeated = r.runs.filter((row) => row.attempts > 1)
   if (repeated.length > 0) {
     lines.push(`Measured again because other programs were busy: ${repeated.map((row) => `${row.workload} (${TARGET_LABELS[row.target]}, ${row.attempts} attempts)`).join(', ')}; the least disturbed attempt is shown.`)
@@ -75,12 +93,12 @@ export function renderMarkdown (r) {
 
 const esc = (s) => String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
 
-const COLORS = { service: '#2f6db5', uncached: '#5b9bd5', superuser: '#8fb3e0', ceiling: '#b0b0b0' }
+const COLORS = { service: '#2f6db5', uncached: '#5b9bd5', superuser: '#8fb3e0', prisma: '#d9a441', 'prisma-raw': '#f0c987', ceiling: '#b0b0b0' }
 
 /** Horizontal grouped bars: req/s of each workload, one bar per server that ran it. */
 export function renderSvg (r) {
   const workloads = [...new Set(r.runs.map((row) => row.workload))]
-  const targets = ['service', 'uncached', 'superuser', 'ceiling']
+  const targets = ['service', 'uncached', 'superuser', 'prisma', 'prisma-raw', 'ceiling']
   const max = Math.max(...r.runs.map((row) => row.rps).filter(Number.isFinite), 1)
   const left = 150
   const barMax = 520

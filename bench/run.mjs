@@ -570,21 +570,32 @@ async function main () {
     }
   }
 
-  // The ceiling: the same requests answered by one SQL statement each.
+  // The ceiling: the same requests answered by one SQL statement each; then the Prisma floor: the
+  // same server answering with one Prisma operation each (bench/prisma-minimal.mjs).
   const ceilingWorkloads = selected.filter((w) => w.ceiling)
   if (ceilingWorkloads.length > 0) {
-    await against('ceiling', [join('bench', 'ceiling.mjs')], [{
-      mode: 'production',
-      env: (port) => ({
-        ...process.env,
-        CEILING_DATABASE_URL: adminBenchUrl,
-        JWT_SECRET: jwtSecret,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        POOL_SIZE: String(pool.size),
-        NODE_ENV: 'production'
-      })
-    }], ceilingWorkloads, new URL(settings.adminUrl).username || 'postgres')
+    const servers = [
+      ['ceiling', 'ceiling.mjs', '', ceilingWorkloads],
+      ['prisma', 'prisma-minimal.mjs', 'model', ceilingWorkloads],
+      // Raw SQL through Prisma serves the flat lists (what typed SQL would cost).
+      ['prisma-raw', 'prisma-minimal.mjs', 'raw', ceilingWorkloads.filter((w) => w.name === 'flat' || w.name === 'deep-page')]
+    ]
+    for (const [target, script, floor, workloads] of servers) {
+      if (workloads.length === 0) continue
+      await against(target, [join('bench', script)], [{
+        mode: 'production',
+        env: (port) => ({
+          ...process.env,
+          CEILING_DATABASE_URL: adminBenchUrl,
+          JWT_SECRET: jwtSecret,
+          PORT: String(port),
+          HOST: '127.0.0.1',
+          POOL_SIZE: String(pool.size),
+          PRISMA_FLOOR: floor,
+          NODE_ENV: 'production'
+        })
+      }], workloads, new URL(settings.adminUrl).username || 'postgres')
+    }
   }
 
   // ---- Figures and targets ----
@@ -611,7 +622,8 @@ async function main () {
     const row = find(workload, 'uncached')
     return target(`uncached ${workload} >= ${ratio} x ceiling`, row?.ceilingRatio !== undefined, row?.ceilingRatio >= ratio,
       `${row?.rps.toFixed(0)} req/s = ${row?.ceilingRatio?.toFixed(2)} x the ceiling's ${find(workload, 'ceiling')?.rps.toFixed(0)} req/s; ` +
-      `server ${row?.serverCpuUsPerRequest?.toFixed(0)} µs and PostgreSQL ${row?.postgresCpuUsPerRequest?.toFixed(0)} µs of CPU per request`)
+      `server ${row?.serverCpuUsPerRequest?.toFixed(0)} µs and PostgreSQL ${row?.postgresCpuUsPerRequest?.toFixed(0)} µs of CPU per request` +
+      (find(workload, 'prisma') ? `; the Prisma floor ${find(workload, 'prisma').ceilingRatio.toFixed(2)} x ceiling` : ''))
   }
   const flat = find('flat', 'service')
   const nested = find('nested', 'service')
