@@ -4,107 +4,112 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { join, resolve } from 'node:path'
 import envSchema from 'env-schema'
-import { Type, type Static, type TInteger } from 'typebox'
+import type { FromSchema } from 'json-schema-to-ts'
 import { MAX_ACCESS_TOKEN_TTL } from './auth/access-changes.js'
 import { readDocumentManifest } from './graphql/document-manifest.js'
 import { MIN_SECRET_BYTES, secretTooShort } from './validators.js'
 
-const integer = (minimum: number, maximum: number | undefined, fallback: number): TInteger =>
-  Type.Integer({ minimum, ...(maximum !== undefined && { maximum }), default: fallback })
+const integer = (minimum: number, maximum: number | undefined, fallback: number) =>
+  ({ type: 'integer', minimum, ...(maximum !== undefined && { maximum }), default: fallback }) as const
 
 /**
  * Every environment variable, declared once: its JSON schema (validated and coerced by env-schema)
- * gives the type, and its name gives the Config key (camel case; SCHOOL_DATA_ENV is `env`).
+ * gives the type (json-schema-to-ts, at compile time only), and its name gives the Config key (camel case; SCHOOL_DATA_ENV is `env`).
  * Variables without a default are optional. Those parsed further (lists, secrets, paths) are
  * checked in loadConfig.
  */
-export const ENV_SCHEMA = Type.Object({
-  SCHOOL_DATA_ENV: Type.Enum(['sandbox', 'production'], { default: 'sandbox' }),
-  HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
-  PORT: integer(0, 65535, 4000),
-  // PostgreSQL server; unset: the embedded database under DATA_DIR.
-  DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
-  // Connections in the PostgreSQL pool of each API process.
-  DATABASE_POOL_SIZE: integer(1, 1000, 10),
-  // Streaming replicas of DATABASE_URL that serve reads of school data (none: all on the primary).
-  DATABASE_REPLICA_URLS: Type.Optional(Type.String({ pattern: '^\\s*postgres(ql)?://[^,]+(,\\s*postgres(ql)?://[^,]+)*$' })),
-  DATA_DIR: Type.String({ minLength: 1, default: '.data' }),
-  // Signs access tokens (and verifies them). Lengths in bytes are checked in loadConfig (JSON
-  // Schema counts characters).
-  JWT_SECRET: Type.Optional(Type.String()),
-  // Former signing keys, verify only: their tokens stay valid until they expire.
-  JWT_PREVIOUS_SECRETS: Type.Optional(Type.String()),
-  // Fastify's trustProxy: whether and which proxies' X-Forwarded-For to believe (unset: none).
-  TRUST_PROXY: Type.Optional(Type.String()),
-  // Origins whose browser apps may call the API (CORS); each is checked in loadConfig (the message
-  // names the one that is not an origin).
-  CORS_ORIGINS: Type.Optional(Type.String()),
-  // At most a day: every node must still know each access change a live token predates.
-  ACCESS_TOKEN_TTL: integer(1, MAX_ACCESS_TOKEN_TTL, 900),
-  REFRESH_TOKEN_TTL: integer(1, undefined, 604800),
-  // Seconds an answer to a read may be reused (0: no response cache), and megabytes of answers
-  // each API process may keep.
-  RESPONSE_CACHE_TTL: integer(0, 86400, 60),
-  RESPONSE_CACHE_MB: integer(1, 4096, 32),
-  // Access audit: milliseconds between writes of the queued rows; rows per INSERT (a full batch is
-  // written at once); rows that may wait in memory (more are dropped, counted and logged).
-  AUDIT_FLUSH_MS: integer(10, 60000, 1000),
-  AUDIT_BATCH_SIZE: integer(1, 10000, 500),
-  AUDIT_MAX_QUEUE: integer(1, 10000000, 100000),
-  // Bearer token GET /metrics requires; unset: open (sandbox) or not served (production).
-  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
-  // Milliseconds the whole shutdown on SIGTERM may take before the process exits with status 1,
-  // and of draining first (readiness fails, answers close their connections).
-  SHUTDOWN_TIMEOUT_MS: integer(100, 600000, 20000),
-  SHUTDOWN_DRAIN_MS: integer(0, 600000, 5000),
-  // Redis shared by the API nodes for rate-limit counters (unset: counters in memory), and the
-  // prefix of every key of this service there (deployments may share one Redis).
-  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
-  REDIS_KEY_PREFIX: Type.String({ pattern: '^[A-Za-z0-9_.:-]{0,64}$', default: 'sds:' }),
-  // Requests per minute per user, per school and per client address of anonymous calls (0: off).
-  RATE_LIMIT_USER_PER_MINUTE: integer(0, undefined, 600),
-  RATE_LIMIT_SCHOOL_PER_MINUTE: integer(0, undefined, 6000),
-  RATE_LIMIT_ADDRESS_PER_MINUTE: integer(0, undefined, 300),
-  // Failed logins per account and per client address before locks begin (0: off); seconds after
-  // which failed logins are forgotten, and the longest lock.
-  LOGIN_FAILURES_PER_ACCOUNT: integer(0, 1000, 5),
-  LOGIN_FAILURES_PER_ADDRESS: integer(0, 100000, 100),
-  LOGIN_FAILURE_WINDOW: integer(1, 86400, 900),
-  LOGIN_LOCK_MAX: integer(1, 86400, 900),
-  // Query limits (src/graphql/limits.ts); graphql-armor's defaults.
-  QUERY_MAX_DEPTH: integer(1, 100, 6),
-  QUERY_MAX_ALIASES: integer(0, 10000, 15),
-  QUERY_MAX_DIRECTIVES: integer(0, 10000, 50),
-  QUERY_MAX_TOKENS: integer(10, 1000000, 1000),
-  QUERY_MAX_COST: integer(1, 100000000, 5000),
-  QUERY_MAX_BYTES: integer(100, 10485760, 15000),
-  // Seconds a document registered by Apollo's automatic persisted queries is kept (0: APQ off), and
-  // how many are kept at most (in Redis, and in each process's memory).
-  PERSISTED_QUERY_TTL: integer(0, 2592000, 86400),
-  PERSISTED_QUERY_MAX_DOCUMENTS: integer(1, 1000000, 10000),
-  // The only operations executed, by hash (src/graphql/document-manifest.ts); unset: any query
-  // within the limits, and APQ.
-  TRUSTED_DOCUMENTS: Type.Optional(Type.String({ minLength: 1 })),
-  // Largest request body accepted (413 above).
-  BODY_LIMIT_BYTES: integer(1024, 104857600, 102400),
-  // Milliseconds to receive a whole request (Node's requestTimeout; 408 after; 0: none).
-  REQUEST_TIMEOUT_MS: integer(0, 3600000, 30000),
-  // Milliseconds a route may take to answer (503 after; 0: none).
-  HANDLER_TIMEOUT_MS: integer(0, 3600000, 10000),
-  // Milliseconds to wait for a PostgreSQL connection, new or from the pool.
-  DATABASE_CONNECT_TIMEOUT_MS: integer(1, 600000, 5000),
-  // PostgreSQL statement_timeout of the service's connections (0: none; the embedded database ignores it).
-  DATABASE_STATEMENT_TIMEOUT_MS: integer(0, 3600000, 5000),
-  // Overload (503 with Retry-After): mean event loop delay, heap and RSS thresholds (0: not
-  // checked), and the seconds a client is told to wait.
-  PRESSURE_MAX_EVENT_LOOP_DELAY_MS: integer(0, 600000, 1000),
-  PRESSURE_MAX_HEAP_MB: integer(0, 1048576, 0),
-  PRESSURE_MAX_RSS_MB: integer(0, 1048576, 0),
-  PRESSURE_RETRY_AFTER: integer(1, 3600, 10),
-  LOG_LEVEL: Type.Enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], { default: 'info' })
-})
+export const ENV_SCHEMA = {
+  type: 'object',
+  // The environment's other variables are dropped (env-schema's removeAdditional), never refused.
+  additionalProperties: false,
+  properties: {
+    SCHOOL_DATA_ENV: { type: 'string', enum: ['sandbox', 'production'], default: 'sandbox' },
+    HOST: { type: 'string', minLength: 1, default: '127.0.0.1' },
+    PORT: integer(0, 65535, 4000),
+    // PostgreSQL server; unset: the embedded database under DATA_DIR.
+    DATABASE_URL: { type: 'string', pattern: '^postgres(ql)?://' },
+    // Connections in the PostgreSQL pool of each API process.
+    DATABASE_POOL_SIZE: integer(1, 1000, 10),
+    // Streaming replicas of DATABASE_URL that serve reads of school data (none: all on the primary).
+    DATABASE_REPLICA_URLS: { type: 'string', pattern: '^\\s*postgres(ql)?://[^,]+(,\\s*postgres(ql)?://[^,]+)*$' },
+    DATA_DIR: { type: 'string', minLength: 1, default: '.data' },
+    // Signs access tokens (and verifies them). Lengths in bytes are checked in loadConfig (JSON
+    // Schema counts characters).
+    JWT_SECRET: { type: 'string' },
+    // Former signing keys, verify only: their tokens stay valid until they expire.
+    JWT_PREVIOUS_SECRETS: { type: 'string' },
+    // Fastify's trustProxy: whether and which proxies' X-Forwarded-For to believe (unset: none).
+    TRUST_PROXY: { type: 'string' },
+    // Origins whose browser apps may call the API (CORS); each is checked in loadConfig (the message
+    // names the one that is not an origin).
+    CORS_ORIGINS: { type: 'string' },
+    // At most a day: every node must still know each access change a live token predates.
+    ACCESS_TOKEN_TTL: integer(1, MAX_ACCESS_TOKEN_TTL, 900),
+    REFRESH_TOKEN_TTL: integer(1, undefined, 604800),
+    // Seconds an answer to a read may be reused (0: no response cache), and megabytes of answers
+    // each API process may keep.
+    RESPONSE_CACHE_TTL: integer(0, 86400, 60),
+    RESPONSE_CACHE_MB: integer(1, 4096, 32),
+    // Access audit: milliseconds between writes of the queued rows; rows per INSERT (a full batch is
+    // written at once); rows that may wait in memory (more are dropped, counted and logged).
+    AUDIT_FLUSH_MS: integer(10, 60000, 1000),
+    AUDIT_BATCH_SIZE: integer(1, 10000, 500),
+    AUDIT_MAX_QUEUE: integer(1, 10000000, 100000),
+    // Bearer token GET /metrics requires; unset: open (sandbox) or not served (production).
+    METRICS_TOKEN: { type: 'string', minLength: 16 },
+    // Milliseconds the whole shutdown on SIGTERM may take before the process exits with status 1,
+    // and of draining first (readiness fails, answers close their connections).
+    SHUTDOWN_TIMEOUT_MS: integer(100, 600000, 20000),
+    SHUTDOWN_DRAIN_MS: integer(0, 600000, 5000),
+    // Redis shared by the API nodes for rate-limit counters (unset: counters in memory), and the
+    // prefix of every key of this service there (deployments may share one Redis).
+    REDIS_URL: { type: 'string', pattern: '^rediss?://' },
+    REDIS_KEY_PREFIX: { type: 'string', pattern: '^[A-Za-z0-9_.:-]{0,64}$', default: 'sds:' },
+    // Requests per minute per user, per school and per client address of anonymous calls (0: off).
+    RATE_LIMIT_USER_PER_MINUTE: integer(0, undefined, 600),
+    RATE_LIMIT_SCHOOL_PER_MINUTE: integer(0, undefined, 6000),
+    RATE_LIMIT_ADDRESS_PER_MINUTE: integer(0, undefined, 300),
+    // Failed logins per account and per client address before locks begin (0: off); seconds after
+    // which failed logins are forgotten, and the longest lock.
+    LOGIN_FAILURES_PER_ACCOUNT: integer(0, 1000, 5),
+    LOGIN_FAILURES_PER_ADDRESS: integer(0, 100000, 100),
+    LOGIN_FAILURE_WINDOW: integer(1, 86400, 900),
+    LOGIN_LOCK_MAX: integer(1, 86400, 900),
+    // Query limits (src/graphql/limits.ts); graphql-armor's defaults.
+    QUERY_MAX_DEPTH: integer(1, 100, 6),
+    QUERY_MAX_ALIASES: integer(0, 10000, 15),
+    QUERY_MAX_DIRECTIVES: integer(0, 10000, 50),
+    QUERY_MAX_TOKENS: integer(10, 1000000, 1000),
+    QUERY_MAX_COST: integer(1, 100000000, 5000),
+    QUERY_MAX_BYTES: integer(100, 10485760, 15000),
+    // Seconds a document registered by Apollo's automatic persisted queries is kept (0: APQ off), and
+    // how many are kept at most (in Redis, and in each process's memory).
+    PERSISTED_QUERY_TTL: integer(0, 2592000, 86400),
+    PERSISTED_QUERY_MAX_DOCUMENTS: integer(1, 1000000, 10000),
+    // The only operations executed, by hash (src/graphql/document-manifest.ts); unset: any query
+    // within the limits, and APQ.
+    TRUSTED_DOCUMENTS: { type: 'string', minLength: 1 },
+    // Largest request body accepted (413 above).
+    BODY_LIMIT_BYTES: integer(1024, 104857600, 102400),
+    // Milliseconds to receive a whole request (Node's requestTimeout; 408 after; 0: none).
+    REQUEST_TIMEOUT_MS: integer(0, 3600000, 30000),
+    // Milliseconds a route may take to answer (503 after; 0: none).
+    HANDLER_TIMEOUT_MS: integer(0, 3600000, 10000),
+    // Milliseconds to wait for a PostgreSQL connection, new or from the pool.
+    DATABASE_CONNECT_TIMEOUT_MS: integer(1, 600000, 5000),
+    // PostgreSQL statement_timeout of the service's connections (0: none; the embedded database ignores it).
+    DATABASE_STATEMENT_TIMEOUT_MS: integer(0, 3600000, 5000),
+    // Overload (503 with Retry-After): mean event loop delay, heap and RSS thresholds (0: not
+    // checked), and the seconds a client is told to wait.
+    PRESSURE_MAX_EVENT_LOOP_DELAY_MS: integer(0, 600000, 1000),
+    PRESSURE_MAX_HEAP_MB: integer(0, 1048576, 0),
+    PRESSURE_MAX_RSS_MB: integer(0, 1048576, 0),
+    PRESSURE_RETRY_AFTER: integer(1, 3600, 10),
+    LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' }
+  }
+} as const
 
-type Env = Static<typeof ENV_SCHEMA>
+type Env = FromSchema<typeof ENV_SCHEMA>
 export type EnvName = keyof Env
 
 type CamelCase<S extends string> = S extends `${infer Head}_${infer Tail}`
