@@ -3,15 +3,11 @@
 // requests still arriving on open connections with a coded 503 and `Connection: close`, lets the
 // requests in flight finish, closes the database, and exits 0 (src/plugins/shutdown.ts); if that
 // takes longer than SHUTDOWN_TIMEOUT_MS it exits 1. SIGINT (Ctrl-C at a terminal) skips the drain.
-import { setFlagsFromString } from 'node:v8'
 import { buildApp } from './app.js'
 import { loadConfig, type Config } from './config.js'
 
 export async function startServer (config: Config): Promise<void> {
   const started = Date.now()
-  // Prisma's WebAssembly query compiler on V8's baseline tier, set before it is compiled (the database plugin's connect).
-  // --liftoff-only: about 50 MB less memory, same uncached req/s (BENCHMARKS.md, "What changed since `1b26f99`").
-  setFlagsFromString('--liftoff-only')
   const app = await buildApp(config)
   const shutdown = (signal: string): void => {
     if (app.shutdown.state !== 'serving') return
