@@ -14,6 +14,7 @@ import graphqlPlugin from './plugins/graphql.js'
 import handlerTimeoutPlugin from './plugins/handler-timeout.js'
 import { loggerOptions, RequestLog } from './plugins/logging.js'
 import metricsPlugin from './plugins/metrics.js'
+import oauthPlugin from './plugins/oauth.js'
 import operationsPlugin from './plugins/operations.js'
 import pressurePlugin from './plugins/pressure.js'
 import rateLimitPlugin from './plugins/rate-limit.js'
@@ -90,6 +91,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(auditPlugin)
   await app.register(rateLimitPlugin)
   await app.register(graphqlPlugin)
+  await app.register(oauthPlugin)
   await app.register(schemaSdlPlugin)
   await app.register(operationsPlugin)
   // GraphiQL sends query text, which trusted-documents mode refuses: not served then.

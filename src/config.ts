@@ -65,8 +65,10 @@ export const ENV_SCHEMA = {
     // prefix of every key of this service there (deployments may share one Redis).
     REDIS_URL: { type: 'string', pattern: '^rediss?://' },
     REDIS_KEY_PREFIX: { type: 'string', pattern: '^[A-Za-z0-9_.:-]{0,64}$', default: 'sds:' },
-    // Requests per minute per user, per school and per client address of anonymous calls (0: off).
+    // Requests per minute per user, per client (OAuth client credentials), per school and per client
+    // address of anonymous calls (0: off).
     RATE_LIMIT_USER_PER_MINUTE: integer(0, undefined, 600),
+    RATE_LIMIT_CLIENT_PER_MINUTE: integer(0, undefined, 600),
     RATE_LIMIT_SCHOOL_PER_MINUTE: integer(0, undefined, 6000),
     RATE_LIMIT_ADDRESS_PER_MINUTE: integer(0, undefined, 300),
     // Failed logins per account and per client address before locks begin (0: off); seconds after

@@ -14,6 +14,7 @@ import type { Config } from '../src/config.js'
 import { openDatabase, type Database } from '../src/db/client.js'
 import { PASSWORD, login, seedSchool, serverUrl, testConfig, testDatabase, unique, type TestDatabase } from './helper.js'
 import { runCli, type CliRun } from './fixtures/cli.js'
+import { clientToken, seedClient } from './fixtures/oauth.js'
 
 
 // The CLI test opens an embedded database in a child process several times: slow on a busy machine.
@@ -22,7 +23,8 @@ t.setTimeout(300_000)
 interface AuditRow {
   at: Date
   school_id: string
-  user_id: string
+  user_id: string | null
+  client_id: string | null
   request_id: string
   operation: string
   record_type: string
@@ -32,7 +34,7 @@ interface AuditRow {
   batch: string
 }
 
-const AUDIT_SQL = `SELECT at, school_id, user_id, request_id, operation, record_type, record_count, action, xmin::text AS batch
+const AUDIT_SQL = `SELECT at, school_id, user_id, client_id, request_id, operation, record_type, record_count, action, xmin::text AS batch
   FROM access_audit WHERE school_id = $1 ORDER BY id`
 
 /** The audit rows of a school, read as the administrator (the service role may not read them). */
@@ -102,6 +104,23 @@ t.test('reading students writes one audit row: user, school, operation, count an
     action: 'read'
   })
   t.ok(rows[0]!.at instanceof Date && Date.now() - rows[0]!.at.getTime() < 60_000, 'the time of the request')
+})
+
+t.test("a client's reads are recorded with its client id and no user, from the response cache too", async (t) => {
+  const db = await testDatabase()
+  const app = await appWith(t, { responseCacheTtl: 60 })
+  const school = await seedSchool(unique('Client Audit School'), [['Ada One'], ['Bo Two']])
+  const client = await seedClient(school.schoolId, ['roster-core.readonly'])
+  const token = await clientToken(app, client)
+  t.equal((await query(app, token, ROSTER, 'client-read-1')).headers['x-cache'], 'miss')
+  t.equal((await query(app, token, ROSTER, 'client-read-2')).headers['x-cache'], 'hit')
+  await app.audit.flush()
+  const rows = await auditRows(db, school.schoolId)
+  t.match(rows, [
+    { request_id: 'client-read-1', user_id: null, client_id: client.clientId, record_type: 'Student', record_count: 2, operation: 'Roster' },
+    { request_id: 'client-read-2', user_id: null, client_id: client.clientId, record_type: 'Student', record_count: 2, operation: 'Roster' }
+  ])
+  t.equal(rows.length, 2)
 })
 
 t.test('a request that touches no student or teacher record writes nothing', async (t) => {
@@ -338,7 +357,7 @@ t.test('a batch that fails is tried again, in order, and counted', async (t) => 
   })
   t.teardown(() => writer.close())
   const row = (requestId: string) => ({
-    at: new Date(), schoolId: 's', userId: 'u', requestId, operation: 'Op', recordType: 'Student' as const, recordCount: 1, action: 'read' as const
+    at: new Date(), schoolId: 's', userId: 'u', clientId: null, requestId, operation: 'Op', recordType: 'Student' as const, recordCount: 1, action: 'read' as const
   })
   for (const id of ['a', 'b', 'c']) t.ok(writer.push(row(id)))
   await writer.flush()

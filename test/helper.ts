@@ -48,6 +48,7 @@ export function testConfig (overrides: Partial<Config> = {}): Config {
     redisKeyPrefix: 'sds-test:',
     // Limits and login throttling off unless a test is about them: tests share one client address.
     rateLimitUserPerMinute: 0,
+    rateLimitClientPerMinute: 0,
     rateLimitSchoolPerMinute: 0,
     rateLimitAddressPerMinute: 0,
     loginFailuresPerAccount: 0,

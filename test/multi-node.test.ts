@@ -4,45 +4,12 @@
 // every node; a token issued before a user's latest change (disable then enable, A -> B -> A) stays
 // refused on every node, including one started after the change; a user's rate limit is one count
 // across the nodes.
-import { spawn, type ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { join } from 'node:path'
 import t from 'tap'
 import { assignUser, createSchool, createStudent, createUser, disableUser, enableUser } from '../src/admin/records.js'
-import { SERVER_NODE_FLAGS } from '../src/server-flags.js'
-import { freePort } from './cluster.js'
+import { post, startNode, type Node } from './fixtures/api-nodes.js'
 import { REDIS_URL } from './fixtures/shared-state.js'
 import { PASSWORD, createTestDatabase, serverUrl, unique } from './helper.js'
-
-interface Node { port: number, proc: ChildProcess, output: string[] }
-
-async function startNode (env: Record<string, string>): Promise<Node> {
-  const port = await freePort()
-  const proc = spawn(process.execPath, [...SERVER_NODE_FLAGS, join('dist', 'server.js')], {
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
-    stdio: ['ignore', 'pipe', 'pipe']
-  })
-  const output: string[] = []
-  proc.stdout!.on('data', (chunk: Buffer) => { output.push(chunk.toString()) })
-  proc.stderr!.on('data', (chunk: Buffer) => { output.push(chunk.toString()) })
-  for (let i = 0; i < 300; i++) {
-    if (proc.exitCode !== null) throw new Error(`node on ${port} exited: ${output.join('')}`)
-    const ready = await fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status === 200, () => false)
-    if (ready) return { port, proc, output }
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-  proc.kill('SIGKILL')
-  throw new Error(`node on ${port} not ready: ${output.join('')}`)
-}
-
-async function post (node: Node, query: string, variables: Record<string, unknown>, token?: string): Promise<{ status: number, body: any, headers: Headers }> {
-  const res = await fetch(`http://127.0.0.1:${node.port}/`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) },
-    body: JSON.stringify({ query, variables })
-  })
-  return { status: res.status, body: await res.json(), headers: res.headers }
-}
 
 const LOGIN = 'mutation ($u: String!, $p: String!) { login(username: $u, password: $p) { accessToken refreshToken } }'
 const REFRESH = 'mutation ($t: String!) { refreshToken(refreshToken: $t) { accessToken } }'

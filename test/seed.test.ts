@@ -12,6 +12,7 @@ import { DEMO_SCHOOL_NAME, DEMO_USERNAME } from '../src/seed/demo.js'
 import { seedEmptySandbox } from '../src/seed/sandbox.js'
 import { createTestDatabase, gql, login, testConfig, testDatabase, testDatabaseUrl } from './helper.js'
 import { runCli, type CliRun } from './fixtures/cli.js'
+import { basic, tokenRequest } from './fixtures/oauth.js'
 
 const server = fileURLToPath(new URL('../dist/server.js', import.meta.url))
 
@@ -90,6 +91,15 @@ t.test('seed demo makes a school its printed user can log in to; a second run is
   t.same([roles.filter((r: string) => r === 'PRIMARY').length, roles.filter((r: string) => r === 'ASSISTANT').length], [18, 8],
     'a lead teacher per classroom, aides in the youngest grades')
   t.ok(data.teachers.every((x: any) => x.title !== null && x.email !== null), 'teachers have a title and an email')
+
+  // The demo client, printed as the demo user is: every read scope, through the token endpoint.
+  const printed = /client id "([0-9a-f-]{36})" and the secret "([A-Za-z0-9_-]{43})"/.exec(run.stdout)
+  t.ok(printed, 'the demo client id and secret are printed')
+  const token = await tokenRequest(app, { grant_type: 'client_credentials' }, { authorization: basic(printed?.[1] ?? '', printed?.[2] ?? '') })
+  t.equal(token.statusCode, 200, JSON.stringify(token.body))
+  t.equal(token.body.scope, 'roster-core.readonly roster.readonly roster-demographics.readonly')
+  const read = await gql(app, '{ students(limit: 1) { email dateOfBirth } }', { token: String(token.body.access_token) })
+  t.same(read.body.errors, undefined, 'the demo client reads every field')
 })
 
 t.test('the sandbox server seeds an empty embedded database only', async (t) => {

@@ -22,9 +22,10 @@ import { mirror, type MirrorSchool } from './isolation/mirror.js'
 /**
  * users carries school_id as an attribute (a user may have none, or move): it is looked up by
  * username, and on a distributed cluster it is a reference table (README); user_access_changes
- * records users' moves (the school they left), read by every node whatever the school.
+ * records users' moves (the school they left), read by every node whatever the school; clients,
+ * like users, are looked up by id at the token endpoint, whatever the school.
  */
-const NOT_TENANT = new Set(['users', 'user_access_changes'])
+const NOT_TENANT = new Set(['users', 'user_access_changes', 'clients'])
 
 interface KeyRow { table: string, name: string, kind: string, columns: string[], ref_table: string | null, ref_columns: string[] | null }
 

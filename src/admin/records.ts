@@ -13,14 +13,14 @@ export class AdminError extends Error {
 
 const USERNAME = /^[a-z0-9][a-z0-9._@+-]{0,63}$/
 
-function requireText (label: string, value: string, max = 200): string {
+export function requireText (label: string, value: string, max = 200): string {
   const text = value.trim()
   if (text === '') throw new AdminError(`${label} must not be empty`)
   if (text.length > max) throw new AdminError(`${label} must have at most ${max} characters`)
   return text
 }
 
-async function requireSchool (db: Database, schoolId: string): Promise<string> {
+export async function requireSchool (db: Database, schoolId: string): Promise<string> {
   if (!isUuid(schoolId)) throw new AdminError(`School id "${schoolId}" is not a UUID`)
   const school = await db.prisma.school.findUnique({ where: { id: schoolId }, select: { id: true } })
   if (school === null) throw new AdminError(`School ${schoolId} does not exist`)

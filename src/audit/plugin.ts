@@ -1,5 +1,5 @@
-// The access audit: for each request that reads or writes student or teacher records, who (user,
-// school), what (GraphQL operation, record type, read or write, how many; the request id) and
+// The access audit: for each request that reads or writes student or teacher records, who (user
+// or client, school), what (GraphQL operation, record type, read or write, how many; the request id) and
 // when, kept in PostgreSQL (access_audit) and read with `school-data audit`.
 //
 // - Counted at the database (access.ts): the school client (src/db/school-client.ts) counts the
@@ -76,14 +76,16 @@ export default fp(async (app: FastifyInstance) => {
 
   function enqueue (request: FastifyRequest, at: Date, counts: readonly AccessCount[]): void {
     const identity = request.identity
-    if (identity.kind !== 'user') {
-      // Records were handed over to a user whose token was revoked while the request ran.
-      request.log.error('access audit: records were read by a caller that is no longer a user; not recorded')
+    if (identity.kind !== 'user' && identity.kind !== 'client') {
+      // Records were handed over to a caller whose token was revoked while the request ran.
+      request.log.error('access audit: records were read by a caller that is no longer a user or client; not recorded')
       return
     }
+    const userId = identity.kind === 'user' ? identity.userId : null
+    const clientId = identity.kind === 'client' ? identity.clientId : null
     const operation = operationOf(request)
     for (const { schoolId, recordType, action, count } of counts) {
-      writer.push({ at, schoolId, userId: identity.userId, requestId: request.id, operation, recordType, recordCount: count, action })
+      writer.push({ at, schoolId, userId, clientId, requestId: request.id, operation, recordType, recordCount: count, action })
     }
   }
 

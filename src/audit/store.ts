@@ -7,9 +7,9 @@ import type { Database } from '../db/client.js'
 import type { AuditRow } from './writer.js'
 
 const INSERT = `
-  INSERT INTO access_audit (at, school_id, user_id, request_id, operation, record_type, record_count, action)
+  INSERT INTO access_audit (at, school_id, user_id, client_id, request_id, operation, record_type, record_count, action)
   SELECT * FROM unnest(
-    $1::timestamptz[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::int[], $8::text[]
+    $1::timestamptz[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::text[], $7::text[], $8::int[], $9::text[]
   )`
 
 /**
@@ -21,7 +21,8 @@ export async function insertAuditRows (db: Pick<Database, 'runStatement'>, rows:
   const n = rows.length
   const at = new Array<string>(n)
   const schoolIds = new Array<string>(n)
-  const userIds = new Array<string>(n)
+  const userIds = new Array<string | null>(n)
+  const clientIds = new Array<string | null>(n)
   const requestIds = new Array<string>(n)
   const operations = new Array<string>(n)
   const recordTypes = new Array<string>(n)
@@ -32,18 +33,20 @@ export async function insertAuditRows (db: Pick<Database, 'runStatement'>, rows:
     at[i] = r.at.toISOString()
     schoolIds[i] = r.schoolId
     userIds[i] = r.userId
+    clientIds[i] = r.clientId
     requestIds[i] = r.requestId
     operations[i] = r.operation
     recordTypes[i] = r.recordType
     counts[i] = r.recordCount
     actions[i] = r.action
   }
-  await db.runStatement('sds_audit_insert', INSERT, [at, schoolIds, userIds, requestIds, operations, recordTypes, counts, actions])
+  await db.runStatement('sds_audit_insert', INSERT, [at, schoolIds, userIds, clientIds, requestIds, operations, recordTypes, counts, actions])
 }
 
 export interface AuditQuery {
   schoolId: string
   userId?: string | undefined
+  clientId?: string | undefined
   since?: Date | undefined
   limit: number
 }
@@ -52,7 +55,8 @@ export interface AuditEntry {
   id: string
   at: Date
   schoolId: string
-  userId: string
+  userId: string | null
+  clientId: string | null
   requestId: string
   operation: string
   recordType: string
@@ -66,6 +70,7 @@ export async function readAudit (prisma: PrismaClient, query: AuditQuery): Promi
     where: {
       schoolId: query.schoolId,
       ...(query.userId !== undefined && { userId: query.userId }),
+      ...(query.clientId !== undefined && { clientId: query.clientId }),
       ...(query.since !== undefined && { at: { gte: query.since } })
     },
     orderBy: [{ at: 'desc' }, { id: 'desc' }],

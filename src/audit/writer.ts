@@ -14,7 +14,9 @@ import type { AccessAction, RecordType } from './access.js'
 export interface AuditRow {
   at: Date
   schoolId: string
-  userId: string
+  /** Who read or wrote: a user or a client, exactly one of the two. */
+  userId: string | null
+  clientId: string | null
   requestId: string
   operation: string
   recordType: RecordType

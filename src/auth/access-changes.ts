@@ -4,7 +4,9 @@
 // the last access-token lifetime in memory. Each access token carries the id of the user's latest
 // change when it was issued (its access version, claim `av`); a token older than the latest change
 // the node knows is refused, and so is one whose school or state the latest change contradicts.
-// Older changes need no memory: every token issued before them has expired. The trigger keeps the
+// Older changes need no memory: every token issued before them has expired. Clients (OAuth client
+// credentials) use the same mechanism: a trigger on clients records a revocation or a change of
+// scopes under the client's id (migration oauth_clients), and a client's token carries its `av`. The trigger keeps the
 // changes for ACCESS_CHANGES_KEPT_DAYS, longer than the longest access-token lifetime
 // (MAX_ACCESS_TOKEN_TTL), so a node starting at any time reloads every change a live token predates.
 import type { Database } from '../db/client.js'
@@ -18,7 +20,7 @@ export const ACCESS_CHANGES_KEPT_DAYS = 30
 /** The longest access-token lifetime ACCESS_TOKEN_TTL may set: a day, far inside the changes kept. */
 export const MAX_ACCESS_TOKEN_TTL = 86_400
 
-/** The user's access version now: the id of their latest access change, 0 when they have none. */
+/** The user's (or client's) access version now: the id of their latest access change, 0 when none. */
 export async function currentAccessVersion (prisma: PrismaClient, userId: string): Promise<number> {
   const latest = await prisma.userAccessChange.findFirst({ where: { userId }, orderBy: { id: 'desc' }, select: { id: true } })
   return latest === null ? 0 : Number(latest.id)

@@ -1,10 +1,13 @@
-// Login, refresh and logout. The only code besides administration that uses the unscoped client.
+// Login, refresh and logout of users, and clients' access tokens (the OAuth token endpoint,
+// src/plugins/oauth.ts). The only code besides administration that uses the unscoped client.
 import type { FastifyBaseLogger } from 'fastify'
 import type { PrismaClient } from '../generated/prisma/client.js'
 import { currentAccessVersion, type AccessChanges } from './access-changes.js'
+import { authenticateClient } from './client-credentials.js'
 import { identify, type Identity } from './identity.js'
 import { needsRehash, rehashPassword, verifyPassword } from './passwords.js'
 import { findRefreshTokenOwner, issueRefreshToken, revokeRefreshToken } from './refresh-tokens.js'
+import type { Scope } from './scopes.js'
 import type { AccessTokens } from './tokens.js'
 import { isStorableText } from '../validators.js'
 
@@ -18,6 +21,13 @@ export interface AuthService {
   /** A new access token with the user's current school; null for a token that is not live. */
   refresh (refreshToken: string): Promise<{ accessToken: string } | null>
   logout (userId: string, refreshToken: string): Promise<boolean>
+  /**
+   * An access token for a client with these credentials, granted `scopes` (all of the client's
+   * when undefined); `invalid_client` for unknown or revoked clients and wrong secrets alike,
+   * `invalid_scope` for a scope the client does not hold.
+   */
+  clientToken (clientId: string, secret: string, scopes: readonly Scope[] | undefined):
+  Promise<{ accessToken: string, scopes: readonly Scope[] } | { error: 'invalid_client' | 'invalid_scope' }>
 }
 
 /** Usernames are compared trimmed, case-insensitively and in Unicode NFC form. */
@@ -56,6 +66,8 @@ export function createAuthService (
     identify (authorization) {
       const identity = identify(tokens, authorization)
       if (identity.kind === 'user' && accessChanges.revoked(identity.userId, identity.schoolId, identity.accessVersion)) return INVALID
+      // A client revoked (or whose scopes changed) is an access change like a user's (migration oauth_clients).
+      if (identity.kind === 'client' && accessChanges.revoked(identity.clientId, identity.schoolId, identity.accessVersion)) return INVALID
       return identity
     },
 
@@ -83,6 +95,17 @@ export function createAuthService (
       return { accessToken: await signAccessToken(owner.userId, owner.schoolId) }
     },
 
-    logout: (userId, refreshToken) => revokeRefreshToken(prisma, userId, refreshToken)
+    logout: (userId, refreshToken) => revokeRefreshToken(prisma, userId, refreshToken),
+
+    async clientToken (clientId, secret, requested) {
+      const client = await authenticateClient(prisma, clientId, secret)
+      if (client === null) return { error: 'invalid_client' }
+      const scopes = requested ?? client.scopes
+      if (scopes.length === 0 || !scopes.every((scope) => client.scopes.includes(scope))) return { error: 'invalid_scope' }
+      // Read after the client's row, as a user's: a revocation in between makes the token stale.
+      const av = await currentAccessVersion(prisma, client.clientId)
+      const accessToken = tokens.sign({ sub: client.clientId, client_id: client.clientId, school: client.schoolId, scope: scopes.join(' '), av })
+      return { accessToken, scopes }
+    }
   }
 }

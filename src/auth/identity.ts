@@ -1,10 +1,14 @@
 // Who is calling: read from the access token of the Authorization header.
+import { ROLE_SCOPES, type Access, type Scope } from './scopes.js'
 import type { AccessTokens } from './tokens.js'
 
 export type Identity =
   | { kind: 'anonymous' }
   | { kind: 'invalid' }
+  /** A person who logged in; every user is a school administrator today (role `admin`). */
   | { kind: 'user', userId: string, schoolId: string | null, accessVersion: number }
+  /** A program with OAuth 2.0 client credentials: one school, the scopes its token was granted. */
+  | { kind: 'client', clientId: string, schoolId: string, scopes: readonly Scope[], accessVersion: number }
 
 export type { AccessTokenClaims } from './tokens.js'
 
@@ -19,6 +23,25 @@ export function identify (tokens: AccessTokens, authorization: string | undefine
   const match = BEARER.exec(authorization)
   if (match === null) return INVALID
   // Every failure (malformed, forged, expired, another key...) is the same to a client.
-  const claims = tokens.verify(match[1]!)
-  return claims === null ? INVALID : { kind: 'user', ...claims }
+  return tokens.verify(match[1]!) ?? INVALID
+}
+
+const ADMIN: Access = { scopes: ROLE_SCOPES.admin, user: true }
+
+/** What the caller may read and do (README, "Access"); null without a valid token. */
+export function accessOf (identity: Identity): Access | null {
+  switch (identity.kind) {
+    case 'user': return ADMIN
+    case 'client': return { scopes: identity.scopes, user: false }
+    default: return null
+  }
+}
+
+/** The id of the user or client; what the rate limits, the audit and the log count by. */
+export function callerId (identity: Identity): string | null {
+  switch (identity.kind) {
+    case 'user': return identity.userId
+    case 'client': return identity.clientId
+    default: return null
+  }
 }

@@ -32,6 +32,11 @@ export interface LoginThrottleOptions {
   memoryKeys?: number
   /** Called when Redis fails and the memory counters answer instead. */
   onStoreError?: (err: unknown) => void
+  /**
+   * What is throttled, the first part of every key: `login` (users' logins, the default) or
+   * `client-auth` (clients' authentications at the token endpoint, by client id).
+   */
+  prefix?: string
 }
 
 export type LoginAttempt =
@@ -190,13 +195,13 @@ export class RedisThrottleStore implements ThrottleStore {
 }
 
 /** The account as login compares it; hashed, so keys are short and hold no usernames. */
-function accountKey (username: string): string {
-  return 'login:account:' + createHash('sha256').update(normalizeUsername(username)).digest('base64url').slice(0, 32)
+function accountKey (prefix: string, username: string): string {
+  return `${prefix}:account:` + createHash('sha256').update(normalizeUsername(username)).digest('base64url').slice(0, 32)
 }
 
 /** IPv6 addresses count by /64, as one host usually holds a whole /64. */
-function addressKey (address: string): string {
-  return 'login:address:' + normalizeIP(address, 64)
+function addressKey (prefix: string, address: string): string {
+  return `${prefix}:address:` + normalizeIP(address, 64)
 }
 
 export function createLoginThrottle (redis: Redis | undefined, options: LoginThrottleOptions): LoginThrottle {
@@ -216,14 +221,15 @@ export function createLoginThrottle (redis: Redis | undefined, options: LoginThr
     return [await memory.begin(counters, limits), memory]
   }
   const enabled = options.accountMax > 0 || options.addressMax > 0
+  const prefix = options.prefix ?? 'login'
   const allowed: LoginAttempt = { allowed: true, succeeded: async () => {} }
 
   return {
     enabled,
     async attempt (username, address) {
       if (!enabled) return allowed
-      const account = { key: accountKey(username), max: options.accountMax }
-      const client = { key: addressKey(address), max: options.addressMax }
+      const account = { key: accountKey(prefix, username), max: options.accountMax }
+      const client = { key: addressKey(prefix, address), max: options.addressMax }
       const [wait, store] = await begin([account, client])
       if (wait > 0) return { allowed: false, retryAfterMs: wait }
       return {

@@ -1,16 +1,10 @@
-// Refresh tokens are opaque random strings; only their SHA-256 is stored, so a database leak
-// does not leak usable tokens. A token stays usable until it expires or is revoked.
-import { createHash, randomBytes } from 'node:crypto'
+// Refresh tokens are opaque random strings (opaque-tokens.ts); only their SHA-256 is stored, so a
+// database leak does not leak usable tokens. A token stays usable until it expires or is revoked.
 import type { PrismaClient } from '../generated/prisma/client.js'
-
-const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/
-
-function digest (token: string): Uint8Array<ArrayBuffer> {
-  return new Uint8Array(createHash('sha256').update(token).digest())
-}
+import { OPAQUE_TOKEN as TOKEN_PATTERN, randomToken, tokenDigest as digest } from './opaque-tokens.js'
 
 export async function issueRefreshToken (prisma: PrismaClient, userId: string, ttlSeconds: number): Promise<string> {
-  const token = randomBytes(32).toString('base64url')
+  const token = randomToken()
   await prisma.refreshToken.create({
     data: { userId, tokenHash: digest(token), expiresAt: new Date(Date.now() + ttlSeconds * 1000) }
   })

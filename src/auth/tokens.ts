@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto'
 import jwt, { type FastifyJWTOptions, type JWT } from '@fastify/jwt'
 import type { FastifyInstance } from 'fastify'
 import { isUuid, MIN_SECRET_BYTES, secretTooShort } from '../validators.js'
+import { isScope, normalizeScopes, type Scope } from './scopes.js'
 
 /** RFC 9068's explicit type for JWT access tokens (RFC 8725 §3.11): no other JWT passes for one. */
 export const ACCESS_TOKEN_TYPE = 'at+jwt'
@@ -16,7 +17,8 @@ const CLOCK_SKEW_SECONDS = 60
 /** Ids in our tokens are UUIDs in PostgreSQL's lower-case text form. */
 const isOurId = (value: unknown): value is string => typeof value === 'string' && isUuid(value) && value === value.toLowerCase()
 
-export interface AccessTokenClaims {
+/** The claims of a user's access token. */
+export interface UserTokenClaims {
   sub: string
   /** The user's school when the token was issued; absent for a user with no school. */
   school?: string
@@ -27,13 +29,37 @@ export interface AccessTokenClaims {
   av: number
 }
 
-/** What a valid access token says. */
-export interface VerifiedAccessToken {
-  userId: string
-  schoolId: string | null
-  /** The `av` claim; 0 for a token issued before the claim existed (older than any change). */
-  accessVersion: number
+/**
+ * The claims of a client's access token (OAuth 2.0 client credentials): RFC 9068's `client_id`,
+ * and `sub` the same id (the token acts for no user); `scope` the granted scopes, space-separated;
+ * `av` the client's access version (a revocation or a change of scopes is an access change).
+ */
+export interface ClientTokenClaims {
+  sub: string
+  client_id: string
+  school: string
+  scope: string
+  av: number
 }
+
+export type AccessTokenClaims = UserTokenClaims | ClientTokenClaims
+
+/** What a valid access token says: a user's or a client's. */
+export type VerifiedAccessToken =
+  | {
+      kind: 'user'
+      userId: string
+      schoolId: string | null
+      /** The `av` claim; 0 for a token issued before the claim existed (older than any change). */
+      accessVersion: number
+    }
+  | {
+      kind: 'client'
+      clientId: string
+      schoolId: string
+      scopes: readonly Scope[]
+      accessVersion: number
+    }
 
 export interface AccessTokenKeys {
   /** Signs new tokens and verifies them. */
@@ -112,7 +138,7 @@ export async function createAccessTokens (
       if (token.length > MAX_TOKEN_LENGTH) return null
       const verifier = byHeader.get(token.slice(0, token.indexOf('.')))
       if (verifier === undefined) return null
-      let claims: { sub?: unknown, school?: unknown, av?: unknown, iat?: unknown, exp?: unknown }
+      let claims: { sub?: unknown, school?: unknown, av?: unknown, iat?: unknown, exp?: unknown, client_id?: unknown, scope?: unknown }
       try {
         claims = verifier.verify(token)
       } catch {
@@ -126,7 +152,24 @@ export async function createAccessTokens (
       // not issued here (maxAge alone would accept it until iat + ttl).
       const { iat, exp } = claims as { iat: number, exp: number }
       if (iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS || exp - iat > ttlSeconds) return null
-      return { userId: claims.sub, schoolId: claims.school ?? null, accessVersion: (claims.av as number | undefined) ?? 0 }
+      const accessVersion = (claims.av as number | undefined) ?? 0
+      if (claims.client_id === undefined) {
+        // A user's token carries no scope: a user's scopes are their role's.
+        if (claims.scope !== undefined) return null
+        return { kind: 'user', userId: claims.sub, schoolId: (claims.school as string | undefined) ?? null, accessVersion }
+      }
+      if (claims.client_id !== claims.sub || typeof claims.school !== 'string' || claims.av === undefined) return null
+      const scopes = parseScope(claims.scope)
+      if (scopes === null) return null
+      return { kind: 'client', clientId: claims.sub, schoolId: claims.school, scopes, accessVersion }
     }
   }
+}
+
+/** A token's `scope` claim: known scopes, space-separated, at least one; null otherwise. */
+function parseScope (value: unknown): Scope[] | null {
+  if (typeof value !== 'string') return null
+  const names = value.split(' ')
+  if (!names.every(isScope)) return null
+  return normalizeScopes(names as Scope[])
 }

@@ -11,6 +11,8 @@ import {
   disableUser,
   enableUser
 } from '../admin/records.js'
+import { createClient, DEFAULT_OVERLAP_HOURS, listClients, MAX_OVERLAP_HOURS, revokeClient, rotateClientSecret } from '../admin/clients.js'
+import { SCOPES } from '../auth/scopes.js'
 import { readAudit, type AuditEntry } from '../audit/store.js'
 import { loadConfig } from '../config.js'
 import { openDatabase, type Database } from '../db/client.js'
@@ -32,6 +34,17 @@ async function withDatabase<T> (run: (db: Database) => Promise<T>): Promise<T> {
 
 function printId (id: string): void {
   process.stdout.write(id + '\n')
+}
+
+/** A client secret, on a line of its own before the id; it is never shown again. */
+function printSecret (secret: string): void {
+  process.stdout.write(`client_secret=${secret}\n`)
+  process.stderr.write('The client secret is shown only now: store it where the program reads its credentials.\n')
+}
+
+/** Commander's way to take an option several times. */
+function collect (value: string, previous: string[]): string[] {
+  return [...previous, value]
 }
 
 export function buildProgram (): Command {
@@ -101,6 +114,49 @@ export function buildProgram (): Command {
     .action(async ({ username }: { username: string }) => {
       await withDatabase((db) => enableUser(db, username))
       process.stderr.write(`Enabled ${username}\n`)
+    })
+
+  const client = program.command('client').description('manage clients: programs that call the API with OAuth 2.0 client credentials')
+  client.command('create')
+    .description('create a client of a school; prints its secret (shown only now) and, on the last line, its id')
+    .requiredOption('--school <schoolId>', 'school id')
+    .requiredOption('--name <name>', 'what the client is, e.g. "SIS sync"')
+    .requiredOption('--scope <scope>', `a scope it may be granted, repeatable: ${SCOPES.join(', ')}`, collect, [])
+    .action(async ({ school, name, scope }: { school: string, name: string, scope: string[] }) => {
+      const { clientId, secret } = await withDatabase((db) => createClient(db, { schoolId: school, name, scopes: scope }))
+      printSecret(secret)
+      printId(clientId)
+    })
+  client.command('list')
+    .description('list clients (never their secrets), oldest first')
+    .option('--school <schoolId>', 'only the clients of this school')
+    .option('--json', 'one JSON object per line')
+    .action(async ({ school, json }: { school?: string, json?: boolean }) => {
+      for (const c of await withDatabase((db) => listClients(db, { schoolId: school }))) {
+        const entry = { id: c.id, schoolId: c.schoolId, name: c.name, scopes: c.scopes, createdAt: c.createdAt.toISOString(), revokedAt: c.revokedAt?.toISOString() ?? null, liveSecrets: c.liveSecrets }
+        process.stdout.write((json === true
+          ? JSON.stringify(entry)
+          : `${c.id} school=${c.schoolId} scopes=${c.scopes.join(',')} secrets=${c.liveSecrets} ${c.revokedAt === null ? 'active' : `revoked=${entry.revokedAt}`} name=${JSON.stringify(c.name)}`) + '\n')
+      }
+    })
+  client.command('rotate-secret')
+    .description('give a client a new secret (printed, shown only now); the previous ones keep working for the overlap')
+    .argument('<clientId>', 'client id')
+    .option('--overlap <hours>', 'hours the previous secrets keep working (0: they stop now)', String(DEFAULT_OVERLAP_HOURS))
+    .action(async (clientId: string, { overlap }: { overlap: string }) => {
+      if (!/^\d+(\.\d+)?$/.test(overlap)) throw new Error(`--overlap must be a number of hours from 0 to ${MAX_OVERLAP_HOURS} (got "${overlap}")`)
+      const overlapHours = Number(overlap)
+      const rotated = await withDatabase((db) => rotateClientSecret(db, clientId, { overlapHours }))
+      printSecret(rotated.secret)
+      process.stderr.write(`The previous secret works until ${rotated.previousUntil.toISOString()}\n`)
+      printId(rotated.clientId)
+    })
+  client.command('revoke')
+    .description("revoke a client: no new tokens, and every API node refuses its tokens within a second")
+    .argument('<clientId>', 'client id')
+    .action(async (clientId: string) => {
+      const id = await withDatabase((db) => revokeClient(db, clientId))
+      process.stderr.write(`Revoked client ${id}\n`)
     })
 
   program.command('student')
@@ -180,10 +236,11 @@ export function buildProgram (): Command {
     .description("print a school's access audit, newest first (DATABASE_URL must be a role that may read it, e.g. the owner)")
     .requiredOption('--school <schoolId>', 'school id')
     .option('--user <userId>', 'only this user')
+    .option('--client <clientId>', 'only this client')
     .option('--since <time>', 'only accesses at or after this ISO 8601 time')
     .option('--limit <n>', 'at most this many lines (1 to 10000)', '100')
     .option('--json', 'one JSON object per line')
-    .action(async (options: { school: string, user?: string, since?: string, limit: string, json?: boolean }) => {
+    .action(async (options: { school: string, user?: string, client?: string, since?: string, limit: string, json?: boolean }) => {
       const query = auditQuery(options)
       const config = loadConfig(process.env, { needsSecret: false })
       // The embedded database's service role may not read the audit: read it as the administrator.
@@ -200,9 +257,11 @@ export function buildProgram (): Command {
         await db.close()
       }
       for (const e of entries) {
+        // Each entry names a user or a client.
+        const caller = e.userId !== null ? { userId: e.userId } : { clientId: e.clientId }
         process.stdout.write((options.json === true
-          ? JSON.stringify({ at: e.at.toISOString(), schoolId: e.schoolId, userId: e.userId, requestId: e.requestId, operation: e.operation, recordType: e.recordType, action: e.action, recordCount: e.recordCount })
-          : `${e.at.toISOString()} user=${e.userId} ${e.action} ${e.recordType} count=${e.recordCount} operation=${e.operation} request=${e.requestId}`) + '\n')
+          ? JSON.stringify({ at: e.at.toISOString(), schoolId: e.schoolId, ...caller, requestId: e.requestId, operation: e.operation, recordType: e.recordType, action: e.action, recordCount: e.recordCount })
+          : `${e.at.toISOString()} ${e.userId !== null ? `user=${e.userId}` : `client=${e.clientId}`} ${e.action} ${e.recordType} count=${e.recordCount} operation=${e.operation} request=${e.requestId}`) + '\n')
       }
     })
 
@@ -212,9 +271,10 @@ export function buildProgram (): Command {
 // A date, or a date and time (seconds and fraction optional) with Z or an offset.
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/
 
-function auditQuery (options: { school: string, user?: string, since?: string, limit: string }) {
+function auditQuery (options: { school: string, user?: string, client?: string, since?: string, limit: string }) {
   if (!isUuid(options.school)) throw new Error(`School id "${options.school}" is not a UUID`)
   if (options.user !== undefined && !isUuid(options.user)) throw new Error(`User id "${options.user}" is not a UUID`)
+  if (options.client !== undefined && !isUuid(options.client)) throw new Error(`Client id "${options.client}" is not a UUID`)
   let since: Date | undefined
   if (options.since !== undefined) {
     since = new Date(options.since)
@@ -224,7 +284,7 @@ function auditQuery (options: { school: string, user?: string, since?: string, l
   }
   const limit = Number(options.limit)
   if (!/^\d+$/.test(options.limit) || limit < 1 || limit > 10_000) throw new Error(`--limit must be a whole number from 1 to 10000 (got "${options.limit}")`)
-  return { schoolId: options.school.toLowerCase(), userId: options.user?.toLowerCase(), since, limit }
+  return { schoolId: options.school.toLowerCase(), userId: options.user?.toLowerCase(), clientId: options.client?.toLowerCase(), since, limit }
 }
 
 export async function main (argv: string[]): Promise<number> {

@@ -18,9 +18,11 @@ type RelationsOf<M extends ModelName> = [keyof Objects<M>] extends [never]
   : { readonly [F in keyof Objects<M>]-?: Target<Objects<M>[F]> }
 
 const RELATION_TABLE: { readonly [M in ModelName]: RelationsOf<M> } = {
-  School: { users: 'User', students: 'Student', teachers: 'Teacher', classrooms: 'Classroom', changes: 'Change' },
+  School: { users: 'User', clients: 'Client', students: 'Student', teachers: 'Teacher', classrooms: 'Classroom', changes: 'Change' },
   User: { school: 'School', refreshTokens: 'RefreshToken' },
   RefreshToken: { user: 'User' },
+  Client: { school: 'School', secrets: 'ClientSecret' },
+  ClientSecret: { client: 'Client' },
   UserAccessChange: {},
   Classroom: { school: 'School', students: 'Student', teachers: 'TeacherClassroom' },
   Student: { school: 'School', classroom: 'Classroom' },
@@ -34,6 +36,8 @@ const SCALAR_TABLE: { readonly [M in ModelName]: Readonly<Record<string, string>
   School: Prisma.SchoolScalarFieldEnum,
   User: Prisma.UserScalarFieldEnum,
   RefreshToken: Prisma.RefreshTokenScalarFieldEnum,
+  Client: Prisma.ClientScalarFieldEnum,
+  ClientSecret: Prisma.ClientSecretScalarFieldEnum,
   UserAccessChange: Prisma.UserAccessChangeScalarFieldEnum,
   Classroom: Prisma.ClassroomScalarFieldEnum,
   Student: Prisma.StudentScalarFieldEnum,

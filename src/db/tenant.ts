@@ -15,7 +15,7 @@ export const TENANT_MODELS: ReadonlySet<string> = new Set<Prisma.ModelName>([
 ])
 
 /** Models the scoped client never reaches; only authentication and administration code does. */
-export const PRIVATE_MODELS: ReadonlySet<string> = new Set<Prisma.ModelName>(['User', 'RefreshToken', 'UserAccessChange', 'AuditEvent'])
+export const PRIVATE_MODELS: ReadonlySet<string> = new Set<Prisma.ModelName>(['User', 'RefreshToken', 'Client', 'ClientSecret', 'UserAccessChange', 'AuditEvent'])
 
 const FILTER_ONLY = new Set([
   'findUnique', 'findUniqueOrThrow', 'findFirst', 'findFirstOrThrow', 'findMany',

@@ -15,7 +15,7 @@ declare module 'mercurius' {
   interface MercuriusContext {
     identity: Identity
     auth: AuthService
-    /** The caller's user id; throws UNAUTHENTICATED without a valid access token. */
+    /** The caller's user id; throws UNAUTHENTICATED without a valid access token of a user. */
     userId (): string
     /** The caller's school and its scoped client; throws UNAUTHENTICATED or FORBIDDEN. */
     school (): SchoolScope
@@ -32,7 +32,9 @@ export function buildContext (app: FastifyInstance, request: FastifyRequest) {
       return identity.userId
     },
     school (): SchoolScope {
-      if (identity.kind !== 'user') throw unauthenticated()
+      // A client has a school always; which of its fields it may read is checked before execution
+      // (scope-check.ts).
+      if (identity.kind !== 'user' && identity.kind !== 'client') throw unauthenticated()
       if (identity.schoolId === null) throw forbidden()
       return { schoolId: identity.schoolId, db: app.db.forSchool(identity.schoolId) }
     }

@@ -4,6 +4,7 @@ import { GraphQLError, type ExecutionResult, type FormattedExecutionResult, type
 import mercurius, { type MercuriusContext } from 'mercurius'
 import { documentErrorStatus } from './http.js'
 import type { LimitName } from './limits.js'
+import type { OutOfScopeField } from './scope-check.js'
 
 const { ErrorWithProps } = mercurius
 
@@ -38,6 +39,24 @@ export const unauthenticated = (): Error =>
   codedError('UNAUTHENTICATED', 'Authentication required: send a valid access token as "Authorization: Bearer <ACCESS_TOKEN>"')
 export const forbidden = (): Error =>
   codedError('FORBIDDEN', 'Your account is not assigned to a school')
+
+const NEEDS: Readonly<Record<OutOfScopeField['needs'], string>> = {
+  'roster-core.readonly': 'the scope roster-core.readonly (or roster.readonly)',
+  'roster.readonly': 'the scope roster.readonly',
+  'roster-demographics.readonly': 'the scope roster-demographics.readonly',
+  user: 'a user (clients may not)',
+  none: 'nothing',
+  unassigned: 'a scope nobody holds (the field is missing from the scope table)'
+}
+
+/**
+ * An operation that selects fields outside the caller's scopes (scope-check.ts), refused before it
+ * runs: each field as `Type.field` with what it needs, in the message and in `extensions.fields`.
+ */
+export function outOfScope (fields: readonly OutOfScopeField[]): Error {
+  const list = fields.map(({ field, needs }) => `${field} needs ${NEEDS[needs]}`).join('; ')
+  return new ErrorWithProps(`Not allowed for this access token: ${list}`, { code: 'FORBIDDEN' satisfies ErrorCode, fields })
+}
 export const invalidCredentials = (): Error => codedError('INVALID_CREDENTIALS', 'Invalid credentials')
 export const invalidRefreshToken = (): Error =>
   codedError('INVALID_REFRESH_TOKEN', 'Invalid or expired refresh token')

@@ -2,8 +2,11 @@
 // the same document and variables from any user of that school, until a write to that school's
 // records (from any node, the CLI or SQL) removes it.
 //
-// - Keyed by school: the key starts with the caller's school, taken from a verified token that has
-//   passed the revocation check; only queries (never mutations) with no error in the answer are kept.
+// - Keyed by school and scopes: the key starts with the caller's school, taken from a verified token
+//   that has passed the revocation check, then the caller's scopes (README, "Access"), so an answer
+//   is shared only by callers who may read every field of it: the scope check runs after this
+//   cache's lookup (src/plugins/graphql.ts). Only queries (never mutations) with no error in the
+//   answer are kept.
 // - Invalidated by writes: triggers on the tenant tables and on schools send
 //   NOTIFY school_data_changed '<school id>' (migration response_cache_notifications); each node
 //   drops that school's answers. A read that was running while a write landed is not kept (each
@@ -13,6 +16,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { parse, type OperationDefinitionNode } from 'graphql'
 import { LRUCache } from 'lru-cache'
+import { accessOf } from '../auth/identity.js'
 import type { Listener } from '../db/listen.js'
 import { DATA_CHANGED_CHANNEL } from '../db/replicas.js'
 import { asksPersistedDocument } from './persisted-documents.js'
@@ -119,9 +123,12 @@ export async function registerResponseCache (app: FastifyInstance, options: Resp
     const operationName = typeof body.operationName === 'string' ? body.operationName : undefined
     if (!queryOperation(body.query, operationName)) return undefined
     const identity = request.identity
-    if (identity.kind !== 'user' || identity.schoolId === null) return undefined
+    if ((identity.kind !== 'user' && identity.kind !== 'client') || identity.schoolId === null) return undefined
     const schoolId = identity.schoolId
-    const key = `${schoolId}\0${operationName ?? ''}\0${body.query}\0${JSON.stringify(body.variables ?? null)}`
+    // Everything that changes an answer: the school, the scopes (which fields may be read), the
+    // operation. A query's fields need scopes only, so users and clients with the same scopes share.
+    const scopes = accessOf(identity)!.scopes.join(' ')
+    const key = `${schoolId}\0${scopes}\0${operationName ?? ''}\0${body.query}\0${JSON.stringify(body.variables ?? null)}`
     const cached = answers.get(key)
     if (cached === undefined) request.responseCacheSlot = { schoolId, key, generation: generations.get(schoolId) ?? 0 }
     return cached

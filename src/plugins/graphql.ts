@@ -1,8 +1,9 @@
 // The GraphQL endpoint: Mercurius with the schema, resolvers and loaders, the one error formatter,
 // the response cache, and the request rules of a public GraphQL API over HTTP (src/graphql/http.ts):
 // answers in the media type `Accept` negotiates, well-formed parameters only, query limits checked
-// on the parsed document before any resolver runs, application/json bodies only, no batches, GET
-// for queries only, and no introspection or field suggestions in production.
+// on the parsed document before any resolver runs, the caller's scopes checked the same way,
+// application/json bodies only, no batches, GET for queries only, and no introspection or field
+// suggestions in production.
 //
 // Every hook of the endpoint lives in this plugin's encapsulated context, added below in the order
 // they run: other routes (health, readiness, metrics, the SDL) never run them.
@@ -12,16 +13,18 @@
 // runs queries only.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { GraphQLError, NoSchemaIntrospectionCustomRule, type ValidationRule } from 'graphql'
+import { GraphQLError, NoSchemaIntrospectionCustomRule, type OperationDefinitionNode, type ValidationRule } from 'graphql'
 import mercurius from 'mercurius'
+import { accessOf } from '../auth/identity.js'
 import { buildContext } from '../graphql/context.js'
-import { createErrorFormatter, refusals } from '../graphql/errors.js'
+import { createErrorFormatter, outOfScope, refusals } from '../graphql/errors.js'
 import { documentErrorStatus, GRAPHQL_PATH, invalidParameters, responseMediaType } from '../graphql/http.js'
 import { limitRules, sizeLimitError, type QueryLimits } from '../graphql/limits.js'
 import { persistedQueryProvider } from '../graphql/persisted-documents.js'
 import { registerResponseCache } from '../graphql/response-cache.js'
 import { buildResolvers, loaders } from '../graphql/resolvers/index.js'
 import { buildSdlSchema } from '../graphql/schema.js'
+import { outOfScopeFields } from '../graphql/scope-check.js'
 import { logGraphQLRequest } from './logging.js'
 
 declare module 'fastify' {
@@ -173,18 +176,28 @@ async function registerEndpoint (app: FastifyInstance): Promise<void> {
     throw new GraphQLError('Syntax Error: the query must be GraphQL text, not a JSON document')
   })
 
-  // The operation and outcome of each request, for its log line and metrics.
-  app.graphql.addHook('preExecution', async (_schema, document, context) => {
+  // The operation of each request: named for its log line and metrics, then checked against the
+  // caller's scopes (scope-check.ts): a field outside them refuses the whole operation before it
+  // runs. (The response cache, which answers before this hook, keys answers by the caller's scopes.)
+  app.graphql.addHook('preExecution', async (schema, document, context) => {
     const request = context.reply.request
-    const body = request.body as { operationName?: unknown } | undefined
-    const wanted = typeof body?.operationName === 'string' ? body.operationName : undefined
+    const params = (request.method === 'GET' ? request.query : request.body) as { operationName?: unknown } | undefined
+    const wanted = typeof params?.operationName === 'string' ? params.operationName : undefined
+    let operation: OperationDefinitionNode | undefined
     for (const definition of document.definitions) {
       if (definition.kind !== 'OperationDefinition') continue
       if (wanted === undefined || definition.name?.value === wanted) {
-        request.graphqlOperation = definition.name?.value ?? 'anonymous'
+        operation = definition
         break
       }
     }
+    if (operation === undefined) return // graphql-js answers it
+    request.graphqlOperation = operation.name?.value ?? 'anonymous'
+    // Without a valid token the resolvers answer (login, refreshToken; UNAUTHENTICATED elsewhere).
+    const access = accessOf(request.identity)
+    if (access === null) return
+    const refused = outOfScopeFields(schema, document, operation, access)
+    if (refused.length > 0) throw outOfScope(refused)
   })
   app.graphql.addHook('onResolution', async (execution, context) => {
     const errors = execution.errors as ReadonlyArray<{ extensions?: Record<string, unknown> }> | undefined

@@ -69,6 +69,9 @@ function summary (request: FastifyRequest, reply: FastifyReply): Record<string, 
   if (identity.kind === 'user') {
     line.userId = identity.userId
     line.schoolId = identity.schoolId
+  } else if (identity.kind === 'client') {
+    line.clientId = identity.clientId
+    line.schoolId = identity.schoolId
   }
   if (isGraphQLRequest(request)) {
     line.operation = operationOf(request)

@@ -1,7 +1,7 @@
 // Rate limits of the GraphQL endpoint and login throttling.
 //
-// Requests per minute are counted per verified user and per school (a request counts on both);
-// requests without a valid access token are counted per client address. A request over a limit is
+// Requests per minute are counted per verified user or client and per school (a request counts on
+// both); requests without a valid access token are counted per client address. A request over a limit is
 // answered 429 with `Retry-After`; every counted response carries the IETF draft's `RateLimit-*`
 // headers of the limit closest to exhaustion. Counters live in Redis when REDIS_URL is set, so every
 // API node counts the same requests; otherwise in this process's memory (no round trip).
@@ -16,12 +16,14 @@ import type { Identity } from '../auth/identity.js'
 import { createLoginThrottle, type LoginThrottle } from '../auth/login-throttle.js'
 import { refusals } from '../graphql/errors.js'
 
-export type LimitName = 'user' | 'school' | 'address' | 'login'
+export type LimitName = 'user' | 'client' | 'school' | 'address' | 'login' | 'client-auth'
 
 declare module 'fastify' {
   interface FastifyInstance {
     limits: {
       login: LoginThrottle
+      /** Failed authentications of clients at the token endpoint, throttled as logins are. */
+      clientAuth: LoginThrottle
       /** Counts a refusal by a limit (the metric). */
       refused: (limit: LimitName) => void
       /**
@@ -90,11 +92,13 @@ export default fp(async (app) => {
     })
     return { name, max, policy: `${max};w=${WINDOW_MS / 1000}`, check: check! }
   }
-  // Checked only for a user (below), so the identity is one.
+  // Each checked only for its kind of caller (below).
   const user = await limit('user', config.rateLimitUserPerMinute,
     (request) => (request.identity as Extract<Identity, { kind: 'user' }>).userId)
+  const client = await limit('client', config.rateLimitClientPerMinute,
+    (request) => (request.identity as Extract<Identity, { kind: 'client' }>).clientId)
   const school = await limit('school', config.rateLimitSchoolPerMinute,
-    (request) => (request.identity as Extract<Identity, { kind: 'user' }>).schoolId!)
+    (request) => (request.identity as Extract<Identity, { kind: 'user' | 'client' }>).schoolId!)
   const address = await limit('address', config.rateLimitAddressPerMinute, (request) => normalizeIP(request.ip, 64))
 
   const run = async (limit: Limit, request: FastifyRequest): Promise<[Limit, Result] | null> => {
@@ -109,8 +113,9 @@ export default fp(async (app) => {
   async function checkRequest (request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
     const identity = request.identity
     const limits: Limit[] = []
-    if (identity.kind === 'user') {
-      if (user !== null) limits.push(user)
+    if (identity.kind === 'user' || identity.kind === 'client') {
+      const own = identity.kind === 'user' ? user : client
+      if (own !== null) limits.push(own)
       if (school !== null && identity.schoolId !== null) limits.push(school)
     } else if (address !== null) {
       limits.push(address)
@@ -143,15 +148,19 @@ export default fp(async (app) => {
     return reply.code(429).send(refusals.rateLimited(limit.name, limit.max, retryAfter))
   }
 
+  // Clients' authentications are throttled with the settings of logins, under keys of their own.
+  const throttle = (prefix: 'login' | 'client-auth'): LoginThrottle => createLoginThrottle(app.redis, {
+    accountMax: config.loginFailuresPerAccount,
+    addressMax: config.loginFailuresPerAddress,
+    windowMs: config.loginFailureWindow * 1000,
+    lockMaxMs: config.loginLockMax * 1000,
+    onStoreError: (err) => { storeFailed('login', err) },
+    prefix
+  })
   app.decorate('limits', {
-    login: createLoginThrottle(app.redis, {
-      accountMax: config.loginFailuresPerAccount,
-      addressMax: config.loginFailuresPerAddress,
-      windowMs: config.loginFailureWindow * 1000,
-      lockMaxMs: config.loginLockMax * 1000,
-      onStoreError: (err) => { storeFailed('login', err) }
-    }),
+    login: throttle('login'),
+    clientAuth: throttle('client-auth'),
     refused,
-    checkRequest: user === null && school === null && address === null ? undefined : checkRequest
+    checkRequest: user === null && client === null && school === null && address === null ? undefined : checkRequest
   })
 }, { name: 'rate-limit', dependencies: ['config', 'cors', 'redis', 'auth', 'metrics'] })

@@ -1,8 +1,10 @@
 // `school-data seed demo`: a demo school for the sandbox (and for `npm start` on an empty embedded
 // database). Names come from faker with a fixed seed, so every demo school has the same people;
-// the demo user's password is random and printed once.
+// the demo user's password and the demo client's secret are random and printed once.
 import { randomBytes } from 'node:crypto'
+import { createClient } from '../admin/clients.js'
 import { createSchool, createUser } from '../admin/records.js'
+import { SCOPES } from '../auth/scopes.js'
 import type { Environment } from '../config.js'
 import type { Database } from '../db/client.js'
 import { uuidv7, type GradeLevel } from '../import/oneroster.js'
@@ -13,11 +15,15 @@ export class SeedError extends Error {
 
 export const DEMO_USERNAME = 'demo-admin'
 export const DEMO_SCHOOL_NAME = 'Maple Grove School'
+export const DEMO_CLIENT_NAME = 'Demo integration'
 
 export interface DemoLogin {
   schoolId: string
   username: string
   password: string
+  /** A client with every read scope (OAuth client credentials). */
+  clientId: string
+  clientSecret: string
   students: number
   teachers: number
   classrooms: number
@@ -156,10 +162,20 @@ export async function seedDemo (db: Database, { env }: { env: Environment }): Pr
   }
   await tenant.student.createMany({ data: students })
 
+  const client = await createClient(db, { schoolId, name: DEMO_CLIENT_NAME, scopes: SCOPES })
   // The user comes last: while it does not exist, a failed seed can simply be run again.
   const password = randomBytes(12).toString('base64url')
   await createUser(db, { username: DEMO_USERNAME, password, schoolId })
-  return { schoolId, username: DEMO_USERNAME, password, students: students.length, teachers: teacherRows.length, classrooms: classrooms.length }
+  return {
+    schoolId,
+    username: DEMO_USERNAME,
+    password,
+    clientId: client.clientId,
+    clientSecret: client.secret,
+    students: students.length,
+    teachers: teacherRows.length,
+    classrooms: classrooms.length
+  }
 }
 
 /** How to log in, for a person reading the terminal. */
@@ -168,6 +184,7 @@ export function formatLogin (login: DemoLogin): string {
     `Demo school "${DEMO_SCHOOL_NAME}" (${login.schoolId}): ${login.classrooms} classrooms, ${login.teachers} teachers, ${login.students} students.`,
     `Log in as "${login.username}" with the password "${login.password}" (shown only now; make another user with \`school-data user create\`).`,
     'In the sandbox, open /graphiql on the server and use the login form, or call the login mutation.',
+    `A program connects as the client "${DEMO_CLIENT_NAME}" with the client id "${login.clientId}" and the secret "${login.clientSecret}" (every read scope; shown only now): POST /oauth/token with grant_type=client_credentials.`,
     login.schoolId
   ].join('\n') + '\n'
 }

@@ -1,0 +1,139 @@
+// Scopes after OneRoster 1.2's rostering scopes, and the scope every field of the schema needs.
+//
+// - `roster-core.readonly`: the school, classrooms, and people's identity and enrollment (ids,
+//   sourcedId, names, grade level, status, classroom links, enrollment dates, the change feed).
+// - `roster.readonly`: the full roster: the core plus contact and school-issued identifiers (email,
+//   title, student number, the school's address and phone). Holding it grants the core too, as in
+//   OneRoster, where roster.readonly covers every endpoint roster-core.readonly does.
+// - `roster-demographics.readonly`: demographic fields (date of birth). On its own it grants
+//   nothing else: a client asks for it beside a roster scope.
+//
+// A caller holds scopes: a client those it was given (or the subset its token asked for); a user
+// those of their role (ROLE_SCOPES). Every field of the schema is in FIELD_SCOPES (a test checks
+// that the table and the schema list the same fields, and that README's table is this one), and an
+// operation selecting a field outside the caller's scopes is refused before it runs
+// (src/graphql/scope-check.ts).
+export const SCOPES = ['roster-core.readonly', 'roster.readonly', 'roster-demographics.readonly'] as const
+export type Scope = typeof SCOPES[number]
+
+const CORE: Scope = 'roster-core.readonly'
+const FULL: Scope = 'roster.readonly'
+const DEMOGRAPHICS: Scope = 'roster-demographics.readonly'
+
+export function isScope (value: string): value is Scope {
+  return (SCOPES as readonly string[]).includes(value)
+}
+
+/** The scopes each scope grants besides itself. */
+const GRANTS_ALSO: Readonly<Record<Scope, readonly Scope[]>> = {
+  'roster-core.readonly': [],
+  'roster.readonly': [CORE],
+  'roster-demographics.readonly': []
+}
+
+/**
+ * Users' roles and their scopes. Every user is a school administrator today and holds every scope;
+ * a narrower role (a teacher's) is one more entry here.
+ */
+export const ROLE_SCOPES = {
+  admin: SCOPES
+} as const satisfies Record<string, readonly Scope[]>
+export type Role = keyof typeof ROLE_SCOPES
+
+/**
+ * What a field needs: a scope; `none` for the fields that take credentials of their own (login,
+ * refresh) and their results; `user` for what only a user may do (a client has no refresh token to
+ * log out). There are no record mutations; one added later must say here who may run it (clients
+ * are read-only: OneRoster's rostering has no write scopes).
+ */
+export type Requirement = Scope | 'none' | 'user'
+
+/** What a caller may do: the scopes it holds, and whether it is a user. */
+export interface Access {
+  readonly scopes: readonly Scope[]
+  readonly user: boolean
+}
+
+export function holds (access: Access, requirement: Requirement): boolean {
+  if (requirement === 'none') return true
+  if (requirement === 'user') return access.user
+  return access.scopes.some((scope) => scope === requirement || GRANTS_ALSO[scope].includes(requirement))
+}
+
+/** Scopes in SCOPES order, duplicates removed: the form tokens carry and the response cache keys by. */
+export function normalizeScopes (scopes: Iterable<Scope>): Scope[] {
+  const set = new Set(scopes)
+  return SCOPES.filter((scope) => set.has(scope))
+}
+
+type Fields = Readonly<Record<string, Requirement>>
+
+const same = (requirement: Requirement, ...fields: string[]): Fields =>
+  Object.fromEntries(fields.map((field) => [field, requirement]))
+
+/** Every field of every object type of the schema, by type, with what it needs. */
+export const FIELD_SCOPES: Readonly<Record<string, Fields>> = {
+  Query: same(CORE,
+    'school', 'students', 'studentsPage', 'student', 'teachers', 'teachersPage', 'teacher',
+    'classrooms', 'classroomsPage', 'classroom', 'changes', 'latestChangeCursor'),
+  Mutation: { login: 'none', refreshToken: 'none', logout: 'user' },
+  LoginPayload: same('none', 'accessToken', 'refreshToken'),
+  RefreshTokenPayload: same('none', 'accessToken'),
+  School: {
+    ...same(CORE, 'id', 'name', 'timeZone'),
+    ...same(FULL, 'addressLine1', 'addressLine2', 'city', 'region', 'postalCode', 'country', 'phone', 'website')
+  },
+  Student: {
+    ...same(CORE, 'id', 'sourcedId', 'fullName', 'givenName', 'familyName', 'preferredName', 'gradeLevel', 'status',
+      'enrollmentStartDate', 'enrollmentEndDate', 'classroomName', 'classroom', 'createdAt', 'updatedAt'),
+    ...same(FULL, 'studentNumber', 'email'),
+    ...same(DEMOGRAPHICS, 'dateOfBirth')
+  },
+  Teacher: {
+    ...same(CORE, 'id', 'sourcedId', 'fullName', 'givenName', 'familyName', 'preferredName', 'status',
+      'classrooms', 'classroomAssignments', 'createdAt', 'updatedAt'),
+    ...same(FULL, 'email', 'title')
+  },
+  Classroom: same(CORE, 'id', 'sourcedId', 'name', 'gradeLevel', 'subject', 'students', 'teachers', 'teacherAssignments', 'createdAt', 'updatedAt'),
+  ClassroomAssignment: same(CORE, 'role', 'teacher', 'classroom'),
+  StudentPage: same(CORE, 'nodes', 'pageInfo'),
+  TeacherPage: same(CORE, 'nodes', 'pageInfo'),
+  ClassroomPage: same(CORE, 'nodes', 'pageInfo'),
+  PageInfo: same(CORE, 'endCursor', 'hasNextPage'),
+  ChangeFeed: same(CORE, 'changes', 'nextCursor', 'hasMore'),
+  Change: {
+    ...same(CORE, 'cursor', 'type', 'recordType', 'id', 'sourcedId', 'at', 'student', 'teacher', 'classroom'),
+    ...same(FULL, 'studentNumber')
+  }
+}
+
+/**
+ * What `Type.field` needs. A field missing from the table (impossible while the table test passes)
+ * needs what nobody holds: denied by default.
+ */
+export function requirementOf (type: string, field: string): Requirement | undefined {
+  return FIELD_SCOPES[type]?.[field]
+}
+
+const REQUIREMENT_LABEL: Readonly<Record<Requirement, string>> = {
+  'roster-core.readonly': '`roster-core.readonly` (or `roster.readonly`)',
+  'roster.readonly': '`roster.readonly`',
+  'roster-demographics.readonly': '`roster-demographics.readonly`',
+  none: 'nothing (takes credentials of its own)',
+  user: 'a user (not a client)'
+}
+
+/** README's field-to-scope table (section "Access"), generated from FIELD_SCOPES. */
+export function fieldScopeTable (): string {
+  const lines = ['| Type | Fields | Needs |', '|---|---|---|']
+  for (const [type, fields] of Object.entries(FIELD_SCOPES)) {
+    const byRequirement = new Map<Requirement, string[]>()
+    for (const [field, requirement] of Object.entries(fields)) {
+      byRequirement.set(requirement, [...byRequirement.get(requirement) ?? [], field])
+    }
+    for (const [requirement, names] of byRequirement) {
+      lines.push(`| \`${type}\` | ${names.map((name) => `\`${name}\``).join(', ')} | ${REQUIREMENT_LABEL[requirement]} |`)
+    }
+  }
+  return lines.join('\n') + '\n'
+}
