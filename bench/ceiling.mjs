@@ -7,12 +7,11 @@
 //
 // Started by bench/run.mjs with CEILING_DATABASE_URL, JWT_SECRET, PORT, HOST and POOL_SIZE.
 // It connects as the superuser: the statements filter by school themselves.
-import jwt from '@fastify/jwt'
-import Fastify from 'fastify'
 import pg from 'pg'
-import { DEEP_PAGE_LIMIT, DEEP_PAGE_QUERY, FLAT_QUERY, NESTED_STUDENTS_QUERY, NESTED_TEACHERS_QUERY, studentCursor, studentCursorId } from './workloads.mjs'
+import { serveReads } from './read-server.mjs'
+import { DEEP_PAGE_LIMIT, DEEP_PAGE_QUERY, deepPageAnswer, FLAT_QUERY, NESTED_STUDENTS_QUERY, NESTED_TEACHERS_QUERY } from './workloads.mjs'
 
-const { CEILING_DATABASE_URL, JWT_SECRET, PORT, HOST = '127.0.0.1', POOL_SIZE = '10' } = process.env
+const { CEILING_DATABASE_URL, POOL_SIZE = '10' } = process.env
 
 const FLAT_SQL = `SELECT s.id, s.full_name, c.name AS classroom_name
   FROM students s LEFT JOIN classrooms c ON c.school_id = s.school_id AND c.id = s.classroom_id
@@ -66,46 +65,11 @@ const HANDLERS = new Map([
     const { rows } = await pool.query(NESTED_TEACHERS_SQL, [schoolId])
     return { data: { teachers: rows.map((r) => ({ id: r.id, fullName: r.full_name, classrooms: r.classrooms })) } }
   }],
-  [DEEP_PAGE_QUERY, async (schoolId, variables) => {
-    const after = studentCursorId(variables?.after)
-    if (after === null) return { data: null, errors: [{ message: 'after is not a cursor of this API', extensions: { code: 'BAD_USER_INPUT' } }] }
-    const { rows } = await pool.query(DEEP_PAGE_SQL, [schoolId, after])
-    const nodes = rows.slice(0, DEEP_PAGE_LIMIT).map((r) => ({ id: r.id, fullName: r.full_name, classroomName: r.classroom_name }))
-    const endCursor = nodes.length === 0 ? null : studentCursor(nodes.at(-1).id)
-    return { data: { studentsPage: { nodes, pageInfo: { endCursor, hasNextPage: rows.length > DEEP_PAGE_LIMIT } } } }
-  }]
+  [DEEP_PAGE_QUERY, (schoolId, variables) => deepPageAnswer(variables, async (after) =>
+    (await pool.query(DEEP_PAGE_SQL, [schoolId, after])).rows.map((r) => ({ id: r.id, fullName: r.full_name, classroomName: r.classroom_name })))]
 ])
 
-const app = Fastify({ logger: false })
-await app.register(jwt, {
-  secret: JWT_SECRET,
-  verify: { algorithms: ['HS256'], requiredClaims: ['sub', 'iat', 'exp'] }
+await serveReads(HANDLERS, {
+  ready: async () => { await pool.query('SELECT 1') },
+  close: async () => { await pool.end() }
 })
-
-const UNAUTHENTICATED = { data: null, errors: [{ message: 'Authentication required', extensions: { code: 'UNAUTHENTICATED' } }] }
-
-app.post('/', async (request, reply) => {
-  const handler = HANDLERS.get(request.body?.query)
-  if (handler === undefined) return await reply.code(400).send({ errors: [{ message: 'the ceiling serves only the benchmark queries' }] })
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')
-  let claims
-  try {
-    claims = match === null ? null : app.jwt.verify(match[1])
-  } catch {
-    claims = null
-  }
-  if (claims === null || typeof claims.school !== 'string') return UNAUTHENTICATED
-  return await handler(claims.school, request.body.variables)
-})
-
-app.get('/ready', async () => {
-  await pool.query('SELECT 1')
-  return { status: 'ready' }
-})
-
-app.addHook('onClose', async () => { await pool.end() })
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.once(signal, () => { app.close().then(() => process.exit(0), () => process.exit(1)) })
-}
-
-await app.listen({ host: HOST, port: Number(PORT) })

@@ -8,14 +8,13 @@
 //
 // Started by bench/run.mjs with CEILING_DATABASE_URL, JWT_SECRET, PORT, HOST, POOL_SIZE and PRISMA_FLOOR, after
 // `npm run build` (it imports the client from dist/). It connects as the superuser.
-import jwt from '@fastify/jwt'
 import { PrismaPg } from '@prisma/adapter-pg'
-import Fastify from 'fastify'
 import pg from 'pg'
 import { PrismaClient } from '../dist/generated/prisma/client.js'
-import { DEEP_PAGE_LIMIT, DEEP_PAGE_QUERY, FLAT_QUERY, NESTED_STUDENTS_QUERY, NESTED_TEACHERS_QUERY, studentCursor, studentCursorId } from './workloads.mjs'
+import { serveReads } from './read-server.mjs'
+import { DEEP_PAGE_LIMIT, DEEP_PAGE_QUERY, deepPageAnswer, FLAT_QUERY, NESTED_STUDENTS_QUERY, NESTED_TEACHERS_QUERY } from './workloads.mjs'
 
-const { CEILING_DATABASE_URL, JWT_SECRET, PORT, HOST = '127.0.0.1', POOL_SIZE = '10' } = process.env
+const { CEILING_DATABASE_URL, POOL_SIZE = '10' } = process.env
 
 // As the service names its statements (src/db/client.ts): each SQL text prepared once per connection.
 const names = new Map()
@@ -43,14 +42,8 @@ const rawRow = (r) => ({ id: r.id, fullName: r.full_name, classroomName: r.class
 
 const RAW_HANDLERS = new Map([
   [FLAT_QUERY, async (schoolId) => ({ data: { students: (await prisma.$queryRawUnsafe(FLAT_SQL, schoolId)).map(rawRow) } })],
-  [DEEP_PAGE_QUERY, async (schoolId, variables) => {
-    const after = studentCursorId(variables?.after)
-    if (after === null) return { data: null, errors: [{ message: 'after is not a cursor of this API', extensions: { code: 'BAD_USER_INPUT' } }] }
-    const rows = await prisma.$queryRawUnsafe(DEEP_PAGE_SQL, schoolId, after)
-    const nodes = rows.slice(0, DEEP_PAGE_LIMIT).map(rawRow)
-    const endCursor = nodes.length === 0 ? null : studentCursor(nodes.at(-1).id)
-    return { data: { studentsPage: { nodes, pageInfo: { endCursor, hasNextPage: rows.length > DEEP_PAGE_LIMIT } } } }
-  }]
+  [DEEP_PAGE_QUERY, (schoolId, variables) => deepPageAnswer(variables, async (after) =>
+    (await prisma.$queryRawUnsafe(DEEP_PAGE_SQL, schoolId, after)).map(rawRow))]
 ])
 
 const MODEL_HANDLERS = new Map([
@@ -105,53 +98,16 @@ const MODEL_HANDLERS = new Map([
     })
     return { data: { teachers: rows.map((t) => ({ id: t.id, fullName: t.fullName, classrooms: t.classrooms.map((a) => a.classroom) })) } }
   }],
-  [DEEP_PAGE_QUERY, async (schoolId, variables) => {
-    const after = studentCursorId(variables?.after)
-    if (after === null) return { data: null, errors: [{ message: 'after is not a cursor of this API', extensions: { code: 'BAD_USER_INPUT' } }] }
-    const rows = await prisma.student.findMany({
+  [DEEP_PAGE_QUERY, (schoolId, variables) => deepPageAnswer(variables, async (after) =>
+    (await prisma.student.findMany({
       relationLoadStrategy: 'join', where: { schoolId, id: { gt: after } }, orderBy: { id: 'asc' }, take: DEEP_PAGE_LIMIT + 1, select: LIST_ROW
-    })
-    const nodes = rows.slice(0, DEEP_PAGE_LIMIT).map(listRow)
-    const endCursor = nodes.length === 0 ? null : studentCursor(nodes.at(-1).id)
-    return { data: { studentsPage: { nodes, pageInfo: { endCursor, hasNextPage: rows.length > DEEP_PAGE_LIMIT } } } }
-  }]
+    })).map(listRow))]
 ])
 
-const HANDLERS = RAW ? RAW_HANDLERS : MODEL_HANDLERS
-
-const app = Fastify({ logger: false })
-await app.register(jwt, {
-  secret: JWT_SECRET,
-  verify: { algorithms: ['HS256'], requiredClaims: ['sub', 'iat', 'exp'] }
-})
-
-const UNAUTHENTICATED = { data: null, errors: [{ message: 'Authentication required', extensions: { code: 'UNAUTHENTICATED' } }] }
-
-app.post('/', async (request, reply) => {
-  const handler = HANDLERS.get(request.body?.query)
-  if (handler === undefined) return await reply.code(400).send({ errors: [{ message: 'this server serves only the benchmark queries' }] })
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '')
-  let claims
-  try {
-    claims = match === null ? null : app.jwt.verify(match[1])
-  } catch {
-    claims = null
+await serveReads(RAW ? RAW_HANDLERS : MODEL_HANDLERS, {
+  ready: async () => { await prisma.$queryRaw`SELECT 1` },
+  close: async () => {
+    await prisma.$disconnect()
+    await pool.end()
   }
-  if (claims === null || typeof claims.school !== 'string') return UNAUTHENTICATED
-  return await handler(claims.school, request.body.variables)
 })
-
-app.get('/ready', async () => {
-  await prisma.$queryRaw`SELECT 1`
-  return { status: 'ready' }
-})
-
-app.addHook('onClose', async () => {
-  await prisma.$disconnect()
-  await pool.end()
-})
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.once(signal, () => { app.close().then(() => process.exit(0), () => process.exit(1)) })
-}
-
-await app.listen({ host: HOST, port: Number(PORT) })

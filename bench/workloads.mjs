@@ -44,6 +44,20 @@ export function studentCursor (id) {
   return Buffer.from(JSON.stringify({ l: 'students', o: 'ID', d: 'ASC', v: [id] })).toString('base64url')
 }
 
+/**
+ * The answer to DEEP_PAGE_QUERY of a server that reads the page itself (the ceiling, the Prisma
+ * floor): `readAfter(afterId)` returns up to DEEP_PAGE_LIMIT + 1 rows after that student, already
+ * in the answer's shape (id, fullName, classroomName).
+ */
+export async function deepPageAnswer (variables, readAfter) {
+  const after = studentCursorId(variables?.after)
+  if (after === null) return { data: null, errors: [{ message: 'after is not a cursor of this API', extensions: { code: 'BAD_USER_INPUT' } }] }
+  const rows = await readAfter(after)
+  const nodes = rows.slice(0, DEEP_PAGE_LIMIT)
+  const endCursor = nodes.length === 0 ? null : studentCursor(nodes.at(-1).id)
+  return { data: { studentsPage: { nodes, pageInfo: { endCursor, hasNextPage: rows.length > DEEP_PAGE_LIMIT } } } }
+}
+
 /** The student id of a cursor made by `studentCursor`, or null. */
 export function studentCursorId (cursor) {
   try {
