@@ -26,6 +26,8 @@ const statementNameGenerator = ({ sql }) => {
 const pool = new pg.Pool({ connectionString: CEILING_DATABASE_URL, max: Number(POOL_SIZE) })
 const prisma = new PrismaClient({ adapter: new PrismaPg(pool, { statementNameGenerator }) })
 
+// The first `take` rows of a school's list by id, as the resolvers read a list.
+const firstRows = (schoolId, take) => ({ relationLoadStrategy: 'join', where: { schoolId }, orderBy: { id: 'asc' }, take })
 const LIST_ROW = { id: true, fullName: true, classroom: { select: { name: true } } }
 const listRow = (s) => ({ id: s.id, fullName: s.fullName, classroomName: s.classroom?.name ?? null })
 
@@ -48,17 +50,12 @@ const RAW_HANDLERS = new Map([
 
 const MODEL_HANDLERS = new Map([
   [FLAT_QUERY, async (schoolId) => {
-    const rows = await prisma.student.findMany({
-      relationLoadStrategy: 'join', where: { schoolId }, orderBy: { id: 'asc' }, take: 20, select: LIST_ROW
-    })
+    const rows = await prisma.student.findMany({ ...firstRows(schoolId, 20), select: LIST_ROW })
     return { data: { students: rows.map(listRow) } }
   }],
   [NESTED_STUDENTS_QUERY, async (schoolId) => {
     const rows = await prisma.student.findMany({
-      relationLoadStrategy: 'join',
-      where: { schoolId },
-      orderBy: { id: 'asc' },
-      take: 100,
+      ...firstRows(schoolId, 100),
       select: {
         id: true,
         fullName: true,
@@ -86,10 +83,7 @@ const MODEL_HANDLERS = new Map([
   }],
   [NESTED_TEACHERS_QUERY, async (schoolId) => {
     const rows = await prisma.teacher.findMany({
-      relationLoadStrategy: 'join',
-      where: { schoolId },
-      orderBy: { id: 'asc' },
-      take: 100,
+      ...firstRows(schoolId, 100),
       select: {
         id: true,
         fullName: true,
