@@ -1,6 +1,6 @@
-// Administration of clients (programs with OAuth 2.0 client credentials): create, list, rotate a
-// secret, revoke. Used by the CLI (`school-data client ...`), the demo seed and tests. A secret is
-// returned once, to be shown once; only its SHA-256 is stored.
+// Administration of clients (programs with OAuth 2.0 client credentials): create, list, change the
+// scopes, rotate a secret, revoke. Used by the CLI (`school-data client ...`), the demo seed and
+// tests. A secret is returned once, to be shown once; only its SHA-256 is stored.
 import { randomToken, tokenDigest } from '../auth/opaque-tokens.js'
 import { isScope, normalizeScopes, SCOPES, type Scope } from '../auth/scopes.js'
 import type { Database } from '../db/client.js'
@@ -37,9 +37,9 @@ function requireScopes (scopes: readonly string[]): Scope[] {
   return normalizeScopes(scopes as Scope[])
 }
 
-async function requireClient (db: Database, clientId: string): Promise<{ id: string, revokedAt: Date | null }> {
+async function requireClient (db: Database, clientId: string): Promise<{ id: string, scopes: string[], revokedAt: Date | null }> {
   if (!isUuid(clientId)) throw new AdminError(`Client id "${clientId}" is not a UUID`)
-  const client = await db.prisma.client.findUnique({ where: { id: clientId.toLowerCase() }, select: { id: true, revokedAt: true } })
+  const client = await db.prisma.client.findUnique({ where: { id: clientId.toLowerCase() }, select: { id: true, scopes: true, revokedAt: true } })
   if (client === null) throw new AdminError(`Client ${clientId} does not exist`)
   return client
 }
@@ -103,6 +103,19 @@ export async function rotateClientSecret (
     db.prisma.clientSecret.create({ data: { clientId: client.id, secretHash: tokenDigest(secret) } })
   ])
   return { clientId: client.id, secret, previousUntil }
+}
+
+/**
+ * Replaces a client's scopes. A change ends its access tokens on every API node within a second
+ * (trigger clients_access_changed): it asks /oauth/token for tokens of the new scopes.
+ */
+export async function setClientScopes (db: Database, clientId: string, scopes: readonly string[]): Promise<{ id: string, scopes: Scope[], changed: boolean }> {
+  const granted = requireScopes(scopes)
+  const client = await requireClient(db, clientId)
+  if (client.revokedAt !== null) throw new AdminError(`Client ${client.id} is revoked`)
+  if ([...client.scopes].sort().join(' ') === [...granted].sort().join(' ')) return { id: client.id, scopes: granted, changed: false }
+  await db.prisma.client.update({ where: { id: client.id }, data: { scopes: granted } })
+  return { id: client.id, scopes: granted, changed: true }
 }
 
 /**

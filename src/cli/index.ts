@@ -9,9 +9,12 @@ import {
   createTeacher,
   createUser,
   disableUser,
-  enableUser
+  enableUser,
+  listUsers,
+  setUserRole,
+  USER_ROLES
 } from '../admin/records.js'
-import { createClient, DEFAULT_OVERLAP_HOURS, listClients, MAX_OVERLAP_HOURS, revokeClient, rotateClientSecret } from '../admin/clients.js'
+import { createClient, DEFAULT_OVERLAP_HOURS, listClients, MAX_OVERLAP_HOURS, revokeClient, rotateClientSecret, setClientScopes } from '../admin/clients.js'
 import { SCOPES } from '../auth/scopes.js'
 import { readAudit, type AuditEntry } from '../audit/store.js'
 import { loadConfig } from '../config.js'
@@ -89,17 +92,44 @@ export function buildProgram (): Command {
     .description('create a user; the password is read from standard input (one line); prints the id')
     .requiredOption('--username <username>', 'login name (compared case-insensitively)')
     .option('--school <schoolId>', 'school the user may read')
-    .action(async ({ username, school }: { username: string, school?: string }) => {
+    .option('--role <role>', `what the user reads: ${USER_ROLES.join(' or ')} (default admin: the whole school)`)
+    .option('--teacher <teacherId>', 'with --role teacher: the teacher record (of --school) the user is')
+    .action(async ({ username, school, role, teacher }: { username: string, school?: string, role?: string, teacher?: string }) => {
       const password = await readPassword()
-      printId(await withDatabase((db) => createUser(db, { username, password, schoolId: school })))
+      printId(await withDatabase((db) => createUser(db, { username, password, schoolId: school, role, teacherId: teacher })))
     })
   user.command('assign')
-    .description("assign a user to a school (a move revokes the user's refresh tokens)")
+    .description("assign a user to a school (a move revokes the user's refresh tokens); a teacher moves with --teacher")
     .requiredOption('--username <username>', 'login name')
     .requiredOption('--school <schoolId>', 'school id')
-    .action(async ({ username, school }: { username: string, school: string }) => {
-      await withDatabase((db) => assignUser(db, username, school))
-      process.stderr.write(`Assigned ${username} to school ${school}\n`)
+    .option('--teacher <teacherId>', "a teacher user's teacher record in the new school")
+    .action(async ({ username, school, teacher }: { username: string, school: string, teacher?: string }) => {
+      await withDatabase((db) => assignUser(db, username, school, { teacherId: teacher }))
+      process.stderr.write(`Assigned ${username} to school ${school}${teacher === undefined ? '' : ` as teacher ${teacher}`}\n`)
+    })
+  user.command('role')
+    .description("change a user's role: their access tokens stop working at once on every node, and the next refresh or login gets the new role")
+    .requiredOption('--username <username>', 'login name')
+    .requiredOption('--role <role>', USER_ROLES.join(' or '))
+    .option('--teacher <teacherId>', "with --role teacher: the teacher record (of the user's school) the user is")
+    .action(async ({ username, role, teacher }: { username: string, role: string, teacher?: string }) => {
+      const { changed } = await withDatabase((db) => setUserRole(db, username, { role, teacherId: teacher }))
+      const what = `${role.toLowerCase()}${teacher === undefined ? '' : ` (teacher ${teacher})`}`
+      process.stderr.write(changed ? `${username} is now ${what}\n` : `${username} is ${what} already: nothing was changed\n`)
+    })
+  user.command('list')
+    .description('list users (never a password), by username: school, role, teacher record, state')
+    .option('--school <schoolId>', 'only the users of this school')
+    .option('--json', 'one JSON object per line')
+    .action(async ({ school, json }: { school?: string, json?: boolean }) => {
+      for (const u of await withDatabase((db) => listUsers(db, { schoolId: school }))) {
+        const role = u.role.toLowerCase()
+        const entry = { id: u.id, username: u.username, schoolId: u.schoolId, role, teacherId: u.teacherId, teacherName: u.teacherName, disabledAt: u.disabledAt?.toISOString() ?? null, createdAt: u.createdAt.toISOString() }
+        const teacher = u.teacherId === null ? '' : ` teacher=${u.teacherId} (${u.teacherName === null ? 'no such teacher record' : JSON.stringify(u.teacherName)})`
+        process.stdout.write((json === true
+          ? JSON.stringify(entry)
+          : `${u.id} username=${u.username} school=${u.schoolId ?? 'none'} role=${role}${teacher} ${u.disabledAt === null ? 'active' : `disabled=${entry.disabledAt}`}`) + '\n')
+      }
     })
   user.command('disable')
     .description('disable a user: no login or refresh, and their access tokens stop working at once')
@@ -138,6 +168,16 @@ export function buildProgram (): Command {
           ? JSON.stringify(entry)
           : `${c.id} school=${c.schoolId} scopes=${c.scopes.join(',')} secrets=${c.liveSecrets} ${c.revokedAt === null ? 'active' : `revoked=${entry.revokedAt}`} name=${JSON.stringify(c.name)}`) + '\n')
       }
+    })
+  client.command('scopes')
+    .description("replace a client's scopes; its access tokens stop working at once on every node (it asks /oauth/token for new ones)")
+    .argument('<clientId>', 'client id')
+    .requiredOption('--scope <scope>', `a scope it may be granted, repeatable: ${SCOPES.join(', ')}`, collect, [])
+    .action(async (clientId: string, { scope }: { scope: string[] }) => {
+      const { id, scopes, changed } = await withDatabase((db) => setClientScopes(db, clientId, scope))
+      process.stderr.write(changed
+        ? `Client ${id} now holds ${scopes.join(', ')}; its access tokens issued before are refused\n`
+        : `Client ${id} holds ${scopes.join(', ')} already: nothing was changed\n`)
     })
   client.command('rotate-secret')
     .description('give a client a new secret (printed, shown only now); the previous ones keep working for the overlap')
