@@ -1,6 +1,7 @@
 // GraphiQL at /graphiql: served in the sandbox only, every asset from this origin, and tried in a
 // real headless Chromium (Debian's `chromium`, driven by playwright-core, never a downloaded one):
-// the page logs in through the API and shows the students of the user's school.
+// the page logs in through the API (a user, a teacher, or a client with its id and secret) and shows
+// what the caller may read.
 import { existsSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import { dirname } from 'node:path'
@@ -8,7 +9,9 @@ import t, { type Test } from 'tap'
 import { chromium, type Page } from 'playwright-core'
 import { CONTENT_SECURITY_POLICY } from '../src/plugins/graphiql.js'
 import type { Config } from '../src/config.js'
-import { build, PASSWORD, seedSchool } from './helper.js'
+import { createStudent, createTeacher, createUser } from '../src/admin/records.js'
+import { build, PASSWORD, seedSchool, testDatabase, unique } from './helper.js'
+import { seedClient } from './fixtures/oauth.js'
 
 const CHROMIUM = '/usr/bin/chromium'
 // Real browser sessions on a machine whose cores the suite's other files share: more than the
@@ -202,6 +205,95 @@ t.test('in Chromium, the page renews the access token before it expires, and log
   await run.click()
   await t.resolves(response.getByText('UNAUTHENTICATED').first().waitFor(), 'queries go without a token again')
 
+  t.same(session.problems, [], 'no script error and no policy violation')
+  t.same(session.elsewhere, [], 'nothing was fetched from another origin')
+})
+
+/** What the page must not have done: script errors, policy violations, answers of 400 and more. */
+function problemsBut (session: Session, expected: RegExp): string[] {
+  return session.problems.filter((p) => !expected.test(p))
+}
+
+t.test('in Chromium, a client logs in with its id and secret, reads within its scopes, and renews its token', browserTest, async (t) => {
+  const mine = await seedSchool('Client GraphiQL Academy', [['Katherine Johnson', 'Room 4']])
+  await seedSchool('Other Client School', [['Mallory Outsider', 'Room 1']])
+  const client = await seedClient(mine.schoolId, ['roster-core.readonly'], 'GraphiQL client')
+  // Three-second access tokens: a client has no refresh token, the page asks /oauth/token again.
+  const session = await openGraphiQL(t, STUDENTS, { accessTokenTtl: 3 })
+  if (session === undefined) return
+  const { page } = session
+  const run = page.locator('.graphiql-execute-button')
+  const response = page.locator('.graphiql-response')
+  const tokenBodies: string[] = []
+  page.on('request', (request) => {
+    if (new URL(request.url()).pathname === '/oauth/token') tokenBodies.push(`${request.headers()['content-type'] ?? ''} ${request.postData() ?? ''}`)
+  })
+
+  await page.selectOption('#login-kind', 'client')
+  t.notOk(await page.locator('#username').isVisible(), 'the user fields are hidden')
+  await page.fill('#client-id', client.clientId)
+  await page.fill('#client-secret', 'not the secret')
+  await page.click('#login-button')
+  await t.resolves(page.locator('#status', { hasText: 'Login failed' }).waitFor(), 'a wrong secret is reported')
+
+  await page.fill('#client-secret', client.secret)
+  await page.click('#login-button')
+  await t.resolves(page.locator('#status', { hasText: `Logged in as the client ${client.clientId} (scopes: roster-core.readonly)` }).waitFor())
+  t.equal(await page.inputValue('#client-secret'), '', 'the secret field is cleared')
+  t.match(tokenBodies[0], /^application\/x-www-form-urlencoded grant_type=client_credentials&client_id=[0-9a-f-]{36}&client_secret=/,
+    'client_secret_post: the id and secret in a form body')
+
+  // Renewed by the timer with the id and secret, twice, so the renewed token is renewed in turn.
+  const isTokenRequest = (request: { url: () => string }): boolean => new URL(request.url()).pathname === '/oauth/token'
+  await page.waitForRequest(isTokenRequest)
+  await page.waitForRequest(isTokenRequest)
+  await run.click()
+  await response.getByText('Katherine Johnson').waitFor()
+  const shown = await response.innerText()
+  t.notMatch(shown, /Mallory Outsider/, 'another school\'s student is not shown')
+  t.notMatch(shown, /UNAUTHENTICATED/)
+
+  // Its scopes hold: an email needs roster.readonly.
+  await page.locator('.graphiql-query-editor .CodeMirror').click()
+  await page.keyboard.press('Control+A')
+  await page.keyboard.type('{ students { email } }')
+  await run.click()
+  await t.resolves(response.getByText('Student.email needs the scope roster.readonly').waitFor(), 'a field outside its scopes is refused')
+
+  const stored = await page.evaluate('JSON.stringify({ local: { ...localStorage }, session: { ...sessionStorage }, cookie: document.cookie })')
+  t.notMatch(stored, /eyJ/, 'no JWT in web storage or cookies')
+  t.notOk(String(stored).includes(client.secret), 'nor the client\'s secret')
+
+  await page.click('#logout-button')
+  await page.locator('#status', { hasText: 'Logged out' }).waitFor()
+  t.equal(await page.inputValue('#login-kind'), 'client', 'the client login form is back')
+
+  // The wrong secret's answer (400 invalid_client) is the one failure expected.
+  t.same(problemsBut(session, /400 POST .*\/oauth\/token|status of 400/), [], 'no script error and no policy violation')
+  t.same(session.elsewhere, [], 'nothing was fetched from another origin')
+})
+
+t.test('in Chromium, a teacher logs in like an administrator; the page names the role and shows the teacher\'s students', browserTest, async (t) => {
+  const db = await testDatabase()
+  const mine = await seedSchool('Teacher GraphiQL Academy', [['Mary Jackson', 'Room 5'], ['Eve Otherroom', 'Room 6']])
+  const teacherId = await createTeacher(db, { schoolId: mine.schoolId, fullName: 'Dorothy Vaughan' })
+  const room = await db.forSchool(mine.schoolId).classroom.findFirstOrThrow({ where: { name: 'Room 5' }, select: { id: true } })
+  await db.forSchool(mine.schoolId).teacherClassroom.create({ data: { schoolId: mine.schoolId, teacherId, classroomId: room.id } })
+  await createStudent(db, { schoolId: mine.schoolId, fullName: 'Annie Easley', classroom: 'Room 5' })
+  const username = unique('teacher')
+  await createUser(db, { username, password: PASSWORD, schoolId: mine.schoolId, role: 'teacher', teacherId })
+
+  const session = await openGraphiQL(t, STUDENTS)
+  if (session === undefined) return
+  const { page } = session
+  await logIn(page, username)
+  await t.resolves(page.locator('#status', { hasText: `Logged in as ${username} (teacher)` }).waitFor(), 'the status names the role')
+  const response = page.locator('.graphiql-response')
+  await page.locator('.graphiql-execute-button').click()
+  await response.getByText('Annie Easley').waitFor()
+  const shown = await response.innerText()
+  t.match(shown, /"fullName": "Mary Jackson"/)
+  t.notMatch(shown, /Eve Otherroom/, 'a student of another classroom is not shown')
   t.same(session.problems, [], 'no script error and no policy violation')
   t.same(session.elsewhere, [], 'nothing was fetched from another origin')
 })

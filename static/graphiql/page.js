@@ -1,14 +1,18 @@
 // The sandbox's GraphiQL page: a login form above GraphiQL, whose requests carry the access token.
+// A user (an administrator, a teacher) logs in with the login mutation; a client (a program) with
+// its id and secret at POST /oauth/token (client credentials, client_secret_post).
 //
-// Tokens live in this script's memory only, never in localStorage, sessionStorage or a cookie:
-// nothing else that runs on this origin later can read them, and a reload or a closed tab ends the
-// session (log in again). The access token is renewed with the refresh token shortly before it
-// expires, and once more if the API answers UNAUTHENTICATED anyway.
+// Tokens, and a client's secret, live in this script's memory only, never in localStorage,
+// sessionStorage or a cookie: nothing else that runs on this origin later can read them, and a
+// reload or a closed tab ends the session (log in again). The access token is renewed shortly
+// before it expires (a user's with the refresh token, a client's with its id and secret: client
+// credentials have no refresh token), and once more if the API answers UNAUTHENTICATED anyway.
 /* global React, ReactDOM, GraphiQL */
 'use strict'
 
 ;(function () {
   const ENDPOINT = '/'
+  const TOKEN_ENDPOINT = '/oauth/token'
   const LOGIN = 'mutation Login($username: String!, $password: String!) {\n' +
     '  login(username: $username, password: $password) { accessToken refreshToken }\n}'
   const REFRESH = 'mutation Refresh($refreshToken: String!) {\n' +
@@ -18,13 +22,21 @@
     '{\n  students(limit: 10) {\n    id\n    fullName\n    classroomName\n  }\n}\n'
 
   const form = document.getElementById('login')
+  const kind = document.getElementById('login-kind')
+  const userFields = document.getElementById('user-fields')
+  const clientFields = document.getElementById('client-fields')
   const username = document.getElementById('username')
   const password = document.getElementById('password')
+  const clientId = document.getElementById('client-id')
+  const clientSecret = document.getElementById('client-secret')
   const loginButton = document.getElementById('login-button')
   const logoutButton = document.getElementById('logout-button')
   const status = document.getElementById('status')
 
-  /** { username, accessToken, refreshToken } while logged in, else null. */
+  /**
+   * While logged in: { kind: 'user', username, accessToken, refreshToken } or
+   * { kind: 'client', clientId, secret, accessToken }; else null.
+   */
   let session = null
   let renewTimer
   let renewing = null
@@ -49,6 +61,33 @@
     }
   }
 
+  /**
+   * An access token for a client (RFC 6749 §4.4, the client's id and secret in the form body):
+   * { accessToken } or { error }.
+   */
+  async function clientToken (id, secret) {
+    const body = new URLSearchParams({ grant_type: 'client_credentials', client_id: id, client_secret: secret })
+    const response = await fetch(TOKEN_ENDPOINT, {
+      method: 'POST',
+      headers: { Accept: 'application/json', 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: body.toString(),
+      credentials: 'omit'
+    })
+    const text = await response.text()
+    let answer
+    try {
+      answer = JSON.parse(text)
+    } catch {
+      return { error: 'HTTP ' + response.status + ': ' + text.slice(0, 300) }
+    }
+    if (response.ok && typeof answer.access_token === 'string') return { accessToken: answer.access_token }
+    const retry = response.headers.get('Retry-After')
+    return {
+      error: (answer.error_description || answer.error || 'HTTP ' + response.status) +
+        (retry ? ' (try again in ' + retry + ' s)' : '')
+    }
+  }
+
   function errorText (result) {
     return (result.errors || []).map((e) => e.message).join('; ') || 'no answer'
   }
@@ -57,15 +96,29 @@
     return Array.isArray(result.errors) && result.errors.some((e) => e.extensions && e.extensions.code === code)
   }
 
-  /** Seconds between the token's issue and expiry, read from the JWT (no clock comparison). */
-  function lifetime (accessToken) {
+  /** The access token's claims (a JWT's payload; the API checks the signature, not the page). */
+  function claimsOf (accessToken) {
     try {
       const part = accessToken.split('.')[1].replace(/-/g, '+').replace(/_/g, '/')
-      const claims = JSON.parse(atob(part))
-      return claims.exp - claims.iat
+      return JSON.parse(atob(part))
     } catch {
-      return undefined
+      return {}
     }
+  }
+
+  /** Seconds between the token's issue and expiry, read from the JWT (no clock comparison). */
+  function lifetime (accessToken) {
+    const claims = claimsOf(accessToken)
+    return claims.exp - claims.iat
+  }
+
+  /** Who the session is, as its token says: the user and their role, or the client and its scopes. */
+  function caller (current) {
+    const claims = claimsOf(current.accessToken)
+    if (current.kind === 'client') {
+      return 'the client ' + current.clientId + (typeof claims.scope === 'string' ? ' (scopes: ' + claims.scope.split(' ').join(', ') + ')' : '')
+    }
+    return current.username + (typeof claims.role === 'string' ? ' (' + claims.role + ')' : '')
   }
 
   function scheduleRenewal () {
@@ -77,11 +130,11 @@
     renewTimer = setTimeout(() => { renew() }, delay)
   }
 
-  function loggedIn (name) {
+  function loggedIn () {
     form.hidden = true
     logoutButton.hidden = false
     const ends = new Date(Date.now() + (lifetime(session.accessToken) || 0) * 1000)
-    show('Logged in as ' + name + '. The access token (valid until ' + ends.toLocaleTimeString() +
+    show('Logged in as ' + caller(session) + '. The access token (valid until ' + ends.toLocaleTimeString() +
       ') is renewed before it expires; a reload logs out.')
   }
 
@@ -93,22 +146,29 @@
     show(message, isError)
   }
 
-  /** A new access token for the session's refresh token; true when it worked. One at a time. */
+  /** A new access token: { accessToken } or { error }. */
+  async function newAccessToken (current) {
+    if (current.kind === 'client') return await clientToken(current.clientId, current.secret)
+    const result = await post({ query: REFRESH, variables: { refreshToken: current.refreshToken } })
+    const token = result.data && result.data.refreshToken && result.data.refreshToken.accessToken
+    return token ? { accessToken: token } : { error: errorText(result) }
+  }
+
+  /** A new access token for the session; true when it worked. One at a time. */
   function renew () {
     if (session === null) return Promise.resolve(false)
     if (renewing !== null) return renewing
     const current = session
-    renewing = post({ query: REFRESH, variables: { refreshToken: current.refreshToken } })
+    renewing = newAccessToken(current)
       .then((result) => {
         if (session !== current) return false
-        const token = result.data && result.data.refreshToken && result.data.refreshToken.accessToken
-        if (!token) {
-          loggedOut('Session ended (' + errorText(result) + '): log in again.', true)
+        if (!result.accessToken) {
+          loggedOut('Session ended (' + result.error + '): log in again.', true)
           return false
         }
-        current.accessToken = token
+        current.accessToken = result.accessToken
         scheduleRenewal()
-        loggedIn(current.username)
+        loggedIn()
         return true
       }, (err) => {
         // The server may be back soon: keep the session, try again at the next request.
@@ -119,22 +179,48 @@
     return renewing
   }
 
+  /** A user's session from the login mutation: { session } or { error }. */
+  async function logInUser () {
+    const name = username.value
+    const result = await post({ query: LOGIN, variables: { username: name, password: password.value } })
+    const tokens = result.data && result.data.login
+    if (!tokens) return { error: errorText(result) }
+    password.value = ''
+    return { session: { kind: 'user', username: name, accessToken: tokens.accessToken, refreshToken: tokens.refreshToken } }
+  }
+
+  /** A client's session from the token endpoint: { session } or { error }. */
+  async function logInClient () {
+    const id = clientId.value.trim()
+    const secret = clientSecret.value
+    const result = await clientToken(id, secret)
+    if (!result.accessToken) return { error: result.error }
+    clientSecret.value = ''
+    return { session: { kind: 'client', clientId: id, secret, accessToken: result.accessToken } }
+  }
+
+  /** Shows the fields of the kind of login chosen; the other kind's are disabled (not required). */
+  function showKind () {
+    const isClient = kind.value === 'client'
+    userFields.hidden = userFields.disabled = isClient
+    clientFields.hidden = clientFields.disabled = !isClient
+  }
+  kind.addEventListener('change', showKind)
+  showKind()
+
   form.addEventListener('submit', async (event) => {
     event.preventDefault()
     loginButton.disabled = true
     show('Logging in\u2026')
     try {
-      const name = username.value
-      const result = await post({ query: LOGIN, variables: { username: name, password: password.value } })
-      const tokens = result.data && result.data.login
-      if (!tokens) {
-        show('Login failed: ' + errorText(result), true)
+      const result = kind.value === 'client' ? await logInClient() : await logInUser()
+      if (!result.session) {
+        show('Login failed: ' + result.error, true)
         return
       }
-      password.value = ''
-      session = { username: name, accessToken: tokens.accessToken, refreshToken: tokens.refreshToken }
+      session = result.session
       scheduleRenewal()
-      loggedIn(name)
+      loggedIn()
     } catch (err) {
       show('Login failed: ' + err.message, true)
     } finally {
@@ -145,7 +231,8 @@
   logoutButton.addEventListener('click', async () => {
     const current = session
     loggedOut('Logged out.')
-    if (current === null) return
+    // A client's token cannot be revoked on its own (client credentials): forgotten here, it expires.
+    if (current === null || current.kind !== 'user') return
     // Revoke the refresh token too, so it is of no use even if it was copied.
     try {
       await post({ query: LOGOUT, variables: { refreshToken: current.refreshToken } }, current.accessToken)
