@@ -1,5 +1,5 @@
-// `school-data seed demo` and the sandbox's first start: a demo school that its printed user can
-// log in to and read; refused in production; not made twice.
+// `school-data seed demo` and the sandbox's first start: a demo school that its printed users (an
+// administrator and a teacher) and client can log in to and read; refused in production; not made twice.
 import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { buildApp } from '../src/app.js'
 import { openDatabase, type Database } from '../src/db/client.js'
-import { DEMO_SCHOOL_NAME, DEMO_USERNAME } from '../src/seed/demo.js'
+import { DEMO_SCHOOL_NAME, DEMO_TEACHER_CLASSROOM, DEMO_TEACHER_USERNAME, DEMO_USERNAME } from '../src/seed/demo.js'
 import { seedEmptySandbox } from '../src/seed/sandbox.js'
 import { createTestDatabase, gql, login, testConfig, testDatabase, testDatabaseUrl } from './helper.js'
 import { runCli, type CliRun } from './fixtures/cli.js'
@@ -100,6 +100,31 @@ t.test('seed demo makes a school its printed user can log in to; a second run is
   t.equal(token.body.scope, 'roster-core.readonly roster.readonly roster-demographics.readonly')
   const read = await gql(app, '{ students(limit: 1) { email dateOfBirth } }', { token: String(token.body.access_token) })
   t.same(read.body.errors, undefined, 'the demo client reads every field')
+
+  // The demo teacher, printed as the demo user is: a teacher login of the lead teacher of one
+  // classroom, who reads that classroom, its students and its teachers, and no dates of birth.
+  const teacherLine = new RegExp(`A teacher logs in as "${DEMO_TEACHER_USERNAME}" with the password "([^"]+)" \\(shown only now\\): (.+), lead teacher of ${DEMO_TEACHER_CLASSROOM},`).exec(run.stdout)
+  t.ok(teacherLine, 'the demo teacher\'s login is printed')
+  const [, teacherPassword = '', teacherName = ''] = teacherLine ?? []
+  t.ok(teacherPassword.length >= 16 && teacherPassword !== password, 'a password of its own')
+  const lead = data.teachers.find((x: any) => x.fullName === teacherName)
+  t.ok(lead, `the printed teacher (${teacherName}) is a teacher of the school`)
+  const user = await db.prisma.user.findUnique({ where: { username: DEMO_TEACHER_USERNAME }, select: { role: true, teacherId: true, schoolId: true } })
+  t.same(user, { role: 'TEACHER', teacherId: lead?.id, schoolId }, 'a teacher user of that teacher record')
+  const room = data.classrooms.find((c: any) => c.name === DEMO_TEACHER_CLASSROOM)
+  const teacher = await login(app, DEMO_TEACHER_USERNAME, teacherPassword)
+  const reach = await gql(app, `{
+    classrooms(limit: 1000) { id name }
+    students(limit: 1000) { id classroom { id } }
+    teachers(limit: 1000) { id }
+  }`, { token: teacher.accessToken })
+  t.same(reach.body.errors, undefined)
+  const seen = reach.body.data as any
+  t.same(seen.classrooms, [{ id: room.id, name: DEMO_TEACHER_CLASSROOM }], 'the teacher\'s one classroom')
+  t.ok(seen.students.length >= 18 && seen.students.every((s: any) => s.classroom?.id === room.id), `its students only (${seen.students.length})`)
+  t.equal(seen.teachers.length, 2, 'the teacher and the classroom\'s teaching assistant')
+  const demographics = await gql(app, '{ students(limit: 1) { dateOfBirth } }', { token: teacher.accessToken })
+  t.match(demographics.body.errors?.[0]?.extensions, { code: 'FORBIDDEN' }, 'no dates of birth for a teacher')
 })
 
 t.test('the sandbox server seeds an empty embedded database only', async (t) => {

@@ -1,9 +1,9 @@
 // `school-data seed demo`: a demo school for the sandbox (and for `npm start` on an empty embedded
 // database). Names come from faker with a fixed seed, so every demo school has the same people;
-// the demo user's password and the demo client's secret are random and printed once.
+// the demo users' passwords and the demo client's secret are random and printed once.
 import { randomBytes } from 'node:crypto'
 import { createClient } from '../admin/clients.js'
-import { createSchool, createUser } from '../admin/records.js'
+import { createSchool, createUsers } from '../admin/records.js'
 import { SCOPES } from '../auth/scopes.js'
 import type { Environment } from '../config.js'
 import type { Database } from '../db/client.js'
@@ -14,6 +14,9 @@ export class SeedError extends Error {
 }
 
 export const DEMO_USERNAME = 'demo-admin'
+/** A teacher's login: the lead teacher of DEMO_TEACHER_CLASSROOM, which has a teaching assistant too. */
+export const DEMO_TEACHER_USERNAME = 'demo-teacher'
+export const DEMO_TEACHER_CLASSROOM = 'Grade 2 A'
 export const DEMO_SCHOOL_NAME = 'Maple Grove School'
 export const DEMO_CLIENT_NAME = 'Demo integration'
 
@@ -21,6 +24,11 @@ export interface DemoLogin {
   schoolId: string
   username: string
   password: string
+  /** The teacher's login (role teacher), and who the teacher is. */
+  teacherUsername: string
+  teacherPassword: string
+  teacherName: string
+  teacherClassroom: string
   /** A client with every read scope (OAuth client credentials). */
   clientId: string
   clientSecret: string
@@ -49,9 +57,13 @@ export function refuseInProduction (env: Environment): void {
 
 export async function seedDemo (db: Database, { env }: { env: Environment }): Promise<DemoLogin> {
   refuseInProduction(env)
-  const taken = await db.prisma.user.findUnique({ where: { username: DEMO_USERNAME }, select: { schoolId: true } })
+  const taken = await db.prisma.user.findFirst({
+    where: { username: { in: [DEMO_USERNAME, DEMO_TEACHER_USERNAME] } },
+    orderBy: { username: 'asc' },
+    select: { username: true, schoolId: true }
+  })
   if (taken !== null) {
-    throw new SeedError(`The demo data exists already (user ${DEMO_USERNAME}, school ${taken.schoolId ?? 'none'}): nothing was changed`)
+    throw new SeedError(`The demo data exists already (user ${taken.username}, school ${taken.schoolId ?? 'none'}): nothing was changed`)
   }
   // Loaded on use: faker's name lists are only needed here.
   const { faker } = await import('@faker-js/faker/locale/en_US')
@@ -163,13 +175,24 @@ export async function seedDemo (db: Database, { env }: { env: Environment }): Pr
   await tenant.student.createMany({ data: students })
 
   const client = await createClient(db, { schoolId, name: DEMO_CLIENT_NAME, scopes: SCOPES })
-  // The user comes last: while it does not exist, a failed seed can simply be run again.
+  // The users come last, both in one transaction: while they do not exist, a failed seed can simply
+  // be run again.
+  const room = classrooms.find((c) => c.name === DEMO_TEACHER_CLASSROOM)!
+  const lead = teacherRows.find((row) => assignments.some((a) => a.classroomId === room.id && a.teacherId === row.id && a.role === 'PRIMARY'))!
   const password = randomBytes(12).toString('base64url')
-  await createUser(db, { username: DEMO_USERNAME, password, schoolId })
+  const teacherPassword = randomBytes(12).toString('base64url')
+  await createUsers(db, [
+    { username: DEMO_TEACHER_USERNAME, password: teacherPassword, schoolId, role: 'teacher', teacherId: lead.id },
+    { username: DEMO_USERNAME, password, schoolId }
+  ])
   return {
     schoolId,
     username: DEMO_USERNAME,
     password,
+    teacherUsername: DEMO_TEACHER_USERNAME,
+    teacherPassword,
+    teacherName: `${lead.givenName} ${lead.familyName}`,
+    teacherClassroom: room.name,
     clientId: client.clientId,
     clientSecret: client.secret,
     students: students.length,
@@ -183,6 +206,7 @@ export function formatLogin (login: DemoLogin): string {
   return [
     `Demo school "${DEMO_SCHOOL_NAME}" (${login.schoolId}): ${login.classrooms} classrooms, ${login.teachers} teachers, ${login.students} students.`,
     `Log in as "${login.username}" with the password "${login.password}" (shown only now; make another user with \`school-data user create\`).`,
+    `A teacher logs in as "${login.teacherUsername}" with the password "${login.teacherPassword}" (shown only now): ${login.teacherName}, lead teacher of ${login.teacherClassroom}, reads that classroom, its students and its teachers (no dates of birth).`,
     'In the sandbox, open /graphiql on the server and use the login form, or call the login mutation.',
     `A program connects as the client "${DEMO_CLIENT_NAME}" with the client id "${login.clientId}" and the secret "${login.clientSecret}" (every read scope; shown only now): POST /oauth/token with grant_type=client_credentials.`,
     login.schoolId
