@@ -7,7 +7,9 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { createSchool, createStudent, createTeacher, createUser } from '../../src/admin/records.js'
 import type { Database } from '../../src/db/client.js'
+import { createClient } from '../../src/admin/clients.js'
 import { createClassroomAssignment } from '../fixtures.js'
+import { clientToken } from '../fixtures/oauth.js'
 import { gql, login, PASSWORD, testConfig, unique, type GraphQLResponse } from '../helper.js'
 
 export interface MirrorSchool {
@@ -18,6 +20,8 @@ export interface MirrorSchool {
   teacherToken: string
   /** What the teacher login may see: the school, Rooms 1 and 2, their students, Ms and Mr Same. */
   teacherReach: Set<string>
+  /** The access token of a client of the school holding roster-core.readonly only. */
+  coreClientToken: string
   studentIds: string[]
   teacherIds: string[]
   classroomIds: string[]
@@ -64,11 +68,15 @@ async function seed (db: Database, app: FastifyInstance): Promise<MirrorSchool> 
     ...STUDENTS.flatMap(([, room], i) => (rooms.has(room) ? [studentIds[i]!] : [])),
     ...TEACHERS.flatMap(([, taught], i) => (taught.some((room) => rooms.has(room)) ? [teacherIds[i]!] : []))
   ])
+  // A client with the core scope only.
+  const client = await createClient(db, { schoolId, name: 'Mirror core client', scopes: ['roster-core.readonly'] })
+  const coreClientToken = await clientToken(app, client)
   return {
     schoolId,
     token: accessToken,
     teacherToken,
     teacherReach,
+    coreClientToken,
     studentIds,
     teacherIds,
     classroomIds,
