@@ -138,7 +138,7 @@ t.test('in Chromium, the page logs in through the API and shows the school\'s st
   await t.resolves(page.locator('#status', { hasText: 'Invalid credentials' }).waitFor(), 'a wrong password is reported')
 
   await logIn(page, mine.username)
-  await t.resolves(page.locator('#status', { hasText: `Logged in as ${mine.username}` }).waitFor())
+  await t.resolves(page.locator('#status', { hasText: `Logged in as ${mine.username} (admin)` }).waitFor(), 'the status names the role')
   t.equal(await page.inputValue('#password'), '', 'the password field is cleared')
 
   await run.click()

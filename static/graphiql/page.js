@@ -118,7 +118,8 @@
     if (current.kind === 'client') {
       return 'the client ' + current.clientId + (typeof claims.scope === 'string' ? ' (scopes: ' + claims.scope.split(' ').join(', ') + ')' : '')
     }
-    return current.username + (typeof claims.role === 'string' ? ' (' + claims.role + ')' : '')
+    // A user's token names a role other than the default: no role claim is a school administrator.
+    return current.username + ' (' + (typeof claims.role === 'string' ? claims.role : 'admin') + ')'
   }
 
   function scheduleRenewal () {
