@@ -1,8 +1,9 @@
 // The benchmark database: created fresh, migrated with the project's own CLI, loaded with
 // set-based SQL as the superuser, and opened to the non-superuser role the service runs as.
 import { spawn } from 'node:child_process'
+import { createHash, randomBytes } from 'node:crypto'
 import pg from 'pg'
-import { DEEP_PAGE_LIMIT, deepPagePosition, expectedDeepPage, expectedFlat, expectedStudentsNested, expectedTeachersNested, studentCursor } from './workloads.mjs'
+import { CLIENT_SCOPES, DEEP_PAGE_LIMIT, deepPagePosition, expectedDeepPage, expectedFlat, expectedStudentsNested, expectedTeachersNested, studentCursor } from './workloads.mjs'
 
 export const SERVICE_ROLE = 'sds_bench_service'
 
@@ -56,16 +57,22 @@ export function migrate (projectDir, url) {
   })
 }
 
+/** The classrooms of each school's teacher login: two, spread over the school (Room 01 and the middle one). */
+export const TEACHER_LOGIN_ROOMS = 2
+
 /**
  * Loads `sizes.schools` schools, each with its classrooms, students, teachers, teacher-classroom
  * assignments and one user (`bench-sNN`, all with the same password hash). Names encode the
- * school (`S07 Student 0123`), so an answer can be checked for rows of another school.
+ * school (`S07 Student 0123`), so an answer can be checked for rows of another school. Each school
+ * also has a teacher login (`bench-sNN-teacher`, role TEACHER, same password) of a teacher record
+ * of its own (the school's last teacher) in TEACHER_LOGIN_ROOMS classrooms, and a client holding
+ * CLIENT_SCOPES with a random secret (returned, stored as its SHA-256 as the service stores it).
  */
 export async function loadDataset (url, sizes, passwordHash) {
   const { schools, students, teachers, classrooms, assignments } = sizes
   const schoolWidth = Math.max(2, String(schools).length)
   const studentWidth = Math.max(4, String(students).length)
-  const teacherWidth = Math.max(3, String(teachers).length)
+  const teacherWidth = Math.max(3, String(teachers + 1).length)
   const roomWidth = Math.max(2, String(classrooms).length)
   const pad = (expr, width) => `lpad((${expr})::text, ${width}, '0')`
   return await withClient(url, async (client) => {
@@ -101,14 +108,46 @@ export async function loadDataset (url, sizes, passwordHash) {
     const users = await client.query(`INSERT INTO users (id, username, password_hash, school_id, updated_at)
       SELECT gen_random_uuid(), 'bench-' || lower(b.tag), $1, b.id, now() FROM bench_schools b
       RETURNING id, username, school_id`, [passwordHash])
+    // The teacher login: a teacher record of its own, after the others (and their assignments), in
+    // Room 01 and the middle room; a TEACHER user of it.
+    const loginTeacher = `b.tag || ' Teacher ' || ${pad(teachers + 1, teacherWidth)}`
+    await client.query(`INSERT INTO teachers (school_id, id, full_name, updated_at)
+      SELECT b.id, gen_random_uuid(), ${loginTeacher}, now() FROM bench_schools b`)
+    await client.query(`INSERT INTO teacher_classrooms (school_id, teacher_id, classroom_id)
+      SELECT DISTINCT t.school_id, t.id, c.id
+      FROM bench_schools b
+      JOIN teachers t ON t.school_id = b.id AND t.full_name = ${loginTeacher}
+      CROSS JOIN generate_series(0, $1::int - 1) k
+      JOIN classrooms c ON c.school_id = b.id AND c.name = b.tag || ' Room ' || ${pad(`k * greatest(1, ${classrooms} / $1::int) % ${classrooms} + 1`, roomWidth)}`,
+    [TEACHER_LOGIN_ROOMS])
+    const teacherUsers = await client.query(`INSERT INTO users (id, username, password_hash, school_id, role, teacher_id, updated_at)
+      SELECT gen_random_uuid(), 'bench-' || lower(b.tag) || '-teacher', $1, b.id, 'TEACHER', t.id, now()
+      FROM bench_schools b JOIN teachers t ON t.school_id = b.id AND t.full_name = ${loginTeacher}
+      RETURNING id, username, school_id, teacher_id`, [passwordHash])
+    const teacherRooms = await client.query(`SELECT tc.school_id, array_agg(c.name ORDER BY c.name) AS rooms
+      FROM users u JOIN teacher_classrooms tc ON tc.school_id = u.school_id AND tc.teacher_id = u.teacher_id
+      JOIN classrooms c ON c.school_id = tc.school_id AND c.id = tc.classroom_id
+      WHERE u.role = 'TEACHER' GROUP BY tc.school_id`)
+    // A client per school, with a secret of its own (43 base64url characters, as the service makes them).
+    const clients = await client.query(`INSERT INTO clients (id, school_id, name, scopes, updated_at)
+      SELECT gen_random_uuid(), b.id, 'Bench client ' || b.tag, $1::text[], now() FROM bench_schools b
+      RETURNING id, school_id`, [CLIENT_SCOPES])
+    const secrets = clients.rows.map(() => randomBytes(32).toString('base64url'))
+    await client.query(`INSERT INTO client_secrets (id, client_id, secret_hash)
+      SELECT gen_random_uuid(), c, h FROM unnest($1::uuid[], $2::bytea[]) AS x(c, h)`,
+    [clients.rows.map((c) => c.id), secrets.map((secret) => createHash('sha256').update(secret).digest())])
     const rows = (await client.query('SELECT n, id, tag FROM bench_schools ORDER BY n')).rows
     await client.query('COMMIT')
     await client.query('VACUUM ANALYZE')
     const counts = (await client.query(`SELECT
       (SELECT count(*) FROM schools)::int AS schools, (SELECT count(*) FROM students)::int AS students,
       (SELECT count(*) FROM teachers)::int AS teachers, (SELECT count(*) FROM classrooms)::int AS classrooms,
-      (SELECT count(*) FROM teacher_classrooms)::int AS teacher_classrooms, (SELECT count(*) FROM users)::int AS users`)).rows[0]
+      (SELECT count(*) FROM teacher_classrooms)::int AS teacher_classrooms, (SELECT count(*) FROM users)::int AS users,
+      (SELECT count(*) FROM clients)::int AS clients`)).rows[0]
     const userBySchool = new Map(users.rows.map((u) => [u.school_id, u]))
+    const teacherBySchool = new Map(teacherUsers.rows.map((u) => [u.school_id, u]))
+    const roomsBySchool = new Map(teacherRooms.rows.map((r) => [r.school_id, r.rooms]))
+    const clientBySchool = new Map(clients.rows.map((c, i) => [c.school_id, { clientId: c.id, secret: secrets[i] }]))
     return {
       counts,
       schools: rows.map((r) => ({
@@ -116,7 +155,14 @@ export async function loadDataset (url, sizes, passwordHash) {
         id: r.id,
         tag: r.tag,
         username: userBySchool.get(r.id).username,
-        userId: userBySchool.get(r.id).id
+        userId: userBySchool.get(r.id).id,
+        teacher: {
+          username: teacherBySchool.get(r.id).username,
+          userId: teacherBySchool.get(r.id).id,
+          teacherId: teacherBySchool.get(r.id).teacher_id,
+          rooms: roomsBySchool.get(r.id)
+        },
+        client: clientBySchool.get(r.id)
       }))
     }
   })
@@ -177,8 +223,14 @@ export async function expectedPages (benchUrl, schools, studentsPerSchool) {
         FROM students s LEFT JOIN classrooms c ON c.school_id = s.school_id AND c.id = s.classroom_id
         WHERE s.school_id = $1 ORDER BY s.id OFFSET $2 LIMIT $3`, [school.id, position, DEEP_PAGE_LIMIT + 1])).rows
       if (deep.length === 0) throw new Error(`school ${school.tag} has no students after the ${position}th: the deep page would be empty`)
+      // The teacher login's flat page: the students of their classrooms only.
+      const taught = (await client.query(`SELECT s.id, s.full_name, c.id AS classroom_id, c.name AS classroom_name
+        FROM students s JOIN classrooms c ON c.school_id = s.school_id AND c.id = s.classroom_id
+        JOIN teacher_classrooms tc ON tc.school_id = s.school_id AND tc.classroom_id = s.classroom_id AND tc.teacher_id = $2
+        WHERE s.school_id = $1 ORDER BY s.id LIMIT 100`, [school.id, school.teacher.teacherId])).rows
       const page = {
         flat: expectedFlat(students),
+        teacherFlat: expectedFlat(taught),
         nestedStudents: expectedStudentsNested(students),
         nestedTeachers: expectedTeachersNested(teachers),
         deepPage: expectedDeepPage(deep)

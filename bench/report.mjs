@@ -79,6 +79,9 @@ export function renderMarkdown (r) {
     lines.push(`The superuser comparison ran in ${r.modes.superuser} mode: production mode refuses a role that bypasses row-level security.`)
   }
   for (const [workload, cost] of Object.entries(r.rls.cost)) lines.push(`Row-level security cost (${workload}): ${pct(cost)}`)
+  for (const [workload, detail] of Object.entries(r.callers?.detail ?? {})) {
+    lines.push(`${workload === 'teacher-flat' ? 'A teacher (two classrooms\' students)' : 'A client (roster-core.readonly and roster.readonly)'}, flat, cache off: ${detail}.`)
+  }
   for (const [target, ratio] of Object.entries(r.scaling ?? {})) {
     lines.push(`${TARGET_LABELS[target]} vs one process, flat: ${fmt(ratio, 2)}× the requests per second ` +
       '(the load generator, the processes and PostgreSQL share this machine\'s cores).')

@@ -20,7 +20,7 @@ import {
 import { freePort, startNode, stopNode, waitForQuiet, waitReady, watchProcess } from './processes.mjs'
 import { summaryMarkdown } from './profile-summary.mjs'
 import { renderMarkdown, renderSvg } from './report.mjs'
-import { LOGIN_MUTATION, WORKLOADS, checkRead, checkTokens, requestBody } from './workloads.mjs'
+import { LOGIN_MUTATION, WORKLOADS, accessTokenOf, checkClientToken, checkRead, checkTokens, requestBody } from './workloads.mjs'
 
 const projectDir = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const resultsDir = join(projectDir, 'bench', 'results')
@@ -134,8 +134,12 @@ async function graphql (port, body, accessToken) {
   return { status: response.status, body: await response.text() }
 }
 
-/** One login per school through the service; keeps each school's access and refresh token. */
-async function loginAll (port, schools, verify) {
+/**
+ * One login per school through the service; keeps each school's access and refresh token. With
+ * `callers`, also the teacher login's tokens (`teacher`) and the client's access token from
+ * POST /oauth/token (`client`) of each school.
+ */
+async function loginAll (port, schools, verify, callers = new Set()) {
   // One at a time: argon2id takes 19 MiB per hash, and parallel logins would raise the RSS measured next.
   for (const school of schools) {
     const { status, body } = await graphql(port, { query: LOGIN_MUTATION, variables: { username: school.username, password: school.password } })
@@ -143,6 +147,26 @@ async function loginAll (port, schools, verify) {
     if (problem !== null) throw new Error(`login of ${school.username} failed: ${problem}`)
     const { accessToken, refreshToken } = JSON.parse(body).data.login
     Object.assign(school, { accessToken, refreshToken })
+    if (callers.has('teacher')) {
+      const { username } = school.teacher
+      const teacher = await graphql(port, { query: LOGIN_MUTATION, variables: { username, password: school.password } })
+      const wrong = teacher.status === 200 ? checkTokens(teacher.body, 'login', school, verify, true, 'teacher') : `HTTP ${teacher.status}: ${teacher.body.slice(0, 300)}`
+      if (wrong !== null) throw new Error(`login of ${username} failed: ${wrong}`)
+      school.teacher.accessToken = JSON.parse(teacher.body).data.login.accessToken
+    }
+    if (callers.has('client')) {
+      // client_secret_post, as a program's OAuth library sends it.
+      const { clientId, secret } = school.client
+      const response = await fetch(`http://127.0.0.1:${port}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_secret: secret }).toString()
+      })
+      const text = await response.text()
+      const wrong = checkClientToken(response.status, text, school, verify)
+      if (wrong !== null) throw new Error(`client credentials of ${school.tag}'s client failed: ${wrong}`)
+      school.client.accessToken = JSON.parse(text).access_token
+    }
   }
 }
 
@@ -153,7 +177,7 @@ function checker (workload, pages, verify) {
   switch (workload.kind) {
     case 'read': return (body, school) => {
       const page = pages.get(school.id)[workload.expected]
-      return checkRead(body, page.text, page.value, school)
+      return checkRead(body, page.text, page.value, school, workload.caller === 'teacher' ? school.teacher.rooms : undefined)
     }
     case 'login': return (body, school) => checkTokens(body, 'login', school, verify, true)
     case 'refresh': return (body, school) => checkTokens(body, 'refreshToken', school, verify, false)
@@ -171,7 +195,7 @@ async function cannon (port, workload, schools, seconds, check, connections = se
   const bodies = new Map(schools.map((s) => [s.id, Buffer.from(requestBody(workload, s))]))
   const headers = new Map(schools.map((s) => [s.id, {
     'content-type': 'application/json',
-    ...(workload.kind === 'read' ? { authorization: `Bearer ${s.accessToken}` } : {})
+    ...(workload.kind === 'read' ? { authorization: `Bearer ${accessTokenOf(workload, s)}` } : {})
   }]))
   let next = 0
   let checked = 0
@@ -390,6 +414,7 @@ function serviceEnv (mode, databaseUrlValue, port, jwtSecret, pool, extra = {}) 
     // One address and one user per school carry the whole load: the limits stay on (their cost is
     // in the figures) but above it; every bench login succeeds, many at once per account.
     RATE_LIMIT_USER_PER_MINUTE: '100000000',
+    RATE_LIMIT_CLIENT_PER_MINUTE: '100000000',
     RATE_LIMIT_SCHOOL_PER_MINUTE: '100000000',
     RATE_LIMIT_ADDRESS_PER_MINUTE: '100000000',
     LOGIN_FAILURES_PER_ACCOUNT: '1000',
@@ -521,21 +546,27 @@ async function main () {
   // As the service is started in production (npm start, the Docker image): src/server-flags.ts.
   const { SERVER_NODE_FLAGS } = await import(pathToFileURL(join(projectDir, 'dist', 'server-flags.js')).href)
   const serviceArgs = [...SERVER_NODE_FLAGS, join('dist', 'server.js')]
-  await against('service', serviceArgs, [{ mode: 'production', env: (port) => serviceEnv('production', serviceBenchUrl, port, jwtSecret, pool) }], selected, SERVICE_ROLE,
+  // The teacher logins and the clients get their tokens here too, when a workload of theirs runs.
+  const callers = new Set(selected.map((w) => w.caller).filter(Boolean))
+  await against('service', serviceArgs, [{ mode: 'production', env: (port) => serviceEnv('production', serviceBenchUrl, port, jwtSecret, pool) }], selected.filter((w) => !w.uncachedOnly), SERVICE_ROLE,
     async (port) => {
-      log(`logging in once per school (${schools.length} users)`)
-      await loginAll(port, schools, verify)
+      log(`logging in once per school (${schools.length} users${callers.size > 0 ? `, and each school's ${[...callers].join(' and ')}` : ''})`)
+      await loginAll(port, schools, verify, callers)
     })
 
   // (b) The read workloads with the response cache off, so that every request does the whole
-  // work: as the service role, then as the superuser (row-level security bypassed). Production
-  // mode refuses the superuser (a deliberate guard); sandbox mode then runs the same code.
+  // work: as the service role (with the teacher's and the client's reads), then as the superuser
+  // (row-level security bypassed). Production mode refuses the superuser (a deliberate guard);
+  // sandbox mode then runs the same code.
   const rlsWorkloads = selected.filter((w) => w.rlsCompare)
-  if (rlsWorkloads.length > 0) {
+  const uncachedWorkloads = selected.filter((w) => w.rlsCompare || w.uncachedOnly)
+  if (uncachedWorkloads.length > 0) {
     await against('uncached', serviceArgs, [{
       mode: 'production',
       env: (port) => serviceEnv('production', serviceBenchUrl, port, jwtSecret, pool, UNCACHED)
-    }], rlsWorkloads, SERVICE_ROLE)
+    }], uncachedWorkloads, SERVICE_ROLE)
+  }
+  if (rlsWorkloads.length > 0) {
     await against('superuser', serviceArgs, ['production', 'sandbox'].map((mode) => ({
       mode,
       env: (port) => serviceEnv(mode, adminBenchUrl, port, jwtSecret, pool, UNCACHED)
@@ -625,6 +656,20 @@ async function main () {
       `server ${row?.serverCpuUsPerRequest?.toFixed(0)} µs and PostgreSQL ${row?.postgresCpuUsPerRequest?.toFixed(0)} µs of CPU per request` +
       (find(workload, 'prisma') ? `; the Prisma floor ${find(workload, 'prisma').ceilingRatio.toFixed(2)} x ceiling` : ''))
   }
+  // Least privilege (issue 17): a teacher's and a client's flat page against the administrator's,
+  // all with the response cache off, in this run.
+  const adminFlat = find('flat', 'uncached')
+  const callerRatios = {}
+  for (const name of ['teacher-flat', 'client-flat']) {
+    const row = find(name, 'uncached')
+    if (row && adminFlat) row.adminRatio = callerRatios[name] = row.rps / adminFlat.rps
+  }
+  const versusAdmin = (name) => {
+    const row = find(name, 'uncached')
+    return `${row?.rps.toFixed(0)} req/s = ${row?.adminRatio?.toFixed(2)} x the administrator's uncached flat ${adminFlat?.rps.toFixed(0)} req/s; ` +
+      `server ${row?.serverCpuUsPerRequest?.toFixed(0)} µs and PostgreSQL ${row?.postgresCpuUsPerRequest?.toFixed(0)} µs of CPU per request ` +
+      `(the administrator's: ${adminFlat?.serverCpuUsPerRequest?.toFixed(0)} µs and ${adminFlat?.postgresCpuUsPerRequest?.toFixed(0)} µs)`
+  }
   const flat = find('flat', 'service')
   const nested = find('nested', 'service')
   const flatCeiling = find('flat', 'ceiling')
@@ -643,7 +688,9 @@ async function main () {
       (rlsTables.length === 0 ? ' (no row-level security in the schema yet)' : '')),
     fresh('flat', 0.8),
     fresh('deep-page', 0.8),
-    fresh('nested', 0.6)
+    fresh('nested', 0.6),
+    target('teacher flat within 15% of the administrator\'s (>= 0.85 x, cache off)', callerRatios['teacher-flat'] !== undefined,
+      callerRatios['teacher-flat'] >= 0.85, versusAdmin('teacher-flat'))
   ]
 
   const results = {
@@ -676,6 +723,7 @@ async function main () {
       observedMax: Math.max(0, ...runs.filter((r) => r.target === 'service').map((r) => r.dbConnections ?? 0))
     },
     rls: { tables: rls, summary: rlsSummary, cost: rlsCost },
+    callers: { ratios: callerRatios, detail: Object.fromEntries(Object.keys(callerRatios).map((name) => [name, versusAdmin(name)])) },
     scaling,
     ready,
     modes,

@@ -22,6 +22,9 @@ export const DEEP_PAGE_QUERY =
 export const LOGIN_MUTATION =
   'mutation Login($username: String!, $password: String!) { login(username: $username, password: $password) { accessToken refreshToken } }'
 
+// The scopes of each school's bench client: the roster without demographics, as a teacher's.
+export const CLIENT_SCOPES = ['roster-core.readonly', 'roster.readonly']
+
 export const REFRESH_MUTATION =
   'mutation Refresh($refreshToken: String!) { refreshToken(refreshToken: $refreshToken) { accessToken } }'
 
@@ -69,10 +72,14 @@ export function studentCursorId (cursor) {
 }
 
 // ---- Workloads ---------------------------------------------------------------------------------
-// kind 'read': sends `query` with the school's access token; the answer must equal the expected
-//   page of that school (computed from the database before the load).
+// kind 'read': sends `query` with the access token of the school's `caller` (default `admin`, the
+//   school administrator; `teacher`, the school's teacher login; `client`, the school's client with
+//   CLIENT_SCOPES); the answer must equal the expected page of that caller (computed from the
+//   database before the load).
 // kind 'login' / 'refresh': no access token; the answer must carry tokens of the right user.
 // `ceiling`: whether bench/ceiling.mjs serves the same request (same body, same answer).
+// `uncachedOnly`: runs on the service with the response cache off only (beside the administrator's
+//   `flat` there, which it is compared with).
 
 export const WORKLOADS = [
   { name: 'flat', kind: 'read', query: FLAT_QUERY, expected: 'flat', ceiling: true, rlsCompare: true },
@@ -81,10 +88,23 @@ export const WORKLOADS = [
   // `variables`: the request's variables for a school (its `deepAfter` is set by the runner).
   { name: 'deep-page', kind: 'read', query: DEEP_PAGE_QUERY, expected: 'deepPage', ceiling: true, rlsCompare: true, variables: (school) => ({ after: school.deepAfter }) },
   { name: 'login', kind: 'login', query: LOGIN_MUTATION, ceiling: false, rlsCompare: false },
-  { name: 'refresh', kind: 'refresh', query: REFRESH_MUTATION, ceiling: false, rlsCompare: false }
+  { name: 'refresh', kind: 'refresh', query: REFRESH_MUTATION, ceiling: false, rlsCompare: false },
+  // The flat page as a teacher (their two classrooms' students only) and as a client.
+  { name: 'teacher-flat', kind: 'read', caller: 'teacher', query: FLAT_QUERY, expected: 'teacherFlat', ceiling: false, rlsCompare: false, uncachedOnly: true },
+  { name: 'client-flat', kind: 'read', caller: 'client', query: FLAT_QUERY, expected: 'flat', ceiling: false, rlsCompare: false, uncachedOnly: true }
   // Another read workload: its query above, an expected page per school in bench/dataset.mjs
   // (expectedPages), and for the ceiling a SQL handler keyed by the same query text.
 ]
+
+/** The access token a read workload sends for one school: its caller's. */
+export function accessTokenOf (workload, school) {
+  switch (workload.caller ?? 'admin') {
+    case 'admin': return school.accessToken
+    case 'teacher': return school.teacher.accessToken
+    case 'client': return school.client.accessToken
+    default: throw new Error(`unknown caller ${workload.caller}`)
+  }
+}
 
 /** The JSON body a workload sends for one school. */
 export function requestBody (workload, school) {
@@ -158,9 +178,10 @@ export function expectedDeepPage (rows) {
 /**
  * Checks a read answer against the expected page of `school`. Returns null when correct, or a
  * message. The fast path is a string comparison; on a difference the body is parsed to say what
- * is wrong (and to accept the same JSON with another key order or spacing).
+ * is wrong (and to accept the same JSON with another key order or spacing). `reach`: for a
+ * teacher, the names of their classrooms; a student of another is reported as a reach leak.
  */
-export function checkRead (body, expectedText, expected, school) {
+export function checkRead (body, expectedText, expected, school, reach) {
   if (body === expectedText) return null
   let parsed
   try {
@@ -191,6 +212,9 @@ export function checkRead (body, expectedText, expected, school) {
     if (typeof item.classroomName === 'string' && !item.classroomName.startsWith(school.tag + ' ')) {
       return `tenant leak: classroom "${item.classroomName}" in an answer for ${school.tag}`
     }
+    if (reach !== undefined && !reach.includes(item.classroomName)) {
+      return `reach leak: ${field} "${item.fullName}" of classroom ${JSON.stringify(item.classroomName)} in an answer for the teacher of ${school.tag}, who teaches ${reach.join(', ')}`
+    }
   }
   const diff = firstDifference(parsed, expected, '')
   return diff === null ? null : `answer differs from the expected page at ${diff}`
@@ -213,9 +237,10 @@ function firstDifference (actual, expected, path) {
 
 /**
  * Checks a login or refresh answer: tokens present, the access token signed with `verifySignature`
- * and issued to the school's user with the school's id.
+ * and issued to the school's user (`caller`: `admin`, or `teacher`, whose token names the role and
+ * the teacher record) with the school's id.
  */
-export function checkTokens (body, field, school, verifySignature, wantRefreshToken) {
+export function checkTokens (body, field, school, verifySignature, wantRefreshToken, caller = 'admin') {
   let parsed
   try {
     parsed = JSON.parse(body)
@@ -230,8 +255,33 @@ export function checkTokens (body, field, school, verifySignature, wantRefreshTo
   if (wantRefreshToken && !/^[A-Za-z0-9_-]{43}$/.test(payload.refreshToken ?? '')) return 'no well-formed refreshToken'
   const claims = verifySignature(payload.accessToken)
   if (claims === null) return 'access token with a bad signature'
-  if (claims.sub !== school.userId || claims.school !== school.id) {
-    return `access token for sub=${claims.sub} school=${claims.school} instead of the user of ${school.tag}`
+  const user = caller === 'teacher' ? school.teacher : { userId: school.userId }
+  if (claims.sub !== user.userId || claims.school !== school.id) {
+    return `access token for sub=${claims.sub} school=${claims.school} instead of the ${caller} of ${school.tag}`
+  }
+  if (caller === 'teacher' ? claims.role !== 'teacher' || claims.teacher !== user.teacherId : claims.role !== undefined || claims.teacher !== undefined) {
+    return `access token with role=${claims.role} teacher=${claims.teacher} for the ${caller} of ${school.tag}`
+  }
+  return null
+}
+
+/**
+ * Checks an answer of POST /oauth/token: an access token signed with `verifySignature`, of the
+ * school's client, for the school, with CLIENT_SCOPES.
+ */
+export function checkClientToken (status, body, school, verifySignature) {
+  let parsed
+  try {
+    parsed = JSON.parse(body)
+  } catch {
+    return `HTTP ${status}, not JSON: ${body.slice(0, 200)}`
+  }
+  if (status !== 200 || typeof parsed.access_token !== 'string') return `HTTP ${status}: ${body.slice(0, 300)}`
+  const claims = verifySignature(parsed.access_token)
+  if (claims === null) return 'access token with a bad signature'
+  const { clientId } = school.client
+  if (claims.sub !== clientId || claims.client_id !== clientId || claims.school !== school.id || claims.scope !== CLIENT_SCOPES.join(' ')) {
+    return `access token for sub=${claims.sub} client_id=${claims.client_id} school=${claims.school} scope=${claims.scope} instead of the client of ${school.tag}`
   }
   return null
 }
