@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { testDatabaseUrl } from './helper.js'
+import { build, gql, login, testDatabaseUrl } from './helper.js'
 import { runCli, type CliRun } from './fixtures/cli.js'
 
 // Each command opens the embedded database in a child process when there is no server: slow on a busy machine.
@@ -91,6 +91,29 @@ t.test('a teacher login: user create --role teacher, user list, user role, user 
   await refused(t, ['user', 'assign', '--username', 'ada', '--school', other, '--teacher', cal], /User "ada" is not a teacher: --teacher is for teacher users/)
   t.equal((await cli(['user', 'assign', '--username', 'ada', '--school', other])).code, 0)
   t.match(await listed(other), [{ username: 'ada', role: 'admin' }, { username: 'boss', role: 'teacher' }])
+})
+
+t.test("an operator makes a teacher login step by step (README, Roles): it reads its classroom's students only", async (t) => {
+  const school = await created(['school', 'create', '--name', 'Step Academy'])
+  const mine = await created(['student', 'create', '--school', school, '--full-name', 'Ann Mine', '--classroom', 'Room 1'])
+  await created(['student', 'create', '--school', school, '--full-name', 'Bob Elsewhere', '--classroom', 'Room 2'])
+  const teacher = await created(['teacher', 'create', '--school', school, '--full-name', 'Grace Hopper'])
+  const assigned = await cli(['teacher', 'assign', '--school', school, '--teacher', teacher, '--classroom', 'Room 1'])
+  t.equal(assigned.code, 0, assigned.stderr)
+  t.match(assigned.stderr, new RegExp(`Assigned teacher ${teacher} to Room 1 \\([0-9a-f-]{36}\\) as PRIMARY`))
+  t.match((await cli(['teacher', 'assign', '--school', school, '--teacher', teacher, '--classroom', 'Room 1', '--role', 'assistant'])).stderr, /as ASSISTANT/, 'again: the role changes')
+  await refused(t, ['teacher', 'assign', '--school', school, '--teacher', teacher, '--classroom', 'Room 1', '--role', 'head'], /Classroom role must be one of PRIMARY, ASSISTANT \(got "head"\)/)
+  await refused(t, ['teacher', 'assign', '--school', school, '--teacher', '01900000-0000-7000-8000-000000000000', '--classroom', 'Room 1'], /is not a teacher of school/)
+  await created(['user', 'create', '--username', 'ghopper', '--school', school, '--role', 'teacher', '--teacher', teacher], PASSWORD)
+  t.match((await cli(['user', 'list', '--school', school])).stdout, /username=ghopper school=\S+ role=teacher teacher=\S+ \("Grace Hopper"\) active/)
+
+  if (env.DATABASE_URL !== undefined) {
+    // The login through the API (the embedded database belongs to the CLI's process otherwise).
+    const app = await build(t)
+    const { accessToken } = await login(app, 'ghopper', PASSWORD.trim())
+    const res = await gql(app, '{ students { id fullName classroomName } classrooms { name } }', { token: accessToken })
+    t.same(res.body.data, { students: [{ id: mine, fullName: 'Ann Mine', classroomName: 'Room 1' }], classrooms: [{ name: 'Room 1' }] }, 'its classroom and its students only')
+  }
 })
 
 t.test('bad roles and teacher records are refused clearly', async (t) => {

@@ -4,7 +4,7 @@ import { normalizeUsername } from '../auth/auth-service.js'
 import { hashPassword } from '../auth/passwords.js'
 import type { Database } from '../db/client.js'
 import { Prisma } from '../generated/prisma/client.js'
-import { GradeLevel, StudentStatus, TeacherStatus, UserRole } from '../generated/prisma/enums.js'
+import { GradeLevel, StudentStatus, TeacherRole, TeacherStatus, UserRole } from '../generated/prisma/enums.js'
 import { isUuid } from '../validators.js'
 
 export class AdminError extends Error {
@@ -393,4 +393,33 @@ export async function createTeacher (db: Database, input: TeacherInput): Promise
   } catch (err) {
     return uniqueViolation(err, `Sourced id "${String(input.sourcedId)}"`)
   }
+}
+
+/**
+ * Assigns a teacher to a classroom of their school (created on first use of its name, as for a
+ * student), in a role (PRIMARY by default, or ASSISTANT); an assignment that exists takes the role.
+ * What a teacher login reads follows its teacher's assignments (README, "Roles").
+ */
+export async function assignTeacher (
+  db: Database,
+  { schoolId, teacherId, classroom, role }: { schoolId: string, teacherId: string, classroom: string, role?: string | undefined }
+): Promise<{ classroomId: string, role: TeacherRole }> {
+  const school = await requireSchool(db, schoolId)
+  const teacher = await requireTeacherOf(db, school, teacherId)
+  const className = requireText('Classroom name', classroom)
+  const assignment = role === undefined ? TeacherRole.PRIMARY : requireEnum('Classroom role', role, TeacherRole)
+  const tenant = db.forSchool(school)
+  const room = await tenant.classroom.upsert({
+    where: { schoolId_name: { schoolId: school, name: className } },
+    create: { schoolId: school, name: className },
+    update: {},
+    select: { id: true }
+  })
+  await tenant.teacherClassroom.upsert({
+    where: { schoolId_teacherId_classroomId: { schoolId: school, teacherId: teacher, classroomId: room.id } },
+    create: { schoolId: school, teacherId: teacher, classroomId: room.id, role: assignment },
+    update: { role: assignment },
+    select: { role: true }
+  })
+  return { classroomId: room.id, role: assignment }
 }

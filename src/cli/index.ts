@@ -3,6 +3,7 @@
 import { Command, CommanderError } from 'commander'
 import { printSchema } from 'graphql'
 import {
+  assignTeacher,
   assignUser,
   createSchool,
   createStudent,
@@ -224,9 +225,18 @@ export function buildProgram (): Command {
       })))
     })
 
-  program.command('teacher')
-    .description('manage teachers')
-    .command('create')
+  const teacher = program.command('teacher').description('manage teachers')
+  teacher.command('assign')
+    .description('assign a teacher to a classroom (created when new); a teacher login reads the classrooms of its teacher')
+    .requiredOption('--school <schoolId>', 'school id')
+    .requiredOption('--teacher <teacherId>', 'teacher id')
+    .requiredOption('--classroom <name>', 'classroom name')
+    .option('--role <role>', 'PRIMARY (default) or ASSISTANT')
+    .action(async ({ school, teacher: teacherId, classroom, role }: { school: string, teacher: string, classroom: string, role?: string }) => {
+      const assigned = await withDatabase((db) => assignTeacher(db, { schoolId: school, teacherId, classroom, role }))
+      process.stderr.write(`Assigned teacher ${teacherId} to ${classroom} (${assigned.classroomId}) as ${assigned.role}\n`)
+    })
+  teacher.command('create')
     .description('create a teacher; prints the id')
     .requiredOption('--school <schoolId>', 'school id')
     .option('--full-name <name>', 'full name (default: given and family name)')
