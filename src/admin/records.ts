@@ -1,5 +1,6 @@
-// Administration: creating schools, users (with their roles) and records. Used by the CLI and by tests; tenant
-// records are written through the client scoped to their school, like every other tenant write.
+// Administration: creating schools, users (with their roles) and records. Used by the CLI and by
+// tests; tenant records are written through the client scoped to their school, like every other
+// tenant write.
 import { normalizeUsername } from '../auth/auth-service.js'
 import { hashPassword } from '../auth/passwords.js'
 import type { Database } from '../db/client.js'
@@ -163,14 +164,14 @@ export async function assignUser (db: Database, username: string, schoolId: stri
   const user = await requireUser(db, username)
   if (user.role !== UserRole.TEACHER) {
     if (teacherId !== undefined) throw new AdminError(`User "${user.username}" is not a teacher: --teacher is for teacher users (change the role with \`user role\`)`)
-    return await updateUser(db, username, { schoolId: school })
+    return await updateUser(db, user, { schoolId: school })
   }
   if (teacherId === undefined) {
     if (user.schoolId === school) return user.id
     throw new AdminError(`User "${user.username}" is a teacher of school ${user.schoolId ?? 'none'}: give --teacher TEACHER_ID, a teacher of school ${school}, ` +
       `or make the user an admin first (\`user role --username ${user.username} --role admin\`)`)
   }
-  return await updateUser(db, username, { schoolId: school, teacherId: await requireTeacherOf(db, school, teacherId) })
+  return await updateUser(db, user, { schoolId: school, teacherId: await requireTeacherOf(db, school, teacherId) })
 }
 
 /**
@@ -182,7 +183,7 @@ export async function setUserRole (db: Database, username: string, access: UserA
   const user = await requireUser(db, username)
   const wanted = await requireAccess(db, user.schoolId, access)
   if (wanted.role === user.role && wanted.teacherId === user.teacherId) return { id: user.id, changed: false }
-  return { id: await updateUser(db, username, wanted), changed: true }
+  return { id: await updateUser(db, user, wanted), changed: true }
 }
 
 export interface UserSummary {
@@ -220,40 +221,47 @@ export async function listUsers (db: Database, { schoolId }: { schoolId?: string
 
 /** Disables a user: no login or refresh, refresh tokens revoked, access tokens refused at once. */
 export async function disableUser (db: Database, username: string): Promise<string> {
-  const name = normalizeUsername(username)
-  const user = await db.prisma.user.findUnique({ where: { username: name }, select: { disabledAt: true } })
-  if (user?.disabledAt != null) return await updateUser(db, username, {})
-  return await updateUser(db, username, { disabledAt: new Date() })
+  const user = await requireUser(db, username)
+  return await updateUser(db, user, user.disabledAt !== null ? {} : { disabledAt: new Date() })
 }
 
 /** Enables a disabled user again; they log in anew (their former tokens stay revoked). */
 export async function enableUser (db: Database, username: string): Promise<string> {
-  return await updateUser(db, username, { disabledAt: null })
+  return await updateUser(db, await requireUser(db, username), { disabledAt: null })
 }
 
-async function requireUser (db: Database, username: string): Promise<{ id: string, username: string, schoolId: string | null, role: UserRole, teacherId: string | null }> {
+interface UserRow { id: string, username: string, schoolId: string | null, role: UserRole, teacherId: string | null, disabledAt: Date | null }
+
+async function requireUser (db: Database, username: string): Promise<UserRow> {
   const name = normalizeUsername(username)
-  const user = await db.prisma.user.findUnique({ where: { username: name }, select: { id: true, username: true, schoolId: true, role: true, teacherId: true } })
+  const user = await db.prisma.user.findUnique({
+    where: { username: name },
+    select: { id: true, username: true, schoolId: true, role: true, teacherId: true, disabledAt: true }
+  })
   if (user === null) throw new AdminError(`User "${name}" does not exist`)
   return user
 }
 
+/**
+ * Writes `data` to the user as `user` read them: a user whose school, role or teacher changed
+ * since (another operator's command) is left alone, so that a check made on the row read (a
+ * teacher record of the school) still holds for the row written.
+ */
 async function updateUser (
   db: Database,
-  username: string,
+  user: UserRow,
   data: { schoolId?: string, disabledAt?: Date | null, role?: UserRole, teacherId?: string | null }
 ): Promise<string> {
-  const user = await requireUser(db, username)
-  if (Object.keys(data).length > 0) {
-    try {
-      await db.prisma.user.update({ where: { id: user.id }, data })
-    } catch (err) {
-      if (teacherCheckViolation(err)) {
-        throw new AdminError(`User "${user.username}" changed meanwhile (role or teacher): nothing was changed, run the command again`)
-      }
-      throw err
-    }
+  if (Object.keys(data).length === 0) return user.id
+  const changedMeanwhile = new AdminError(`User "${user.username}" changed meanwhile (school, role or teacher): nothing was changed, run the command again`)
+  let count: number
+  try {
+    ({ count } = await db.prisma.user.updateMany({ where: { id: user.id, schoolId: user.schoolId, role: user.role, teacherId: user.teacherId }, data }))
+  } catch (err) {
+    if (teacherCheckViolation(err)) throw changedMeanwhile
+    throw err
   }
+  if (count === 0) throw changedMeanwhile
   return user.id
 }
 
