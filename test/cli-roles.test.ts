@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { build, gql, login, testDatabaseUrl } from './helper.js'
+import { build, gql, login, testDatabase, testDatabaseUrl } from './helper.js'
 import { runCli, type CliRun } from './fixtures/cli.js'
 
 // Each command opens the embedded database in a child process when there is no server: slow on a busy machine.
@@ -113,6 +113,10 @@ t.test("an operator makes a teacher login step by step (README, Roles): it reads
     const { accessToken } = await login(app, 'ghopper', PASSWORD.trim())
     const res = await gql(app, '{ students { id fullName classroomName } classrooms { name } }', { token: accessToken })
     t.same(res.body.data, { students: [{ id: mine, fullName: 'Ann Mine', classroomName: 'Room 1' }], classrooms: [{ name: 'Room 1' }] }, 'its classroom and its students only')
+
+    // A teacher record deleted later (an import's deletion): the user is listed with it missing.
+    await (await testDatabase()).forSchool(school).teacher.deleteMany({ where: { id: teacher } })
+    t.match((await cli(['user', 'list', '--school', school])).stdout, /username=ghopper school=\S+ role=teacher teacher=\S+ \(no such teacher record\) active/)
   }
 })
 
