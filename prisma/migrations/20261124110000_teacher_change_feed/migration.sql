@@ -55,11 +55,12 @@ ALTER TABLE "teacher_changes" ADD CONSTRAINT "teacher_changes_school_id_fkey" FO
 -- (READ COMMITTED), so two writers of one school (a student moved into a classroom while a teacher
 -- is assigned to it) each see the other's committed write, and the later one writes the entry.
 --
--- Retention: at least 90 days. A statement-level write prunes its school's rows older than that,
+-- Retention: at least 90 days. A statement-level write prunes its school's rows older than 91 days,
 -- except each teacher's newest such row, which stays as the mark of how far the teacher's feed was
--- pruned: a cursor below a teacher's oldest row older than 90 days may have missed pruned rows and
--- is refused (src/graphql/resolvers/changes.ts). Returns the schools locked (a school being deleted
--- has none, and gets no rows).
+-- pruned: every pruned row of a teacher lies below the mark, so the API refuses a cursor below the
+-- teacher's newest row older than 90 days (src/graphql/resolvers/changes.ts). The day between the
+-- two keeps the API's clock, not the database's, from missing a mark. Returns the schools locked
+-- (a school being deleted has none, and gets no rows).
 CREATE FUNCTION "teacher_feed_open"(school_ids uuid[], prune boolean) RETURNS uuid[] LANGUAGE plpgsql AS $$
 DECLARE
   locked uuid[];
@@ -70,11 +71,11 @@ BEGIN
   IF prune AND cardinality(locked) > 0 THEN
     DELETE FROM "teacher_changes" old USING (
       SELECT "school_id", "teacher_id", max("id") AS "mark" FROM "teacher_changes"
-      WHERE "school_id" = ANY (locked) AND "at" < now() - interval '90 days'
+      WHERE "school_id" = ANY (locked) AND "at" < now() - interval '91 days'
       GROUP BY "school_id", "teacher_id"
     ) m
     WHERE old."school_id" = m."school_id" AND old."teacher_id" = m."teacher_id"
-      AND old."at" < now() - interval '90 days' AND old."id" < m."mark";
+      AND old."at" < now() - interval '91 days' AND old."id" < m."mark";
   END IF;
   RETURN locked;
 END
