@@ -51,7 +51,7 @@ const WRITE_COUNT = new Set(['createMany', 'updateMany', 'deleteMany'])
 // count, aggregate and groupBy hand over numbers, not records: they are not audited.
 
 /** Relation fields of each model and the model each leads to. */
-export type Relations = ReadonlyMap<string, ReadonlyArray<readonly [field: string, model: string]>>
+export type Relations = ReadonlyMap<string, ReadonlyArray<readonly [field: string, model: string, ...rest: unknown[]]>>
 
 /**
  * Rows of other models that name a student or teacher: a change feed entry carries the record's id,

@@ -6,7 +6,7 @@ import { currentAccessVersion, type AccessChanges } from './access-changes.js'
 import { authenticateClient } from './client-credentials.js'
 import { identify, type Identity } from './identity.js'
 import { needsRehash, rehashPassword, verifyPassword } from './passwords.js'
-import { findRefreshTokenOwner, issueRefreshToken, revokeRefreshToken } from './refresh-tokens.js'
+import { findRefreshTokenOwner, issueRefreshToken, revokeRefreshToken, type RefreshTokenOwner } from './refresh-tokens.js'
 import type { Scope } from './scopes.js'
 import type { AccessTokens } from './tokens.js'
 import { isStorableText } from '../validators.js'
@@ -48,9 +48,14 @@ export function createAuthService (
    * A token for the user's state just read. The access version is read after that state, so a
    * change committed in between makes the token stale (revoked), never newer than its school.
    */
-  async function signAccessToken (userId: string, schoolId: string | null): Promise<string> {
+  async function signAccessToken ({ userId, schoolId, teacherId }: RefreshTokenOwner): Promise<string> {
     const av = await currentAccessVersion(prisma, userId)
-    return tokens.sign(schoolId === null ? { sub: userId, av } : { sub: userId, school: schoolId, av })
+    return tokens.sign({
+      sub: userId,
+      ...(schoolId === null ? {} : { school: schoolId }),
+      ...(teacherId === null ? {} : { role: 'teacher', teacher: teacherId }),
+      av
+    })
   }
 
   /** Stores the password anew under the current parameters; a failure only costs the upgrade. */
@@ -78,13 +83,13 @@ export function createAuthService (
       // A name PostgreSQL cannot hold belongs to nobody: refused as an unknown user.
       const user = !isStorableText(name)
         ? null
-        : await prisma.user.findUnique({ where: { username: name }, select: { id: true, passwordHash: true, schoolId: true, disabledAt: true } })
+        : await prisma.user.findUnique({ where: { username: name }, select: { id: true, passwordHash: true, schoolId: true, teacherId: true, disabledAt: true } })
       // The password is checked for an unknown user (against a decoy) and a disabled one too, so
       // that every refusal takes the same time and says the same.
       if (!await verifyPassword(user?.passwordHash, password) || user === null || user.disabledAt !== null) return null
       if (needsRehash(user.passwordHash)) await rehash(user.id, password)
       return {
-        accessToken: await signAccessToken(user.id, user.schoolId),
+        accessToken: await signAccessToken({ userId: user.id, schoolId: user.schoolId, teacherId: user.teacherId }),
         refreshToken: await issueRefreshToken(prisma, user.id, refreshTokenTtl)
       }
     },
@@ -92,7 +97,7 @@ export function createAuthService (
     async refresh (refreshToken) {
       const owner = await findRefreshTokenOwner(prisma, refreshToken)
       if (owner === null) return null
-      return { accessToken: await signAccessToken(owner.userId, owner.schoolId) }
+      return { accessToken: await signAccessToken(owner) }
     },
 
     logout: (userId, refreshToken) => revokeRefreshToken(prisma, userId, refreshToken),

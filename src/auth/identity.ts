@@ -5,8 +5,11 @@ import type { AccessTokens } from './tokens.js'
 export type Identity =
   | { kind: 'anonymous' }
   | { kind: 'invalid' }
-  /** A person who logged in; every user is a school administrator today (role `admin`). */
-  | { kind: 'user', userId: string, schoolId: string | null, accessVersion: number }
+  /**
+   * A person who logged in: a school administrator, or a teacher (teacherId: their teacher record),
+   * who reads only their reach (src/db/reach.ts).
+   */
+  | { kind: 'user', userId: string, schoolId: string | null, teacherId: string | null, accessVersion: number }
   /** A program with OAuth 2.0 client credentials: one school, the scopes its token was granted. */
   | { kind: 'client', clientId: string, schoolId: string, scopes: readonly Scope[], accessVersion: number }
 
@@ -27,11 +30,12 @@ export function identify (tokens: AccessTokens, authorization: string | undefine
 }
 
 const ADMIN: Access = { scopes: ROLE_SCOPES.admin, user: true }
+const TEACHER: Access = { scopes: ROLE_SCOPES.teacher, user: true }
 
 /** What the caller may read and do (README, "Access"); null without a valid token. */
 export function accessOf (identity: Identity): Access | null {
   switch (identity.kind) {
-    case 'user': return ADMIN
+    case 'user': return identity.teacherId === null ? ADMIN : TEACHER
     case 'client': return { scopes: identity.scopes, user: false }
     default: return null
   }

@@ -14,6 +14,8 @@ export async function issueRefreshToken (prisma: PrismaClient, userId: string, t
 export interface RefreshTokenOwner {
   userId: string
   schoolId: string | null
+  /** A TEACHER's teacher record; null for an ADMIN. */
+  teacherId: string | null
 }
 
 /** The owner of a live (known, unexpired, unrevoked) token with the user's current school, or null. */
@@ -21,10 +23,10 @@ export async function findRefreshTokenOwner (prisma: PrismaClient, token: string
   if (!TOKEN_PATTERN.test(token)) return null
   const row = await prisma.refreshToken.findUnique({
     where: { tokenHash: digest(token) },
-    select: { expiresAt: true, revokedAt: true, user: { select: { id: true, schoolId: true, disabledAt: true } } }
+    select: { expiresAt: true, revokedAt: true, user: { select: { id: true, schoolId: true, teacherId: true, disabledAt: true } } }
   })
   if (row === null || row.revokedAt !== null || row.expiresAt.getTime() <= Date.now() || row.user.disabledAt !== null) return null
-  return { userId: row.user.id, schoolId: row.user.schoolId }
+  return { userId: row.user.id, schoolId: row.user.schoolId, teacherId: row.user.teacherId }
 }
 
 /** Revokes a live token of `userId`; true when this call revoked it. */

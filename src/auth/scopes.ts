@@ -32,11 +32,13 @@ const GRANTS_ALSO: Readonly<Record<Scope, readonly Scope[]>> = {
 }
 
 /**
- * Users' roles and their scopes. Every user is a school administrator today and holds every scope;
- * a narrower role (a teacher's) is one more entry here.
+ * Users' roles and their scopes. A school administrator holds every scope. A teacher holds the
+ * roster without demographics (need to know: a class list, contacts and student numbers, not dates
+ * of birth), and reads only their reach inside the school (src/db/reach.ts).
  */
 export const ROLE_SCOPES = {
-  admin: SCOPES
+  admin: SCOPES,
+  teacher: [CORE, FULL]
 } as const satisfies Record<string, readonly Scope[]>
 export type Role = keyof typeof ROLE_SCOPES
 
@@ -105,6 +107,19 @@ export const FIELD_SCOPES: Readonly<Record<string, Fields>> = {
     ...same(CORE, 'cursor', 'type', 'recordType', 'id', 'sourcedId', 'at', 'student', 'teacher', 'classroom'),
     ...same(FULL, 'studentNumber')
   }
+}
+
+/**
+ * The database columns outside the core scope, by model, with the scope each needs: what wall 1
+ * (src/db/reach.ts) refuses to read for a caller without it. Every other column needs the core
+ * scope, which every caller holds. A test checks it against FIELD_SCOPES (a field and the column
+ * of the same name need the same scope).
+ */
+export const COLUMN_SCOPES: Readonly<Record<string, Readonly<Record<string, Scope>>>> = {
+  School: Object.fromEntries(['addressLine1', 'addressLine2', 'city', 'region', 'postalCode', 'country', 'phone', 'website'].map((column) => [column, FULL])),
+  Student: { studentNumber: FULL, email: FULL, dateOfBirth: DEMOGRAPHICS },
+  Teacher: { email: FULL, title: FULL },
+  Change: { studentNumber: FULL }
 }
 
 /**

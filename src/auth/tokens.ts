@@ -22,6 +22,10 @@ export interface UserTokenClaims {
   sub: string
   /** The user's school when the token was issued; absent for a user with no school. */
   school?: string
+  /** `teacher` for a TEACHER (absent for a school administrator, the default role). */
+  role?: 'teacher'
+  /** A TEACHER's teacher record when the token was issued. */
+  teacher?: string
   /**
    * The user's access version when the token was issued: the id of their latest access change
    * (user_access_changes), 0 for none. A token older than the user's latest change is revoked.
@@ -50,6 +54,8 @@ export type VerifiedAccessToken =
       kind: 'user'
       userId: string
       schoolId: string | null
+      /** A TEACHER's teacher record; null for a school administrator. */
+      teacherId: string | null
       /** The `av` claim; 0 for a token issued before the claim existed (older than any change). */
       accessVersion: number
     }
@@ -138,7 +144,7 @@ export async function createAccessTokens (
       if (token.length > MAX_TOKEN_LENGTH) return null
       const verifier = byHeader.get(token.slice(0, token.indexOf('.')))
       if (verifier === undefined) return null
-      let claims: { sub?: unknown, school?: unknown, av?: unknown, iat?: unknown, exp?: unknown, client_id?: unknown, scope?: unknown }
+      let claims: { sub?: unknown, school?: unknown, av?: unknown, iat?: unknown, exp?: unknown, client_id?: unknown, scope?: unknown, role?: unknown, teacher?: unknown }
       try {
         claims = verifier.verify(token)
       } catch {
@@ -154,11 +160,15 @@ export async function createAccessTokens (
       if (iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS || exp - iat > ttlSeconds) return null
       const accessVersion = (claims.av as number | undefined) ?? 0
       if (claims.client_id === undefined) {
-        // A user's token carries no scope: a user's scopes are their role's.
+        // A user's token carries no scope: a user's scopes are their role's. A teacher's names the
+        // teacher record; nothing else names one.
         if (claims.scope !== undefined) return null
-        return { kind: 'user', userId: claims.sub, schoolId: (claims.school as string | undefined) ?? null, accessVersion }
+        if (claims.role === undefined ? claims.teacher !== undefined : claims.role !== 'teacher' || !isOurId(claims.teacher)) return null
+        const teacherId = (claims.teacher as string | undefined) ?? null
+        return { kind: 'user', userId: claims.sub, schoolId: (claims.school as string | undefined) ?? null, teacherId, accessVersion }
       }
       if (claims.client_id !== claims.sub || typeof claims.school !== 'string' || claims.av === undefined) return null
+      if (claims.role !== undefined || claims.teacher !== undefined) return null
       const scopes = parseScope(claims.scope)
       if (scopes === null) return null
       return { kind: 'client', clientId: claims.sub, schoolId: claims.school, scopes, accessVersion }

@@ -11,6 +11,7 @@ import { lockDataDir } from './embedded-lock.js'
 import { listenPostgres, type Listener, type ListenHandlers } from './listen.js'
 import { DATA_CHANGED_CHANNEL, openReplicas, type Replicas, type ReplicaStatus } from './replicas.js'
 import { openSchoolPool } from './pg-school-pool.js'
+import type { Reach } from './reach.js'
 import { schoolClients, type SchoolDb } from './school-client.js'
 import { outsideSchool, withSchoolSessions } from './school-session.js'
 
@@ -26,8 +27,11 @@ export interface Database {
   readonly rowSecurity: boolean
   /** The read replicas (DATABASE_REPLICA_URLS) and whether each gets reads now; empty without. */
   replicaStatus (): ReplicaStatus[]
-  /** The client confined to one school (school-client.ts); built once per school and reused. */
-  forSchool (schoolId: string): SchoolDb
+  /**
+   * The client confined to one school and, for a teacher or a client with limited scopes, to the
+   * caller's reach (school-client.ts, reach.ts); built once per school and reach, and reused.
+   */
+  forSchool (schoolId: string, reach?: Reach): SchoolDb
   ping (): Promise<void>
   /**
    * Notifications of `channel` (PostgreSQL LISTEN), on a connection of their own that reconnects
@@ -289,7 +293,7 @@ async function wrap (
     migrationTarget,
     rowSecurity,
     replicaStatus: () => driver.replicas?.status() ?? [],
-    forSchool: (schoolId) => schools.forSchool(schoolId),
+    forSchool: (schoolId, reach) => schools.forSchool(schoolId, reach),
     listen: driver.listen,
     poolStats: () => driver.poolStats?.() ?? null,
     runStatement: driver.runStatement ?? (async (_name, sql, values) => {

@@ -9,8 +9,8 @@ import { Prisma } from '../generated/prisma/client.js'
 export type ModelName = Prisma.ModelName
 
 type Objects<M extends ModelName> = Prisma.TypeMap['model'][M]['payload']['objects']
-/** The model name a relation field's payload type carries (`name: "Student"`), list or single. */
-type Target<T> = NonNullable<T> extends ReadonlyArray<infer P> ? NameOf<P> : NameOf<NonNullable<T>>
+/** The model name a relation field's payload type carries (`name: "Student"`), `Student[]` for a list. */
+type Target<T> = NonNullable<T> extends ReadonlyArray<infer P> ? `${NameOf<P> & string}[]` : NameOf<NonNullable<T>>
 type NameOf<P> = P extends { name: infer N } ? N : never
 /** Exactly the relation fields of model M, each with the model it leads to. */
 type RelationsOf<M extends ModelName> = [keyof Objects<M>] extends [never]
@@ -18,15 +18,15 @@ type RelationsOf<M extends ModelName> = [keyof Objects<M>] extends [never]
   : { readonly [F in keyof Objects<M>]-?: Target<Objects<M>[F]> }
 
 const RELATION_TABLE: { readonly [M in ModelName]: RelationsOf<M> } = {
-  School: { users: 'User', clients: 'Client', students: 'Student', teachers: 'Teacher', classrooms: 'Classroom', changes: 'Change', teacherChanges: 'TeacherChange' },
-  User: { school: 'School', refreshTokens: 'RefreshToken' },
+  School: { users: 'User[]', clients: 'Client[]', students: 'Student[]', teachers: 'Teacher[]', classrooms: 'Classroom[]', changes: 'Change[]', teacherChanges: 'TeacherChange[]' },
+  User: { school: 'School', refreshTokens: 'RefreshToken[]' },
   RefreshToken: { user: 'User' },
-  Client: { school: 'School', secrets: 'ClientSecret' },
+  Client: { school: 'School', secrets: 'ClientSecret[]' },
   ClientSecret: { client: 'Client' },
   UserAccessChange: {},
-  Classroom: { school: 'School', students: 'Student', teachers: 'TeacherClassroom' },
+  Classroom: { school: 'School', students: 'Student[]', teachers: 'TeacherClassroom[]' },
   Student: { school: 'School', classroom: 'Classroom' },
-  Teacher: { school: 'School', classrooms: 'TeacherClassroom' },
+  Teacher: { school: 'School', classrooms: 'TeacherClassroom[]' },
   TeacherClassroom: { teacher: 'Teacher', classroom: 'Classroom' },
   Change: { school: 'School' },
   TeacherChange: { school: 'School' },
@@ -51,9 +51,13 @@ const SCALAR_TABLE: { readonly [M in ModelName]: Readonly<Record<string, string>
 
 export const MODEL_NAMES: readonly ModelName[] = Object.values(Prisma.ModelName)
 
-/** Relation fields of each model and the model each leads to. */
-export const RELATIONS: ReadonlyMap<string, ReadonlyArray<readonly [field: string, model: ModelName]>> = new Map(
-  MODEL_NAMES.map((model) => [model, Object.entries(RELATION_TABLE[model] as Record<string, ModelName>)])
+/** A relation field: the model it leads to, and whether it holds a list of them (to-many). */
+export type Relation = readonly [field: string, model: ModelName, many: boolean]
+
+/** Relation fields of each model, each with the model it leads to and whether it is a list. */
+export const RELATIONS: ReadonlyMap<string, readonly Relation[]> = new Map(
+  MODEL_NAMES.map((model) => [model, Object.entries(RELATION_TABLE[model] as Record<string, string>).map(([field, target]): Relation =>
+    target.endsWith('[]') ? [field, target.slice(0, -2) as ModelName, true] : [field, target as ModelName, false])])
 )
 
 /** Scalar fields of each model. */

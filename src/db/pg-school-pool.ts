@@ -14,12 +14,13 @@
 //
 // A school's statement outside a transaction goes out as
 //   `BEGIN; SET LOCAL app.school_id = '<school>'` (simple protocol; SET LOCAL is set_config(...,
-//   true) as a utility command: nothing to plan, no row to return),
+//   true) as a utility command: nothing to plan, no row to return), with
+//   `; SET LOCAL app.teacher_id = '<teacher>'` for a teacher,
 //   the statement itself (PrismaPg's own query config, untouched: names, types, row mode),
 //   `COMMIT`,
-// on one connection, pipelined. The school is a validated UUID, safe as a literal.
+// on one connection, pipelined. The school and teacher are validated UUIDs, safe as literals.
 import pg from 'pg'
-import { currentSchool } from './school-session.js'
+import { currentSession, type SchoolSession } from './school-session.js'
 
 export interface SchoolPool {
   /** The pool to give PrismaPg: its `query` runs a school's statement with the school set. */
@@ -29,14 +30,16 @@ export interface SchoolPool {
 }
 
 /** The result of one statement of a school, sent between the school's BEGIN and COMMIT. */
-async function inSchool (pool: pg.Pool, schoolId: string, config: pg.QueryConfig): Promise<pg.QueryResult> {
+async function inSchool (pool: pg.Pool, { schoolId, teacherId }: SchoolSession, config: pg.QueryConfig): Promise<pg.QueryResult> {
   const client = await pool.connect()
   // A checked-out client reports a lost connection as an 'error' event, which its holder must
   // listen to (pg-pool); the queries in flight fail with it and are handled below.
   const lost = (): void => {}
   client.on('error', lost)
   // Written together (pipeline mode): no answer is awaited before the next query is sent.
-  const begin = client.query(`BEGIN; SET LOCAL app.school_id = '${schoolId}'`)
+  const begin = client.query(teacherId === undefined
+    ? `BEGIN; SET LOCAL app.school_id = '${schoolId}'`
+    : `BEGIN; SET LOCAL app.school_id = '${schoolId}'; SET LOCAL app.teacher_id = '${teacherId}'`)
   const statement = client.query(config)
   const commit = client.query('COMMIT')
   const [began, ran, committed] = await Promise.allSettled([begin, statement, commit])
@@ -53,11 +56,11 @@ async function inSchool (pool: pg.Pool, schoolId: string, config: pg.QueryConfig
 export function openSchoolPool (config: pg.PoolConfig): SchoolPool {
   const pool = new pg.Pool({ ...config, pipeline: true })
   function query (config: unknown, ...rest: unknown[]): unknown {
-    const schoolId = currentSchool()
-    if (schoolId === undefined || rest.length > 0 || typeof config !== 'object' || config === null) {
+    const session = currentSession()
+    if (session === undefined || rest.length > 0 || typeof config !== 'object' || config === null) {
       return (pool.query as (...args: unknown[]) => unknown)(config, ...rest)
     }
-    return inSchool(pool, schoolId, config as pg.QueryConfig)
+    return inSchool(pool, session, config as pg.QueryConfig)
   }
   const bound = new Map<PropertyKey, unknown>()
   const forPrisma = new Proxy(pool, {

@@ -8,21 +8,27 @@
 //      operation returned wherever it ran.
 //   2. schoolFilter (src/db/tenant.ts), wall 1: adds the school to the operation's filter and
 //      written data, or refuses the operation.
+//   2b. callerReach (src/db/reach.ts), wall 1 inside the school, for a caller narrower than a school
+//      administrator only: confines a teacher to their reach, keeps columns outside the caller's
+//      scopes unread, refuses writes.
 //   3. readRouting (src/db/replicas.ts), with read replicas only: runs a read on a replica that has
 //      replayed the school's last change (through that replica's step 4), a write on the primary.
 //   4. schoolSetting (src/db/school-session.ts), wall 2's application half: runs the operation in
-//      the school's session, which the driver adapter turns into `SET LOCAL app.school_id = ...`
-//      for row-level security (withSchoolSessions; on PostgreSQL in the same round trip,
+//      the school's session (with the teacher, for a teacher), which the driver adapter turns into
+//      `SET LOCAL app.school_id = ...` (and `app.teacher_id`) for row-level security (withSchoolSessions; on PostgreSQL in the same round trip,
 //      src/db/pg-school-pool.ts).
 //
 // An interactive transaction ($transaction(async (tx) => ...)) begins in the school's session, so
 // the driver adapter sets the school once after BEGIN; its client `tx` runs steps 1 and 2 (a
 // transaction runs on the primary, and its statements need no setting of their own).
+//
+// Clients are built per school and reach (teacher, scopes), and reused.
 import { LRUCache } from 'lru-cache'
 import type { PrismaClient } from '../generated/prisma/client.js'
 import { accessCounting } from '../audit/access.js'
+import { callerReach, narrowsReach, reachKey, type Reach } from './reach.js'
 import { readRouting, type ReadRouter } from './replicas.js'
-import { schoolSession, schoolSetting } from './school-session.js'
+import { schoolSession, schoolSetting, type SchoolSession } from './school-session.js'
 import { schoolFilter, TenantViolationError } from './tenant.js'
 
 export interface SchoolClientOptions {
@@ -34,27 +40,34 @@ export interface SchoolClientOptions {
 
 type Transaction = (work: unknown, options?: unknown) => Promise<unknown>
 
-/** The client of `schoolId` over `prisma` (the primary's unscoped client). */
-export function schoolClient (prisma: PrismaClient, schoolId: string, options: SchoolClientOptions = {}) {
+/**
+ * The client of `schoolId` over `prisma` (the primary's unscoped client), for a caller of `reach`
+ * (a school administrator's when it says nothing).
+ */
+export function schoolClient (prisma: PrismaClient, schoolId: string, options: SchoolClientOptions = {}, reach: Reach = {}) {
+  const session: SchoolSession = reach.teacherId === undefined ? { schoolId } : { schoolId, teacherId: reach.teacherId }
   const counted = prisma.$extends(accessCounting(schoolId))
-  // Steps 1 and 2: also the client of the school's interactive transactions.
-  const filtered = options.filter === false ? counted : counted.$extends(schoolFilter(schoolId))
+  // Steps 1, 2 and 2b: also the client of the school's interactive transactions.
+  const schooled = options.filter === false ? counted : counted.$extends(schoolFilter(schoolId))
+  // Query hooks only: the client's API is the same, but each $extends gives it a type of its own.
+  const filtered = options.filter === false || !narrowsReach(reach)
+    ? schooled
+    : schooled.$extends(callerReach(reach)) as unknown as typeof schooled
   const reads = options.reads
   let routed = filtered
   if (reads !== undefined) {
     const onReplica = new Map<PrismaClient, object>()
-    // Query hooks only: the client's API is the same, but each $extends gives it a type of its own.
     routed = filtered.$extends(readRouting(schoolId, reads, (replica) => {
       let client = onReplica.get(replica)
       if (client === undefined) {
-        client = replica.$extends(schoolSetting(schoolId, replica))
+        client = replica.$extends(schoolSetting(session, replica))
         onReplica.set(replica, client)
       }
       return client
     })) as unknown as typeof filtered
   }
   return routed
-    .$extends(schoolSetting(schoolId, prisma))
+    .$extends(schoolSetting(session, prisma))
     .$extends({
       name: 'school-transactions',
       client: {
@@ -65,7 +78,7 @@ export function schoolClient (prisma: PrismaClient, schoolId: string, options: S
           }
           // $transaction's overloads take a typed callback or array; `work` is checked above, the rest passed on as given.
           const begin = filtered.$transaction as unknown as Transaction
-          const done = schoolSession.run(schoolId, async () => await begin.call(filtered, work, ...rest))
+          const done = schoolSession.run(session, async () => await begin.call(filtered, work, ...rest))
           // A transaction may have written: the school's next reads go to the primary.
           return reads === undefined ? done : done.finally(() => { reads.changed(schoolId) })
         }
@@ -76,15 +89,16 @@ export function schoolClient (prisma: PrismaClient, schoolId: string, options: S
 /** The only database handle resolvers get: every query confined to one school. */
 export type SchoolDb = ReturnType<typeof schoolClient>
 
-/** School clients over one database, built once per school and reused. */
-export function schoolClients (prisma: PrismaClient, options: SchoolClientOptions): { forSchool (schoolId: string): SchoolDb, clear (): void } {
+/** School clients over one database, built once per school and reach, and reused. */
+export function schoolClients (prisma: PrismaClient, options: SchoolClientOptions): { forSchool (schoolId: string, reach?: Reach): SchoolDb, clear (): void } {
   const clients = new LRUCache<string, SchoolDb>({ max: 10_000 })
   return {
-    forSchool (schoolId) {
-      let client = clients.get(schoolId)
+    forSchool (schoolId, reach = {}) {
+      const key = narrowsReach(reach) ? `${schoolId}|${reachKey(reach)}` : schoolId
+      let client = clients.get(key)
       if (client === undefined) {
-        client = schoolClient(prisma, schoolId, options)
-        clients.set(schoolId, client)
+        client = schoolClient(prisma, schoolId, options, reach)
+        clients.set(key, client)
       }
       return client
     },

@@ -7,7 +7,7 @@
 //
 // Two public interfaces carry it:
 // - schoolSetting, a Prisma client extension (the innermost step of the school client,
-//   school-client.ts), runs each operation inside `schoolSession.run(schoolId, ...)`, an
+//   school-client.ts), runs each operation inside `schoolSession.run(session, ...)`, an
 //   AsyncLocalStorage: the operation is awaited inside run(), so its statements start in the
 //   school's async context whether Prisma starts a query when it is created or when it is awaited.
 //   findUnique runs as findFirst: Prisma's documented dataloader merges the findUnique calls of one
@@ -35,14 +35,25 @@ import { isUuid } from '../validators.js'
 import { delegateOf, SCALARS } from './data-model.js'
 import { isPlainObject } from './tenant.js'
 
-/** The school of the operation being run, set by schoolSetting. */
-export const schoolSession = new AsyncLocalStorage<string>()
+/**
+ * Whose statements these are: the school, and for a teacher the teacher record (row-level security
+ * then confines the statements to the teacher's reach as well, through app.teacher_id).
+ */
+export interface SchoolSession {
+  readonly schoolId: string
+  readonly teacherId?: string | undefined
+}
 
-/** The school of the statement being sent, if any (always a UUID). */
-export function currentSchool (): string | undefined {
-  const schoolId = schoolSession.getStore()
-  if (schoolId !== undefined && !isUuid(schoolId)) throw new Error('A school id must be a UUID')
-  return schoolId
+/** The session of the operation being run, set by schoolSetting. */
+export const schoolSession = new AsyncLocalStorage<SchoolSession>()
+
+/** The session of the statement being sent, if any (its ids always UUIDs). */
+export function currentSession (): SchoolSession | undefined {
+  const session = schoolSession.getStore()
+  if (session !== undefined && (!isUuid(session.schoolId) || (session.teacherId !== undefined && !isUuid(session.teacherId)))) {
+    throw new Error('A school or teacher id must be a UUID')
+  }
+  return session
 }
 
 /** Runs `work` outside any school's session (the service's own statements). */
@@ -64,12 +75,12 @@ function uniqueAsFilter (where: unknown, scalars: ReadonlySet<string> | undefine
 }
 
 /**
- * Wall 2's step of the school client: every operation of `client` runs in `schoolId`'s session.
+ * Wall 2's step of the school client: every operation of `client` runs in `session`.
  * `client` is the client being extended (its findFirst serves findUnique without running this
  * step twice).
  */
-export function schoolSetting (schoolId: string, client: PrismaClient) {
-  // (The school is checked to be a UUID where it is sent: currentSchool().)
+export function schoolSetting (session: SchoolSession, client: PrismaClient) {
+  // (The ids are checked to be UUIDs where they are sent: currentSession().)
   return Prisma.defineExtension({
     name: 'school-setting',
     query: {
@@ -78,9 +89,9 @@ export function schoolSetting (schoolId: string, client: PrismaClient) {
           const delegate = delegateOf(client, model)
           const findFirst = operation === 'findUnique' ? delegate.findFirst! : delegate.findFirstOrThrow!
           const where = uniqueAsFilter((args as { where?: unknown }).where, SCALARS.get(model))
-          return schoolSession.run(schoolId, async () => await findFirst({ ...args, where }))
+          return schoolSession.run(session, async () => await findFirst({ ...args, where }))
         }
-        return schoolSession.run(schoolId, async () => await query(args))
+        return schoolSession.run(session, async () => await query(args))
       }
     }
   })
@@ -89,11 +100,14 @@ export function schoolSetting (schoolId: string, client: PrismaClient) {
 const COMMIT: SqlQuery = { sql: 'COMMIT', args: [], argTypes: [] }
 const ROLLBACK: SqlQuery = { sql: 'ROLLBACK', args: [], argTypes: [] }
 
-function setSchool (schoolId: string): SqlQuery {
+function setSchool ({ schoolId, teacherId }: SchoolSession): SqlQuery {
+  if (teacherId === undefined) {
+    return { sql: "SELECT set_config('app.school_id', $1, true)", args: [schoolId], argTypes: [{ scalarType: 'string', arity: 'scalar' }] }
+  }
   return {
-    sql: "SELECT set_config('app.school_id', $1, true)",
-    args: [schoolId],
-    argTypes: [{ scalarType: 'string', arity: 'scalar' }]
+    sql: "SELECT set_config('app.school_id', $1, true), set_config('app.teacher_id', $2, true)",
+    args: [schoolId, teacherId],
+    argTypes: [{ scalarType: 'string', arity: 'scalar' }, { scalarType: 'string', arity: 'scalar' }]
   }
 }
 
@@ -206,17 +220,17 @@ class SchoolSessionAdapter implements SqlDriverAdapter {
   }
 
   queryRaw (query: SqlQuery): Promise<SqlResultSet> {
-    if (this.options.driverSetsSchool || currentSchool() === undefined) return this.inner.queryRaw(query)
+    if (this.options.driverSetsSchool || currentSession() === undefined) return this.inner.queryRaw(query)
     return this.inSchool((tx) => tx.queryRaw(query))
   }
 
   executeRaw (query: SqlQuery): Promise<number> {
-    if (this.options.driverSetsSchool || currentSchool() === undefined) return this.inner.executeRaw(query)
+    if (this.options.driverSetsSchool || currentSession() === undefined) return this.inner.executeRaw(query)
     return this.inSchool((tx) => tx.executeRaw(query))
   }
 
   executeScript (script: string): Promise<void> {
-    if (currentSchool() !== undefined) {
+    if (currentSession() !== undefined) {
       return Promise.reject(new Error('Scripts are not available to a school-scoped client'))
     }
     return this.inner.executeScript(script)
@@ -224,12 +238,12 @@ class SchoolSessionAdapter implements SqlDriverAdapter {
 
   /** Every transaction begun for a school (Prisma's, or one statement's) sets the school first. */
   async startTransaction (isolationLevel?: IsolationLevel): Promise<Transaction> {
-    const schoolId = currentSchool()
-    if (schoolId === undefined) return await this.inner.startTransaction(isolationLevel)
+    const session = currentSession()
+    if (session === undefined) return await this.inner.startTransaction(isolationLevel)
     // BEGIN (and SET TRANSACTION ISOLATION LEVEL, which must come first) outside the school's
     // session: the driver must not wrap them as a school's single statement.
     const tx = await outsideSchool(() => this.inner.startTransaction(isolationLevel))
-    return new SchoolTransaction(tx, tx.queryRaw(setSchool(schoolId)), this.options.driverSetsSchool)
+    return new SchoolTransaction(tx, tx.queryRaw(setSchool(session)), this.options.driverSetsSchool)
   }
 
   getConnectionInfo (): ReturnType<NonNullable<SqlDriverAdapter['getConnectionInfo']>> {

@@ -2,12 +2,14 @@
 // through `school()`, which checks the caller first and hands out the client confined to their school.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { AuthService } from '../auth/auth-service.js'
-import type { Identity } from '../auth/identity.js'
+import { accessOf, type Identity } from '../auth/identity.js'
 import type { SchoolDb } from '../db/school-client.js'
 import { forbidden, unauthenticated } from './errors.js'
 
 export interface SchoolScope {
   schoolId: string
+  /** A teacher's teacher record: `db` reaches only what surrounds it. Null for everyone else. */
+  teacherId: string | null
   db: SchoolDb
 }
 
@@ -17,7 +19,7 @@ declare module 'mercurius' {
     auth: AuthService
     /** The caller's user id; throws UNAUTHENTICATED without a valid access token of a user. */
     userId (): string
-    /** The caller's school and its scoped client; throws UNAUTHENTICATED or FORBIDDEN. */
+    /** The caller's school and the client confined to it and to their reach; throws UNAUTHENTICATED or FORBIDDEN. */
     school (): SchoolScope
   }
 }
@@ -36,7 +38,11 @@ export function buildContext (app: FastifyInstance, request: FastifyRequest) {
       // (scope-check.ts).
       if (identity.kind !== 'user' && identity.kind !== 'client') throw unauthenticated()
       if (identity.schoolId === null) throw forbidden()
-      return { schoolId: identity.schoolId, db: app.db.forSchool(identity.schoolId) }
+      // Wall 1 confines the client to the caller's reach as well (src/db/reach.ts): a teacher's
+      // classrooms, and the columns of the caller's scopes.
+      const teacherId = identity.kind === 'user' ? identity.teacherId : null
+      const db = app.db.forSchool(identity.schoolId, { teacherId: teacherId ?? undefined, scopes: accessOf(identity)!.scopes })
+      return { schoolId: identity.schoolId, teacherId, db }
     }
   }
 }

@@ -2,8 +2,9 @@
 // the same document and variables from any user of that school, until a write to that school's
 // records (from any node, the CLI or SQL) removes it.
 //
-// - Keyed by school and scopes: the key starts with the caller's school, taken from a verified token
-//   that has passed the revocation check, then the caller's scopes (README, "Access"), so an answer
+// - Keyed by school, teacher and scopes: the key starts with the caller's school, taken from a
+//   verified token that has passed the revocation check, then a teacher's teacher record (a
+//   teacher's answers are theirs alone) and the caller's scopes (README, "Access"), so an answer
 //   is shared only by callers who may read every field of it: the scope check runs after this
 //   cache's lookup (src/plugins/graphql.ts). Only queries (never mutations) with no error in the
 //   answer are kept.
@@ -125,10 +126,11 @@ export async function registerResponseCache (app: FastifyInstance, options: Resp
     const identity = request.identity
     if ((identity.kind !== 'user' && identity.kind !== 'client') || identity.schoolId === null) return undefined
     const schoolId = identity.schoolId
-    // Everything that changes an answer: the school, the scopes (which fields may be read), the
-    // operation. A query's fields need scopes only, so users and clients with the same scopes share.
+    // Everything that changes an answer: the school, the teacher (a teacher's reach), the scopes
+    // (which fields may be read), the operation. Administrators and clients with the same scopes share.
     const scopes = accessOf(identity)!.scopes.join(' ')
-    const key = `${schoolId}\0${scopes}\0${operationName ?? ''}\0${body.query}\0${JSON.stringify(body.variables ?? null)}`
+    const teacher = identity.kind === 'user' ? identity.teacherId ?? '' : ''
+    const key = `${schoolId}\0${teacher}\0${scopes}\0${operationName ?? ''}\0${body.query}\0${JSON.stringify(body.variables ?? null)}`
     const cached = answers.get(key)
     if (cached === undefined) request.responseCacheSlot = { schoolId, key, generation: generations.get(schoolId) ?? 0 }
     return cached

@@ -28,11 +28,11 @@ t.test('Prisma calls the driver adapter in the async context of each client call
   const schools = Array.from({ length: 20 }, () => randomUUID())
   const seen = await Promise.all(Array.from({ length: 200 }, async (_, i) => {
     const school = schools[i % schools.length]!
-    return { school, seen: await schoolSession.run(school, async () => await settingOf(db.prisma)) }
+    return { school, seen: await schoolSession.run({ schoolId: school }, async () => await settingOf(db.prisma)) }
   }))
   t.equal(seen.filter(({ school, seen }) => school !== seen).length, 0, '200 concurrent statements of 20 schools: each ran with its own school')
   t.equal(await settingOf(db.prisma), null, 'outside a school: none')
-  const inTransaction = await schoolSession.run(schools[0]!, async () => await db.prisma.$transaction(async (tx) => {
+  const inTransaction = await schoolSession.run({ schoolId: schools[0]! }, async () => await db.prisma.$transaction(async (tx) => {
     const [row] = await tx.$queryRawUnsafe<Array<{ school: string }>>(SETTING)
     return row?.school
   }))
@@ -94,14 +94,14 @@ t.test('pg-school-pool.ts: what it relies on in PrismaPg and pg', { skip: onServ
   const school = randomUUID()
 
   calls.length = 0
-  t.equal(await schoolSession.run(school, async () => await settingOf(prisma)), school, 'a statement of a school runs with its school set')
+  t.equal(await schoolSession.run({ schoolId: school }, async () => await settingOf(prisma)), school, 'a statement of a school runs with its school set')
   t.same(calls, ['query'], 'PrismaPg sent it through pool.query')
   t.equal(await settingOf(prisma), null, 'the next statement on the pool has no school: the setting ended with its transaction')
   const [row] = (await pool.query(SETTING)).rows as Array<{ school: string | null }>
   t.ok(row?.school === null || row?.school === '', 'nor has the connection')
 
   calls.length = 0
-  const inTransaction = await schoolSession.run(school, async () => await prisma.$transaction(async (tx) => {
+  const inTransaction = await schoolSession.run({ schoolId: school }, async () => await prisma.$transaction(async (tx) => {
     const [first] = await tx.$queryRawUnsafe<Array<{ school: string }>>(SETTING)
     const [second] = await tx.$queryRawUnsafe<Array<{ school: string }>>(SETTING)
     return [first?.school, second?.school]
@@ -109,8 +109,8 @@ t.test('pg-school-pool.ts: what it relies on in PrismaPg and pg', { skip: onServ
   t.same(inTransaction, [school, school], 'a school\'s transaction runs with its school set')
   t.same(calls, ['connect'], 'PrismaPg ran the transaction on a client of pool.connect, never through pool.query')
 
-  await t.rejects(schoolSession.run(school, async () => await prisma.$queryRawUnsafe('SELECT 1/0')), /division by zero/, 'a failing statement fails')
-  t.equal(await schoolSession.run(school, async () => await settingOf(prisma)), school, 'and the pool goes on serving schools')
+  await t.rejects(schoolSession.run({ schoolId: school }, async () => await prisma.$queryRawUnsafe('SELECT 1/0')), /division by zero/, 'a failing statement fails')
+  t.equal(await schoolSession.run({ schoolId: school }, async () => await settingOf(prisma)), school, 'and the pool goes on serving schools')
 })
 
 t.test('pg-school-pool.ts: a school\'s statement costs one round trip, a transaction no more than BEGIN, its statements and COMMIT', { skip: onServer }, async (t) => {
@@ -122,11 +122,11 @@ t.test('pg-school-pool.ts: a school\'s statement costs one round trip, a transac
   t.teardown(() => prisma.$disconnect())
   const school = randomUUID()
   // Connected, and the statement planned, before timing.
-  await schoolSession.run(school, async () => await settingOf(prisma))
+  await schoolSession.run({ schoolId: school }, async () => await settingOf(prisma))
   const times: number[] = []
   for (let i = 0; i < 3; i++) {
     const started = performance.now()
-    t.equal(await schoolSession.run(school, async () => await settingOf(prisma)), school)
+    t.equal(await schoolSession.run({ schoolId: school }, async () => await settingOf(prisma)), school)
     times.push(performance.now() - started)
   }
   const best = Math.min(...times)
@@ -137,7 +137,7 @@ t.test('pg-school-pool.ts: a school\'s statement costs one round trip, a transac
   const spans: number[] = []
   for (let i = 0; i < 3; i++) {
     const started = performance.now()
-    const seen = await schoolSession.run(school, async () => await prisma.$transaction(async (tx) => {
+    const seen = await schoolSession.run({ schoolId: school }, async () => await prisma.$transaction(async (tx) => {
       const [row] = await tx.$queryRawUnsafe<Array<{ school: string }>>(SETTING)
       return row?.school
     }))

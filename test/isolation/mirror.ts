@@ -1,16 +1,27 @@
 // Two mirrored schools for the isolation suite: the same school name, classrooms, teachers,
 // students and assignments in both, so that only ids tell them apart. The oracle: every object
-// in a response (anything with an `id`) must belong to the caller's school.
+// in a response (anything with an `id`) must belong to the caller's school. Each school also has a
+// teacher login (Ms Same: Rooms 1 and 2, which she shares with Mr Same), whose oracle is narrower:
+// every object must be in her reach (her classrooms, their students, her colleagues, the school).
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { createSchool, createStudent, createTeacher, createUser } from '../../src/admin/records.js'
 import type { Database } from '../../src/db/client.js'
+import { createClient } from '../../src/admin/clients.js'
 import { createClassroomAssignment } from '../fixtures.js'
+import { clientToken } from '../fixtures/oauth.js'
 import { gql, login, PASSWORD, testConfig, unique, type GraphQLResponse } from '../helper.js'
 
 export interface MirrorSchool {
   schoolId: string
+  /** An administrator's access token. */
   token: string
+  /** The access token of the teacher login (Ms Same). */
+  teacherToken: string
+  /** What the teacher login may see: the school, Rooms 1 and 2, their students, Ms and Mr Same. */
+  teacherReach: Set<string>
+  /** The access token of a client of the school holding roster-core.readonly only. */
+  coreClientToken: string
   studentIds: string[]
   teacherIds: string[]
   classroomIds: string[]
@@ -28,7 +39,7 @@ const STUDENTS: Array<[string, string]> = [
   ['Ada Lovelace', 'Room 1'], ['Alan Turing', 'Room 1'], ['Grace Hopper', 'Room 2'],
   ['Edsger Dijkstra', 'Room 2'], ['Barbara Liskov', 'Room 3'], ['Donald Knuth', 'Room 3']
 ]
-const TEACHERS: Array<[string, string[]]> = [['Ms Same', ['Room 1', 'Room 2']], ['Mr Same', ['Room 3']], ['Dr Same', []]]
+const TEACHERS: Array<[string, string[]]> = [['Ms Same', ['Room 1', 'Room 2']], ['Mr Same', ['Room 3', 'Room 2']], ['Dr Same', []]]
 
 async function seed (db: Database, app: FastifyInstance): Promise<MirrorSchool> {
   const schoolId = await createSchool(db, 'Mirror Academy')
@@ -42,12 +53,30 @@ async function seed (db: Database, app: FastifyInstance): Promise<MirrorSchool> 
     teacherIds.push(id)
     for (const room of rooms) await createClassroomAssignment(db, schoolId, id, room)
   }
-  const classrooms = await db.forSchool(schoolId).classroom.findMany({ select: { id: true } })
+  const classrooms = await db.forSchool(schoolId).classroom.findMany({ select: { id: true, name: true } })
   const classroomIds = classrooms.map((c) => c.id)
   const { accessToken } = await login(app, username)
+  // The teacher login: Ms Same.
+  const teacherUsername = unique('mirror-teacher')
+  await createUser(db, { username: teacherUsername, password: PASSWORD, schoolId })
+  await db.prisma.user.update({ where: { username: teacherUsername }, data: { role: 'TEACHER', teacherId: teacherIds[0]! } })
+  const teacherToken = (await login(app, teacherUsername)).accessToken
+  const rooms = new Set(TEACHERS[0]![1])
+  const teacherReach = new Set([
+    schoolId,
+    ...classrooms.filter((c) => rooms.has(c.name)).map((c) => c.id),
+    ...STUDENTS.flatMap(([, room], i) => (rooms.has(room) ? [studentIds[i]!] : [])),
+    ...TEACHERS.flatMap(([, taught], i) => (taught.some((room) => rooms.has(room)) ? [teacherIds[i]!] : []))
+  ])
+  // A client with the core scope only.
+  const client = await createClient(db, { schoolId, name: 'Mirror core client', scopes: ['roster-core.readonly'] })
+  const coreClientToken = await clientToken(app, client)
   return {
     schoolId,
     token: accessToken,
+    teacherToken,
+    teacherReach,
+    coreClientToken,
     studentIds,
     teacherIds,
     classroomIds,
@@ -82,6 +111,11 @@ export function idsIn (value: unknown, found: string[] = []): string[] {
 /** Ids in a response that do not belong to `school`: a leak when not empty. */
 export function foreignIds (res: GraphQLResponse, school: MirrorSchool): string[] {
   return idsIn(res.body.data).filter((id) => !school.ids.has(id))
+}
+
+/** Ids in a teacher's response that are outside the teacher's reach: a leak when not empty. */
+export function outOfReachIds (res: GraphQLResponse, school: MirrorSchool): string[] {
+  return idsIn(res.body.data).filter((id) => !school.teacherReach.has(id))
 }
 
 export { gql }

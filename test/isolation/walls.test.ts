@@ -5,7 +5,7 @@ import pg from 'pg'
 import t from 'tap'
 import type { PGlite } from '@electric-sql/pglite'
 import { createTestDatabase, testDatabase, type TestDatabaseOptions } from '../helper.js'
-import { foreignIds, gql, mirror, type Mirror, type MirrorSchool } from './mirror.js'
+import { foreignIds, gql, mirror, outOfReachIds, type Mirror, type MirrorSchool } from './mirror.js'
 
 /** Responses to school A's probes that hold records of school B. */
 async function leaks (m: Mirror, caller: MirrorSchool, other: MirrorSchool): Promise<number> {
@@ -26,6 +26,33 @@ async function leaks (m: Mirror, caller: MirrorSchool, other: MirrorSchool): Pro
   return leaked
 }
 
+/** Responses to a teacher's probes that hold records outside her reach (her own school's or the other's). */
+async function teacherLeaks (m: Mirror, caller: MirrorSchool, other: MirrorSchool): Promise<number> {
+  const outside = [...caller.ids, ...other.ids].filter((id) => !caller.teacherReach.has(id))
+  const queries = [
+    '{ school { id name } }',
+    '{ students(limit: 1000) { id classroom { id students { id } teachers { id } teacherAssignments { teacher { id } } } } }',
+    '{ teachers(limit: 1000) { id classrooms { id students { id } } classroomAssignments { classroom { id } teacher { id } } } }',
+    '{ classrooms(limit: 1000) { id students { id } teachers { id classrooms { id } } teacherAssignments { teacher { id } classroom { id } } } }',
+    '{ studentsPage(limit: 1000) { nodes { id } } teachersPage(limit: 1000) { nodes { id } } classroomsPage(limit: 1000) { nodes { id } } }',
+    ...outside.map((id) => `{ students(filter: { classroomId: "${id}" }) { id } teachers(filter: { classroomId: "${id}" }) { id } }`),
+    ...outside.map((id) => `{ student(id: "${id}") { id } teacher(id: "${id}") { id } classroom(id: "${id}") { id } }`)
+  ]
+  let leaked = 0
+  for (const query of queries) {
+    const res = await gql(m.app, query, { token: caller.teacherToken })
+    if (outOfReachIds(res, caller).length > 0) leaked += 1
+  }
+  return leaked
+}
+
+/** What a teacher's lists return: exactly her reach, the school aside. */
+async function teacherReads (m: Mirror, caller: MirrorSchool): Promise<string[]> {
+  const res = await gql(m.app, '{ students(limit: 1000) { id } teachers(limit: 1000) { id } classrooms(limit: 1000) { id } }', { token: caller.teacherToken })
+  const data = res.body.data ?? {}
+  return [...(data.students ?? []), ...(data.teachers ?? []), ...(data.classrooms ?? [])].map((r: { id: string }) => r.id).sort()
+}
+
 const CONFIGURATIONS: Array<{ name: string, options: TestDatabaseOptions, rowSecurity: boolean, leaks: boolean }> = [
   { name: 'both walls', options: {}, rowSecurity: true, leaks: false },
   { name: 'wall 1 alone (role bypasses row-level security)', options: { role: 'owner' }, rowSecurity: false, leaks: false },
@@ -41,6 +68,14 @@ for (const config of CONFIGURATIONS) {
     const found = (await leaks(m, m.a, m.b)) + (await leaks(m, m.b, m.a))
     if (config.leaks) t.ok(found > 0, `without either wall, B's records reach A (${found} probes leaked)`)
     else t.equal(found, 0, 'no probe returns a record of the other school')
+    // A teacher: the same walls confine her to her reach inside her school.
+    const teacherFound = (await teacherLeaks(m, m.a, m.b)) + (await teacherLeaks(m, m.b, m.a))
+    if (config.leaks) t.ok(teacherFound > 0, `without either wall, records outside a teacher's reach reach her (${teacherFound} probes leaked)`)
+    else t.equal(teacherFound, 0, 'no probe returns a record outside the teacher\'s reach')
+    if (!config.leaks) {
+      const expected = [...m.a.teacherReach].filter((id) => id !== m.a.schoolId).sort()
+      t.same(await teacherReads(m, m.a), expected, 'the teacher\'s lists hold all of her reach')
+    }
     if (!config.leaks) {
       // Interleaved concurrent requests of both schools: each runs under its own school, never the other's.
       const responses = await Promise.all(Array.from({ length: 200 }, async (_, i) => {
@@ -141,4 +176,44 @@ t.test('wall 2 at the database: with school A set, B\'s rows can be neither read
   t.equal(count.rows[0].n, 0)
   const still = await db.forSchool(m.b.schoolId).student.count()
   t.equal(still, m.b.studentIds.length, "B's students are all still there")
+})
+
+t.test('wall 2 at the database: with a teacher set, only her reach can be read or written', async (t) => {
+  const db = await testDatabase()
+  const m = await mirror(t, db)
+  const sql = await serviceSql()
+  t.teardown(() => sql.close())
+  const teacherId = m.a.teacherIds[0]!
+  await sql.query('BEGIN')
+  try {
+    await sql.query("SELECT set_config('app.school_id', $1, true), set_config('app.teacher_id', $2, true)", [m.a.schoolId, teacherId])
+    const seen: string[] = []
+    for (const table of ['students', 'teachers', 'classrooms']) {
+      const { rows } = await sql.query(`SELECT id FROM ${table}`)
+      seen.push(...rows.map((r) => r.id as string))
+    }
+    t.same(seen.sort(), [...m.a.teacherReach].filter((id) => id !== m.a.schoolId).sort(), 'students, teachers and classrooms: exactly her reach')
+    const assignments = await sql.query('SELECT DISTINCT classroom_id FROM teacher_classrooms')
+    t.ok(assignments.rows.every((r) => m.a.teacherReach.has(r.classroom_id)), 'assignments: only those of her classrooms')
+    const colleagues = await sql.query('SELECT classroom_id FROM teacher_classrooms WHERE teacher_id = $1', [m.a.teacherIds[1]])
+    t.equal(colleagues.rows.length, 1, "a colleague's assignments: only the classroom they share")
+    const feed = await sql.query('SELECT count(*)::int AS n FROM changes')
+    t.equal(feed.rows[0].n, 0, "the school's change feed is not hers")
+    const outside = m.a.studentIds.filter((id) => !m.a.teacherReach.has(id))
+    const updated = await sql.query("UPDATE students SET full_name = 'Hacked' WHERE id = ANY($1::uuid[])", [outside])
+    t.equal(updated.count, 0, 'a student outside her reach cannot be updated')
+    await t.rejects(sql.query('UPDATE students SET classroom_id = $1 WHERE id = $2', [m.a.classroomIds.find((id) => !m.a.teacherReach.has(id)), m.a.studentIds.find((id) => m.a.teacherReach.has(id))]),
+      /row-level security/, 'a student in reach cannot be moved out of it')
+  } finally {
+    await sql.query('ROLLBACK')
+  }
+  // The teacher lived only in its transaction: the school alone sees the whole school again.
+  await sql.query('BEGIN')
+  try {
+    await sql.query("SELECT set_config('app.school_id', $1, true)", [m.a.schoolId])
+    const { rows } = await sql.query('SELECT count(*)::int AS n FROM students')
+    t.equal(rows[0].n, m.a.studentIds.length, 'after her transaction, the school alone reads every student')
+  } finally {
+    await sql.query('ROLLBACK')
+  }
 })
