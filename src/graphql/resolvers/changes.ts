@@ -39,12 +39,6 @@ const notAFeedCursor = (): Error =>
 const notYourFeed = (whose: string): Error =>
   badUserInput(`since is a cursor of ${whose} change feed, not of yours: start again from latestChangeCursor`)
 
-/** The teacher whose feed the caller follows; null for an administrator or a client (the school's). */
-function teacherOf (ctx: MercuriusContext): string | null {
-  // teacherId is on the school scope once teacher identities land (src/graphql/context.ts).
-  return (ctx.school() as { teacherId?: string | null }).teacherId ?? null
-}
-
 /** The position a cursor stands for in the caller's feed; null for no cursor (from the oldest change kept). */
 function parseSince (since: string | null | undefined, teacherId: string | null): bigint | null {
   if (since === null || since === undefined) return null
@@ -73,10 +67,10 @@ const expired = (): Error => badUserInput(
 export const changeQueries: Pick<QueryResolvers, 'changes' | 'latestChangeCursor'> = {
   async changes (_parent, { since, limit }, ctx) {
     const take = pageSize(limit)
-    const teacherId = teacherOf(ctx)
+    // A teacher follows their own feed; an administrator or a client, the school's.
+    const { db, teacherId } = ctx.school()
     const cursor = parseSince(since, teacherId)
     const after = cursor ?? 0n
-    const { db } = ctx.school()
     if (teacherId !== null) {
       const rows = await db.teacherChange.findMany({ where: { teacherId, id: { gt: after } }, orderBy: { id: 'asc' }, take: take + 1 })
       if (cursor !== null) {
@@ -105,8 +99,7 @@ export const changeQueries: Pick<QueryResolvers, 'changes' | 'latestChangeCursor
   },
 
   async latestChangeCursor (_parent, _args, ctx) {
-    const teacherId = teacherOf(ctx)
-    const { db } = ctx.school()
+    const { db, teacherId } = ctx.school()
     if (teacherId !== null) {
       const latest = await db.teacherChange.findFirst({ where: { teacherId }, orderBy: { id: 'desc' }, select: { id: true } })
       return teacherChangeCursor(teacherId, latest?.id ?? 0n)
