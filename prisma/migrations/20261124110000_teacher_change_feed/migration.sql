@@ -53,14 +53,15 @@ ALTER TABLE "teacher_changes" ADD CONSTRAINT "teacher_changes_school_id_fkey" FO
 -- drawing, so within a school ids commit in increasing order and a reader following them never
 -- passes a row that commits later with a lower id. Statements after the lock read a fresh snapshot
 -- (READ COMMITTED), so two writers of one school (a student moved into a classroom while a teacher
--- is assigned to it) each see the other's committed write, and the later one writes the entry.
+-- is assigned to it) each see the other's committed write, and the later one writes the entry. (A
+-- REPEATABLE READ writer cannot lock a school row changed since its snapshot: it fails and retries.)
 --
 -- Retention: at least 90 days. A statement-level write prunes its school's rows older than 91 days,
 -- except each teacher's newest such row, which stays as the mark of how far the teacher's feed was
 -- pruned: every pruned row of a teacher lies below the mark, so the API refuses a cursor below the
 -- teacher's newest row older than 90 days (src/graphql/resolvers/changes.ts). The day between the
--- two keeps the API's clock, not the database's, from missing a mark. Returns the schools locked
--- (a school being deleted has none, and gets no rows).
+-- two is a margin for the API's clock against the database's. Returns the schools locked (a school
+-- being deleted has none, and gets no rows).
 CREATE FUNCTION "teacher_feed_open"(school_ids uuid[], prune boolean) RETURNS uuid[] LANGUAGE plpgsql AS $$
 DECLARE
   locked uuid[];
