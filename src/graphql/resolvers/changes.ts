@@ -74,11 +74,12 @@ export const changeQueries: Pick<QueryResolvers, 'changes' | 'latestChangeCursor
     if (teacherId !== null) {
       const rows = await db.teacherChange.findMany({ where: { teacherId, id: { gt: after } }, orderBy: { id: 'asc' }, take: take + 1 })
       if (cursor !== null) {
-        // Pruned rows all lie below the teacher's newest row older than 90 days (the mark).
-        const mark = await db.teacherChange.findFirst({
-          where: { teacherId, at: { lt: new Date(Date.now() - KEPT_MS) } }, orderBy: { id: 'desc' }, select: { id: true }
+        // Pruned rows all lie below the teacher's newest row older than 90 days (the mark): a row
+        // after the cursor that old means rows after it may be gone.
+        const old = await db.teacherChange.findFirst({
+          where: { teacherId, id: { gt: after }, at: { lt: new Date(Date.now() - KEPT_MS) } }, select: { id: true }
         })
-        if (mark !== null && mark.id > after) throw expired()
+        if (old !== null) throw expired()
       }
       const changes = rows.slice(0, take)
       const last = changes[changes.length - 1]
