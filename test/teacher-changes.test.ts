@@ -2,6 +2,7 @@
 // migration teacher_change_feed): what enters, changes in and leaves each teacher's reach, for
 // every kind of write and cascade; no change for a write that changes nothing; row-level security;
 // pruning; and a consumer applying the feed ends with exactly what the teacher can read.
+import fc from 'fast-check'
 import pg from 'pg'
 import t from 'tap'
 import { createSchool, createStudent, createTeacher } from '../src/admin/records.js'
@@ -349,6 +350,129 @@ t.test('a consumer applying the feed holds exactly what the teacher reads, throu
   await school.scoped.teacher.deleteMany({ where: { id: cal } })
   await school.scoped.student.deleteMany({ where: { id: students[2]! } })
   await check('Cal and a student deleted')
+})
+
+// Random writes of every kind, single and several rows at once, cascades included: after each,
+// every teacher's mirror (deleted teachers' too) equals what that teacher reads, and no entry is
+// out of turn (a creation of a record held, an update or deletion of one not held).
+const OPERATIONS = [
+  'create student', 'move student', 'move classroom', 'update student', 'delete student',
+  'assign', 'assign everywhere', 'unassign', 'unassign everywhere', 'change role',
+  'create teacher', 'update teacher', 'delete teacher', 'create classroom', 'update classroom', 'delete classroom'
+] as const
+const operationArb = fc.record({ kind: fc.constantFrom(...OPERATIONS), a: fc.nat(50), b: fc.nat(50), same: fc.boolean() })
+
+t.test('random writes: every teacher\'s mirror stays what the teacher reads', async (t) => {
+  let checked = 0
+  await fc.assert(fc.asyncProperty(fc.array(operationArb, { minLength: 1, maxLength: 20 }), async (operations) => {
+    const school = await School.create('Random Feed School')
+    const scoped = school.scoped
+    const teachers = [await school.teacher('T0'), await school.teacher('T1')]
+    const rooms = [await school.classroom('R0'), await school.classroom('R1')]
+    const students = [await school.student('S0', 'R0'), await school.student('S1', 'R1')]
+    let made = 0
+    const pick = <T>(list: T[], n: number): T | undefined => list.length === 0 ? undefined : list[n % list.length]
+    const mirrors = new Map<string, Set<string>>()
+    const verify = async (step: string): Promise<boolean> => {
+      for (const teacherId of teachers.concat([...mirrors.keys()].filter((id) => !teachers.includes(id)))) {
+        const mirror = mirrors.get(teacherId) ?? new Set<string>()
+        mirrors.set(teacherId, mirror)
+        for (const row of await school.rows(teacherId)) {
+          // Strictly: a record is created when it enters, updated or deleted only while held.
+          if (mirror.has(row.record_id) === (row.type === 'CREATED')) {
+            t.fail(`${step}: ${row.type} ${row.record_type} ${row.record_id} to ${teacherId}, ${mirror.has(row.record_id) ? 'held' : 'not held'}`)
+            return false
+          }
+          if (row.type === 'DELETED') mirror.delete(row.record_id)
+          else mirror.add(row.record_id)
+        }
+        const expected = await reach(school, teacherId)
+        checked += 1
+        if (JSON.stringify([...mirror].sort()) !== JSON.stringify(expected)) {
+          t.same([...mirror].sort(), expected, `${step}: the mirror of ${teacherId}`)
+          return false
+        }
+      }
+      return true
+    }
+    if (!await verify('set up')) return false
+    for (const { kind, a, b, same } of operations) {
+      made += 1
+      const student = pick(students, a)
+      const teacher = pick(teachers, a)
+      const room = pick(rooms, b)
+      const fromRoom = pick(rooms, a)
+      switch (kind) {
+        case 'create student':
+          students.push(await school.student(`S${made}`, same ? undefined : school.names.get(room ?? '')))
+          break
+        case 'move student':
+          if (student !== undefined) await school.move(student, same ? null : room ?? null)
+          break
+        case 'move classroom':
+          if (fromRoom !== undefined) await scoped.student.updateMany({ where: { classroomId: fromRoom }, data: { classroomId: same ? null : room ?? null } })
+          break
+        case 'update student':
+          if (student !== undefined) await scoped.student.updateMany({ where: { id: student }, data: { email: same ? null : `s${made}@example.org` } })
+          break
+        case 'delete student':
+          if (student !== undefined) {
+            await scoped.student.deleteMany({ where: { id: student } })
+            students.splice(students.indexOf(student), 1)
+          }
+          break
+        case 'assign':
+          if (teacher !== undefined && room !== undefined) {
+            await scoped.teacherClassroom.createMany({ data: [{ schoolId: school.id, teacherId: teacher, classroomId: room, role: same ? 'ASSISTANT' : 'PRIMARY' }], skipDuplicates: true })
+          }
+          break
+        case 'assign everywhere':
+          if (teacher !== undefined && rooms.length > 0) {
+            await scoped.teacherClassroom.createMany({ data: rooms.map((classroomId) => ({ schoolId: school.id, teacherId: teacher, classroomId })), skipDuplicates: true })
+          }
+          break
+        case 'unassign':
+          if (teacher !== undefined && room !== undefined) await school.unassign(teacher, room)
+          break
+        case 'unassign everywhere':
+          if (same && room !== undefined) await scoped.teacherClassroom.deleteMany({ where: { classroomId: room } })
+          else if (teacher !== undefined) await scoped.teacherClassroom.deleteMany({ where: { teacherId: teacher } })
+          break
+        case 'change role':
+          if (teacher !== undefined) await scoped.teacherClassroom.updateMany({ where: { teacherId: teacher }, data: { role: same ? 'ASSISTANT' : 'PRIMARY' } })
+          break
+        case 'create teacher':
+          teachers.push(await school.teacher(`T${made}`))
+          break
+        case 'update teacher':
+          if (teacher !== undefined) await scoped.teacher.updateMany({ where: { id: teacher }, data: { title: same ? null : `Title ${made}` } })
+          break
+        case 'delete teacher':
+          if (teacher !== undefined) {
+            await scoped.teacher.deleteMany({ where: same ? { id: { in: teachers.slice(0, 2) } } : { id: teacher } })
+            for (const gone of same ? teachers.slice(0, 2) : [teacher]) teachers.splice(teachers.indexOf(gone), 1)
+          }
+          break
+        case 'create classroom':
+          rooms.push(await school.classroom(`Room ${made}`))
+          break
+        case 'update classroom':
+          if (room !== undefined) await scoped.classroom.updateMany({ where: { id: room }, data: { subject: same ? null : `Subject ${made}` } })
+          break
+        case 'delete classroom':
+          if (room !== undefined) {
+            // Its students hold it (the foreign key restricts): they go to another classroom first.
+            await scoped.student.updateMany({ where: { classroomId: room }, data: { classroomId: pick(rooms.filter((r) => r !== room), a) ?? null } })
+            await scoped.classroom.deleteMany({ where: { id: room } })
+            rooms.splice(rooms.indexOf(room), 1)
+          }
+          break
+      }
+      if (!await verify(`${kind} (${a}, ${b}, ${same})`)) return false
+    }
+    return true
+  }), { numRuns: 40 })
+  t.ok(checked > 300, `${checked} mirrors checked`)
 })
 
 t.test('two writers of one school at once: the later one sees the other and writes the entry', {
