@@ -70,7 +70,7 @@ t.test('the database refuses a link between rows of two schools', async (t) => {
 // Wall 1, complete: every operation of every tenant model that the generated client offers.
 
 interface ModelProbe {
-  delegate: 'classroom' | 'student' | 'teacher' | 'teacherClassroom' | 'change'
+  delegate: 'classroom' | 'student' | 'teacher' | 'teacherClassroom' | 'change' | 'teacherChange'
   /** Data of a new row (no schoolId). */
   data (n: number, refs: Refs): Record<string, unknown>
   /** The primary key selector of a row. */
@@ -117,6 +117,13 @@ const PROBES: Record<string, ModelProbe> = {
     data: (n) => ({ seq: BigInt(1_000_000 + n), type: 'CREATED', recordType: 'STUDENT', recordId: '00000000-0000-4000-8000-000000000000' }),
     key: (r) => ({ schoolId_seq: { schoolId: r.schoolId, seq: r.seq } }),
     match: (r) => ({ seq: r.seq }),
+    change: { sourcedId: 'Renamed' }
+  },
+  TeacherChange: {
+    delegate: 'teacherChange',
+    data: (_n, refs) => ({ teacherId: refs.teacherId, type: 'CREATED', recordType: 'TEACHER', recordId: refs.teacherId }),
+    key: (r) => ({ schoolId_id: { schoolId: r.schoolId, id: r.id } }),
+    match: (r) => ({ id: r.id }),
     change: { sourcedId: 'Renamed' }
   }
 }

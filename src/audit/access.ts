@@ -58,8 +58,11 @@ export type Relations = ReadonlyMap<string, ReadonlyArray<readonly [field: strin
  * sourcedId and student number, so reading it counts as reading that record (a feed read that also
  * asks for the student as it is now counts both rows).
  */
+const namedRecord = (row: Record<string, unknown>): RecordType | undefined =>
+  row.recordType === 'STUDENT' ? 'Student' : row.recordType === 'TEACHER' ? 'Teacher' : undefined
 const NAMING: ReadonlyMap<string, (row: Record<string, unknown>) => RecordType | undefined> = new Map([
-  ['Change', (row) => row.recordType === 'STUDENT' ? 'Student' : row.recordType === 'TEACHER' ? 'Teacher' : undefined]
+  ['Change', namedRecord],
+  ['TeacherChange', namedRecord]
 ])
 
 /** Adds the audited rows in `value` (a row, a list of rows or null) of `model`, and those nested in it. */

@@ -119,7 +119,8 @@ export const COLUMN_SCOPES: Readonly<Record<string, Readonly<Record<string, Scop
   School: Object.fromEntries(['addressLine1', 'addressLine2', 'city', 'region', 'postalCode', 'country', 'phone', 'website'].map((column) => [column, FULL])),
   Student: { studentNumber: FULL, email: FULL, dateOfBirth: DEMOGRAPHICS },
   Teacher: { email: FULL, title: FULL },
-  Change: { studentNumber: FULL }
+  Change: { studentNumber: FULL },
+  TeacherChange: { studentNumber: FULL }
 }
 
 /**

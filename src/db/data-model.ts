@@ -18,7 +18,7 @@ type RelationsOf<M extends ModelName> = [keyof Objects<M>] extends [never]
   : { readonly [F in keyof Objects<M>]-?: Target<Objects<M>[F]> }
 
 const RELATION_TABLE: { readonly [M in ModelName]: RelationsOf<M> } = {
-  School: { users: 'User[]', clients: 'Client[]', students: 'Student[]', teachers: 'Teacher[]', classrooms: 'Classroom[]', changes: 'Change[]' },
+  School: { users: 'User[]', clients: 'Client[]', students: 'Student[]', teachers: 'Teacher[]', classrooms: 'Classroom[]', changes: 'Change[]', teacherChanges: 'TeacherChange[]' },
   User: { school: 'School', refreshTokens: 'RefreshToken[]' },
   RefreshToken: { user: 'User' },
   Client: { school: 'School', secrets: 'ClientSecret[]' },
@@ -29,6 +29,7 @@ const RELATION_TABLE: { readonly [M in ModelName]: RelationsOf<M> } = {
   Teacher: { school: 'School', classrooms: 'TeacherClassroom[]' },
   TeacherClassroom: { teacher: 'Teacher', classroom: 'Classroom' },
   Change: { school: 'School' },
+  TeacherChange: { school: 'School' },
   AuditEvent: {}
 }
 
@@ -44,6 +45,7 @@ const SCALAR_TABLE: { readonly [M in ModelName]: Readonly<Record<string, string>
   Teacher: Prisma.TeacherScalarFieldEnum,
   TeacherClassroom: Prisma.TeacherClassroomScalarFieldEnum,
   Change: Prisma.ChangeScalarFieldEnum,
+  TeacherChange: Prisma.TeacherChangeScalarFieldEnum,
   AuditEvent: Prisma.AuditEventScalarFieldEnum
 }
 

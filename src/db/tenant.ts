@@ -11,7 +11,8 @@ export const TENANT_MODELS: ReadonlySet<string> = new Set<Prisma.ModelName>([
   'Student',
   'Teacher',
   'TeacherClassroom',
-  'Change'
+  'Change',
+  'TeacherChange'
 ])
 
 /** Models the scoped client never reaches; only authentication and administration code does. */

@@ -2,7 +2,7 @@
 // query selected. Lists, joined relations and the Classroom.teachers and Teacher.classrooms loaders
 // read only the columns a query asks for, and `id` (see selects.ts); the other loaders read whole
 // rows. So a row has `id` and any other column: a resolver reads only what its own field selected.
-import type { Change, Classroom, School, Student, Teacher, TeacherRole } from '../generated/prisma/client.js'
+import type { Change, Classroom, School, Student, Teacher, TeacherChange, TeacherRole } from '../generated/prisma/client.js'
 
 /** A row read with the select a query made: `id` always, the other columns when selected. */
 export type Selected<T extends { id: string }> = Pick<T, 'id'> & Partial<Omit<T, 'id'>>
@@ -16,4 +16,5 @@ export interface AssignmentRow {
   teacher: TeacherRow
   classroom: ClassroomRow
 }
-export type ChangeRow = Change
+/** An entry of the school's feed or of a teacher's (resolvers/changes.ts). */
+export type ChangeRow = Change | TeacherChange

@@ -35,6 +35,8 @@ async function teacherLeaks (m: Mirror, caller: MirrorSchool, other: MirrorSchoo
     '{ teachers(limit: 1000) { id classrooms { id students { id } } classroomAssignments { classroom { id } teacher { id } } } }',
     '{ classrooms(limit: 1000) { id students { id } teachers { id classrooms { id } } teacherAssignments { teacher { id } classroom { id } } } }',
     '{ studentsPage(limit: 1000) { nodes { id } } teachersPage(limit: 1000) { nodes { id } } classroomsPage(limit: 1000) { nodes { id } } }',
+    // Her own feed: nothing has left her reach in the mirror, so every entry names a record in it.
+    '{ changes(limit: 1000) { changes { id student { id } teacher { id } classroom { id } } } }',
     ...outside.map((id) => `{ students(filter: { classroomId: "${id}" }) { id } teachers(filter: { classroomId: "${id}" }) { id } }`),
     ...outside.map((id) => `{ student(id: "${id}") { id } teacher(id: "${id}") { id } classroom(id: "${id}") { id } }`)
   ]

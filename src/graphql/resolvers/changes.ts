@@ -1,32 +1,63 @@
-// The change feed (table `changes`, written by triggers; see the migration records_and_change_feed).
-// A school's changes are numbered densely in commit order, so "after seq n" misses nothing, and a
-// first change above n + 1 means the ones between were pruned (older than 90 days).
+// The change feeds. An administrator or a client follows the school's (table `changes`, written
+// by triggers; see the migration records_and_change_feed): a school's changes are numbered densely
+// in commit order, so "after seq n" misses nothing, and a first change above n + 1 means the ones
+// between were pruned (older than 90 days). A teacher follows their own (table `teacher_changes`,
+// migration teacher_change_feed): what entered, changed in and left their reach, numbered by ids
+// that commit in increasing order within the school but are not dense; the teacher's newest row
+// older than 90 days stays as the mark of how far their feed was pruned. Each feed has cursors of
+// its own, and a teacher's cursor names the teacher.
 import type { MercuriusContext } from 'mercurius'
 import type { QueryResolvers } from '../generated.js'
 import type { ChangeRow, ClassroomRow, StudentRow, TeacherRow } from '../models.js'
 import { badUserInput } from '../errors.js'
 import { pageSize } from '../paging.js'
+import { UUID } from '../../validators.js'
 
 const PREFIX = 'changes:'
+const TEACHER_PREFIX = 'teacher-changes:'
+const TEACHER_CURSOR = new RegExp(`^${TEACHER_PREFIX}(${UUID.source.slice(1, -1)}):(\\d{1,19})$`, 'i')
+
+const encode = (text: string): string => Buffer.from(text).toString('base64url')
 
 export function changeCursor (seq: bigint): string {
-  return Buffer.from(PREFIX + seq.toString()).toString('base64url')
+  return encode(PREFIX + seq.toString())
 }
 
-/** The largest seq: the counter is a PostgreSQL bigint. */
+export function teacherChangeCursor (teacherId: string, id: bigint): string {
+  return encode(`${TEACHER_PREFIX}${teacherId}:${id.toString()}`)
+}
+
+/** The largest seq or id: both are PostgreSQL bigints. */
 const MAX_SEQ = 2n ** 63n - 1n
+
+/** How long changes are kept; teacher_changes is pruned a day later, so no clock skew hides its mark. */
+const KEPT_MS = 90 * 86_400_000
 
 const notAFeedCursor = (): Error =>
   badUserInput('since is not a cursor of the change feed (pass nextCursor or a change\'s cursor as returned)')
 
-/** The seq a cursor stands for; null for no cursor (from the oldest change kept). */
-function parseSince (since: string | null | undefined): bigint | null {
+const notYourFeed = (whose: string): Error =>
+  badUserInput(`since is a cursor of ${whose} change feed, not of yours: start again from latestChangeCursor`)
+
+/** The position a cursor stands for in the caller's feed; null for no cursor (from the oldest change kept). */
+function parseSince (since: string | null | undefined, teacherId: string | null): bigint | null {
   if (since === null || since === undefined) return null
   const text = Buffer.from(since, 'base64url').toString('utf8')
-  if (!text.startsWith(PREFIX) || !/^\d{1,19}$/.test(text.slice(PREFIX.length))) throw notAFeedCursor()
-  const seq = BigInt(text.slice(PREFIX.length))
-  if (seq > MAX_SEQ) throw notAFeedCursor()
-  return seq
+  let position: string
+  if (text.startsWith(TEACHER_PREFIX)) {
+    const match = TEACHER_CURSOR.exec(text)
+    if (match === null) throw notAFeedCursor()
+    if (teacherId === null) throw notYourFeed("a teacher's")
+    if (match[1]!.toLowerCase() !== teacherId.toLowerCase()) throw notYourFeed("another teacher's")
+    position = match[2]!
+  } else {
+    if (!text.startsWith(PREFIX) || !/^\d{1,19}$/.test(text.slice(PREFIX.length))) throw notAFeedCursor()
+    if (teacherId !== null) throw notYourFeed("the school's")
+    position = text.slice(PREFIX.length)
+  }
+  const n = BigInt(position)
+  if (n > MAX_SEQ) throw notAFeedCursor()
+  return n
 }
 
 const expired = (): Error => badUserInput(
@@ -36,9 +67,24 @@ const expired = (): Error => badUserInput(
 export const changeQueries: Pick<QueryResolvers, 'changes' | 'latestChangeCursor'> = {
   async changes (_parent, { since, limit }, ctx) {
     const take = pageSize(limit)
-    const cursor = parseSince(since)
+    // A teacher follows their own feed; an administrator or a client, the school's.
+    const { db, teacherId } = ctx.school()
+    const cursor = parseSince(since, teacherId)
     const after = cursor ?? 0n
-    const { db } = ctx.school()
+    if (teacherId !== null) {
+      const rows = await db.teacherChange.findMany({ where: { teacherId, id: { gt: after } }, orderBy: { id: 'asc' }, take: take + 1 })
+      if (cursor !== null) {
+        // Pruned rows all lie below the teacher's newest row older than 90 days (the mark): a row
+        // after the cursor that old means rows after it may be gone.
+        const old = await db.teacherChange.findFirst({
+          where: { teacherId, id: { gt: after }, at: { lt: new Date(Date.now() - KEPT_MS) } }, select: { id: true }
+        })
+        if (old !== null) throw expired()
+      }
+      const changes = rows.slice(0, take)
+      const last = changes[changes.length - 1]
+      return { changes, nextCursor: teacherChangeCursor(teacherId, last?.id ?? after), hasMore: rows.length > take }
+    }
     const rows = await db.change.findMany({ where: { seq: { gt: after } }, orderBy: { seq: 'asc' }, take: take + 1 })
     if (cursor !== null) {
       // Numbers are dense: a first change above after + 1, or none while the school has counted
@@ -54,7 +100,11 @@ export const changeQueries: Pick<QueryResolvers, 'changes' | 'latestChangeCursor
   },
 
   async latestChangeCursor (_parent, _args, ctx) {
-    const { db } = ctx.school()
+    const { db, teacherId } = ctx.school()
+    if (teacherId !== null) {
+      const latest = await db.teacherChange.findFirst({ where: { teacherId }, orderBy: { id: 'desc' }, select: { id: true } })
+      return teacherChangeCursor(teacherId, latest?.id ?? 0n)
+    }
     const school = await db.school.findFirstOrThrow({ select: { changeSeq: true } })
     return changeCursor(school.changeSeq)
   }
@@ -85,6 +135,6 @@ export const changeLoaders = {
 }
 
 export const Change = {
-  cursor: (change: ChangeRow) => changeCursor(change.seq),
+  cursor: (change: ChangeRow) => 'teacherId' in change ? teacherChangeCursor(change.teacherId, change.id) : changeCursor(change.seq),
   id: (change: ChangeRow) => change.recordId
 }
