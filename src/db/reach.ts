@@ -70,10 +70,13 @@ export function narrowsReach (reach: Reach): boolean {
   return rulesOf(reach) !== null
 }
 
-/** A stable key of a reach, for caching clients (one per school and reach). */
+/**
+ * A key of a reach, for caching clients (one per school and reach): the teacher and the scopes as
+ * given (callers pass normalized scopes: tokens carry them so, roles list them so; the same reach
+ * under two keys would only cost a second client).
+ */
 export function reachKey (reach: Reach): string {
-  const scopes = reach.scopes === undefined ? '' : SCOPES.filter((scope) => reach.scopes!.includes(scope)).join(' ')
-  return `${reach.teacherId ?? ''}|${scopes}`
+  return `${reach.teacherId ?? ''}|${reach.scopes === undefined ? '*' : reach.scopes.join(' ')}`
 }
 
 /** The `where` that confines `model` to a teacher's reach; null when the whole model (in the school) is. */

@@ -94,7 +94,9 @@ export function schoolClients (prisma: PrismaClient, options: SchoolClientOption
   const clients = new LRUCache<string, SchoolDb>({ max: 10_000 })
   return {
     forSchool (schoolId, reach = {}) {
-      const key = narrowsReach(reach) ? `${schoolId}|${reachKey(reach)}` : schoolId
+      // Per request: the key is two strings joined; whether the reach needs a step of its own is
+      // asked once, when the client is built.
+      const key = `${schoolId}|${reachKey(reach)}`
       let client = clients.get(key)
       if (client === undefined) {
         client = schoolClient(prisma, schoolId, options, reach)
