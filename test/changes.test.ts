@@ -5,7 +5,7 @@ import pg from 'pg'
 import t from 'tap'
 import { createStudent, createTeacher } from '../src/admin/records.js'
 import { createClassroomAssignment } from './fixtures.js'
-import { build, gql, login, seedSchool, serverUrl, testDatabase, testDatabaseUrl } from './helper.js'
+import { build, gql, login, seedSchool, serverUrl, serviceConnection, testDatabase } from './helper.js'
 
 const FEED = `query ($since: String, $limit: Int) {
   changes(since: $since, limit: $limit) {
@@ -124,13 +124,7 @@ t.test('two concurrent writers of one school: no reader skips a change', {
   const school = await seedSchool('Concurrent School')
   const { accessToken: token } = await login(app, school.username)
   const since = (await gql(app, '{ latestChangeCursor }', { token })).body.data!.latestChangeCursor as string
-  const url = (await testDatabaseUrl())!
-  const connect = async () => {
-    const client = new pg.Client({ connectionString: url })
-    await client.connect()
-    t.teardown(() => client.end())
-    return client
-  }
+  const connect = async () => await serviceConnection(t)
   const [one, two, watcher] = [await connect(), await connect(), await connect()]
   const insert = (client: pg.Client, name: string) =>
     client.query("INSERT INTO students (school_id, id, full_name, updated_at) VALUES ($1, gen_random_uuid(), $2, now()) RETURNING id", [school.schoolId, name])

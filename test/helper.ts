@@ -267,3 +267,11 @@ export async function login (app: FastifyInstance, username: string, password = 
   if (res.body.data?.login == null) throw new Error(`login failed: ${JSON.stringify(res.body)}`)
   return res.body.data.login as { accessToken: string, refreshToken: string }
 }
+
+/** A connection of its own to this file's PostgreSQL database as the service role, closed when the test ends. */
+export async function serviceConnection (test: { teardown: (fn: () => unknown) => void }): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: (await testDatabaseUrl())! })
+  await client.connect()
+  test.teardown(() => client.end())
+  return client
+}

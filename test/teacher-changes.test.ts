@@ -3,12 +3,11 @@
 // every kind of write and cascade; no change for a write that changes nothing; row-level security;
 // pruning; and a consumer applying the feed ends with exactly what the teacher can read.
 import fc from 'fast-check'
-import pg from 'pg'
 import t from 'tap'
 import { createSchool, createStudent, createTeacher } from '../src/admin/records.js'
 import type { Database } from '../src/db/client.js'
 import { createClassroomAssignment } from './fixtures.js'
-import { serverUrl, testDatabase, testDatabaseUrl, unique } from './helper.js'
+import { serverUrl, serviceConnection, testDatabase, unique } from './helper.js'
 
 interface FeedRow {
   id: bigint
@@ -484,13 +483,7 @@ t.test('two writers of one school at once: the later one sees the other and writ
   const roomA = await school.classroom('Room A')
   const sam = await school.student('Sam Student')
   await school.skip(ada)
-  const url = (await testDatabaseUrl())!
-  const connect = async () => {
-    const client = new pg.Client({ connectionString: url })
-    await client.connect()
-    t.teardown(() => client.end())
-    return client
-  }
+  const connect = async () => await serviceConnection(t)
   const [one, two] = [await connect(), await connect()]
   for (const client of [one, two]) {
     await client.query('BEGIN')
