@@ -1,13 +1,22 @@
 // Wall 1 inside the school (src/db/reach.ts), alone: on a role that bypasses row-level security,
 // the school client of a teacher reads only her reach through every form of read Prisma offers,
 // and the client of a caller without a scope reads none of the columns it guards.
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { createSchool, createStudent, createTeacher } from '../src/admin/records.js'
 import { createClassroomAssignment } from './fixtures.js'
 import { createTestDatabase } from './helper.js'
 
-t.test('a teacher\'s client, without row-level security', async (t) => {
+// Twice: with the teacher's classrooms filtered by relation (no store kept: the CLI, a database
+// without a listener), and with the node's store of teachers' classrooms kept (an API node).
+for (const kept of [false, true]) {
+  t.test(`a teacher's client, without row-level security, ${kept ? 'her classrooms kept by the node' : 'her classrooms by relation'}`, async (t) => {
+    await teacherAlone(t, kept)
+  })
+}
+
+async function teacherAlone (t: Test, kept: boolean): Promise<void> {
   const db = await createTestDatabase({ role: 'owner' })
+  if (kept) db.teacherRooms.keepWhile(() => true)
   t.equal(db.rowSecurity, false, 'wall 2 is away: what holds here is wall 1')
   const schoolId = await createSchool(db, 'Reach Alone')
   const mine = await createStudent(db, { schoolId, fullName: 'In Reach', classroom: 'Mine' })
@@ -57,7 +66,23 @@ t.test('a teacher\'s client, without row-level security', async (t) => {
 
   // Control: the administrator's client of the same school reads everything.
   t.equal(await db.forSchool(schoolId).student.count(), 2, 'control: the school client reads both students')
-})
+
+  if (kept) {
+    t.same(await db.teacherRooms.of(schoolId, me), [room], 'the node keeps her classroom')
+    // Assigned to a second classroom by another writer (a raw statement: nothing of this node's
+    // school client): wall 1 holds to the classrooms it keeps until the school's notification
+    // drops them (the database plugin's listener; here, called by hand), then reads them again.
+    await db.prisma.$executeRaw`INSERT INTO teacher_classrooms (school_id, teacher_id, classroom_id, role) VALUES (${schoolId}::uuid, ${me}::uuid, ${other}::uuid, 'PRIMARY')`
+    t.same(ids(await tdb.student.findMany({ select: { id: true } })), [mine], 'before the notification: the classrooms kept')
+    db.teacherRooms.invalidate(schoolId)
+    t.same(ids(await tdb.student.findMany({ select: { id: true } })), [mine, theirs].sort(), 'after it: both classrooms\' students')
+    // A write of this node's school client drops them at once, with no notification.
+    await db.forSchool(schoolId).teacherClassroom.deleteMany({ where: { teacherId: me, classroomId: other } })
+    t.same(ids(await tdb.student.findMany({ select: { id: true } })), [mine], 'after her own node\'s write: at once')
+  } else {
+    t.equal(db.teacherRooms.of(schoolId, me), null, 'nothing kept without a listener: by relation')
+  }
+}
 
 t.test('a client with the core scope only: the columns of other scopes stay unread', async (t) => {
   const db = await createTestDatabase({ role: 'owner' })

@@ -13,6 +13,7 @@ import { DATA_CHANGED_CHANNEL, openReplicas, type Replicas, type ReplicaStatus }
 import { openSchoolPool } from './pg-school-pool.js'
 import type { Reach } from './reach.js'
 import { schoolClients, type SchoolDb } from './school-client.js'
+import type { TeacherRooms } from './teacher-rooms.js'
 import { outsideSchool, withSchoolSessions } from './school-session.js'
 
 export interface Database {
@@ -32,6 +33,8 @@ export interface Database {
    * caller's reach (school-client.ts, reach.ts); built once per school and reach, and reused.
    */
   forSchool (schoolId: string, reach?: Reach): SchoolDb
+  /** Teachers' classrooms for wall 1, kept while a listener of the schools' changes says to (plugins/database.ts). */
+  readonly teacherRooms: TeacherRooms
   ping (): Promise<void>
   /**
    * Notifications of `channel` (PostgreSQL LISTEN), on a connection of their own that reconnects
@@ -294,6 +297,7 @@ async function wrap (
     rowSecurity,
     replicaStatus: () => driver.replicas?.status() ?? [],
     forSchool: (schoolId, reach) => schools.forSchool(schoolId, reach),
+    teacherRooms: schools.rooms,
     listen: driver.listen,
     poolStats: () => driver.poolStats?.() ?? null,
     runStatement: driver.runStatement ?? (async (_name, sql, values) => {

@@ -35,6 +35,8 @@ type Args = Record<string, unknown>
 
 interface Rules {
   readonly teacherId: string | undefined
+  /** The teacher's classrooms, when this node keeps them (teacher-rooms.ts); else reached by relation. */
+  readonly rooms?: readonly string[] | undefined
   /** Columns the caller may not read, by model, with the scope each needs. */
   readonly denied: ReadonlyMap<string, ReadonlyMap<string, Scope>>
 }
@@ -86,13 +88,16 @@ function reachOf (model: string, rules: Rules): Record<string, unknown> | null {
     if (model === 'TeacherChange') throw new TenantViolationError('A teacher\'s change feed is read by that teacher only')
     return null
   }
-  const mine = { teachers: { some: { teacherId } } }
+  // With the classrooms known, by their ids (read from the classroom indexes); else by relation.
+  const rooms = rules.rooms
+  const mine = rooms === undefined ? { teachers: { some: { teacherId } } } : { id: { in: rooms } }
+  const inMine = rooms === undefined ? { classroom: { is: mine } } : { classroomId: { in: rooms } }
   switch (model) {
     case 'School': return null
     case 'Classroom': return mine
-    case 'Student': return { classroom: { is: mine } }
-    case 'TeacherClassroom': return { classroom: { is: mine } }
-    case 'Teacher': return { OR: [{ id: teacherId }, { classrooms: { some: { classroom: { is: mine } } } }] }
+    case 'Student': return inMine
+    case 'TeacherClassroom': return inMine
+    case 'Teacher': return { OR: [{ id: teacherId }, { classrooms: { some: inMine } }] }
     case 'TeacherChange': return { teacherId }
     case 'Change': throw new TenantViolationError('The school\'s change feed is not in a teacher\'s reach (a teacher reads their own)')
     default: throw new TenantViolationError(`${model} is not in a teacher's reach`)
@@ -272,15 +277,20 @@ function narrow (model: string | undefined, operation: string, args: Args | unde
   return narrowRead(model, args ?? {}, rules, true)
 }
 
-/** Wall 1's reach step of the school client, for a caller `narrowsReach` says is narrower than the school. */
-export function callerReach (reach: Reach) {
+/**
+ * Wall 1's reach step of the school client, for a caller `narrowsReach` says is narrower than the
+ * school. `rooms`, for a teacher: the teacher's classrooms when this node keeps them, or null.
+ */
+export function callerReach (reach: Reach, rooms?: () => Promise<readonly string[]> | null) {
   const rules = rulesOf(reach)
   if (rules === null) throw new Error('callerReach: this caller reaches the whole school; the step is not needed')
   return Prisma.defineExtension({
     name: 'caller-reach',
     query: {
       $allOperations ({ model, operation, args, query }) {
-        return query(narrow(model, operation, args as Args | undefined, rules) as typeof args)
+        const loading = rules.teacherId === undefined ? null : rooms?.() ?? null
+        if (loading === null) return query(narrow(model, operation, args as Args | undefined, rules) as typeof args)
+        return loading.then(async (kept) => await query(narrow(model, operation, args as Args | undefined, { ...rules, rooms: kept }) as typeof args))
       }
     }
   })

@@ -11,6 +11,9 @@
 //   2b. callerReach (src/db/reach.ts), wall 1 inside the school, for a caller narrower than a school
 //      administrator only: confines a teacher to their reach, keeps columns outside the caller's
 //      scopes unread, refuses writes.
+//      A teacher's classrooms come from the node's store (teacher-rooms.ts) when it keeps them.
+//   2c. roomsChanged, with that store only: a write of this client drops the school's kept
+//      classrooms once it has run (writes only: reads pass no hook of it).
 //   3. readRouting (src/db/replicas.ts), with read replicas only: runs a read on a replica that has
 //      replayed the school's last change (through that replica's step 4), a write on the primary.
 //   4. schoolSetting (src/db/school-session.ts), wall 2's application half: runs the operation in
@@ -24,11 +27,12 @@
 //
 // Clients are built per school and reach (teacher, scopes), and reused.
 import { LRUCache } from 'lru-cache'
-import type { PrismaClient } from '../generated/prisma/client.js'
+import { Prisma, type PrismaClient } from '../generated/prisma/client.js'
 import { accessCounting } from '../audit/access.js'
 import { callerReach, narrowsReach, reachKey, type Reach } from './reach.js'
 import { readRouting, type ReadRouter } from './replicas.js'
 import { schoolSession, schoolSetting, type SchoolSession } from './school-session.js'
+import { teacherRooms, type TeacherRooms } from './teacher-rooms.js'
 import { schoolFilter, TenantViolationError } from './tenant.js'
 
 export interface SchoolClientOptions {
@@ -36,6 +40,25 @@ export interface SchoolClientOptions {
   filter?: boolean
   /** Where reads go when there are read replicas; without it everything runs on the primary. */
   reads?: ReadRouter | undefined
+  /** Teachers' classrooms kept on this node; without it a teacher's reach is filtered by relation. */
+  rooms?: TeacherRooms | undefined
+}
+
+const WRITES = ['create', 'createMany', 'createManyAndReturn', 'update', 'updateMany', 'updateManyAndReturn', 'upsert', 'delete', 'deleteMany'] as const
+
+/** Step 2c: after a write of the school's client, the school's kept classrooms are loaded again. */
+function roomsChanged (schoolId: string, rooms: TeacherRooms) {
+  async function write ({ args, query }: { args: unknown, query: (args: unknown) => Promise<unknown> }): Promise<unknown> {
+    try {
+      return await query(args)
+    } finally {
+      rooms.invalidate(schoolId)
+    }
+  }
+  return Prisma.defineExtension({
+    name: 'rooms-changed',
+    query: { $allModels: Object.fromEntries(WRITES.map((operation) => [operation, write])) }
+  })
 }
 
 type Transaction = (work: unknown, options?: unknown) => Promise<unknown>
@@ -50,9 +73,12 @@ export function schoolClient (prisma: PrismaClient, schoolId: string, options: S
   // Steps 1, 2 and 2b: also the client of the school's interactive transactions.
   const schooled = options.filter === false ? counted : counted.$extends(schoolFilter(schoolId))
   // Query hooks only: the client's API is the same, but each $extends gives it a type of its own.
-  const filtered = options.filter === false || !narrowsReach(reach)
+  const rooms = options.rooms
+  const teacherId = reach.teacherId
+  const reached = options.filter === false || !narrowsReach(reach)
     ? schooled
-    : schooled.$extends(callerReach(reach)) as unknown as typeof schooled
+    : schooled.$extends(callerReach(reach, rooms === undefined || teacherId === undefined ? undefined : () => rooms.of(schoolId, teacherId))) as unknown as typeof schooled
+  const filtered = rooms === undefined ? reached : reached.$extends(roomsChanged(schoolId, rooms)) as unknown as typeof schooled
   const reads = options.reads
   let routed = filtered
   if (reads !== undefined) {
@@ -79,8 +105,12 @@ export function schoolClient (prisma: PrismaClient, schoolId: string, options: S
           // $transaction's overloads take a typed callback or array; `work` is checked above, the rest passed on as given.
           const begin = filtered.$transaction as unknown as Transaction
           const done = schoolSession.run(session, async () => await begin.call(filtered, work, ...rest))
-          // A transaction may have written: the school's next reads go to the primary.
-          return reads === undefined ? done : done.finally(() => { reads.changed(schoolId) })
+          // A transaction may have written: the school's next reads go to the primary, and its
+          // teachers' classrooms are loaded again.
+          return done.finally(() => {
+            reads?.changed(schoolId)
+            rooms?.invalidate(schoolId)
+          })
         }
       }
     })
@@ -90,20 +120,35 @@ export function schoolClient (prisma: PrismaClient, schoolId: string, options: S
 export type SchoolDb = ReturnType<typeof schoolClient>
 
 /** School clients over one database, built once per school and reach, and reused. */
-export function schoolClients (prisma: PrismaClient, options: SchoolClientOptions): { forSchool (schoolId: string, reach?: Reach): SchoolDb, clear (): void } {
+export function schoolClients (prisma: PrismaClient, options: Omit<SchoolClientOptions, 'rooms'>): {
+  forSchool (schoolId: string, reach?: Reach): SchoolDb
+  /** Teachers' classrooms, kept while the owner of the store hears the schools' changes. */
+  readonly rooms: TeacherRooms
+  clear (): void
+} {
   const clients = new LRUCache<string, SchoolDb>({ max: 10_000 })
+  // Loaded through the school's own client (both walls, the school only: not a teacher's reach).
+  const rooms = teacherRooms(async (schoolId, teacherId) => {
+    const rows = await forSchool(schoolId).teacherClassroom.findMany({ where: { teacherId }, select: { classroomId: true } })
+    return rows.map((row) => row.classroomId)
+  })
+  function forSchool (schoolId: string, reach: Reach = {}): SchoolDb {
+    // Per request: the key is two strings joined; whether the reach needs a step of its own is
+    // asked once, when the client is built.
+    const key = `${schoolId}|${reachKey(reach)}`
+    let client = clients.get(key)
+    if (client === undefined) {
+      client = schoolClient(prisma, schoolId, { ...options, rooms }, reach)
+      clients.set(key, client)
+    }
+    return client
+  }
   return {
-    forSchool (schoolId, reach = {}) {
-      // Per request: the key is two strings joined; whether the reach needs a step of its own is
-      // asked once, when the client is built.
-      const key = `${schoolId}|${reachKey(reach)}`
-      let client = clients.get(key)
-      if (client === undefined) {
-        client = schoolClient(prisma, schoolId, options, reach)
-        clients.set(key, client)
-      }
-      return client
-    },
-    clear () { clients.clear() }
+    forSchool,
+    rooms,
+    clear () {
+      clients.clear()
+      rooms.invalidateAll()
+    }
   }
 }

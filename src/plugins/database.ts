@@ -1,5 +1,8 @@
+import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { openDatabase, type Database } from '../db/client.js'
+import { DATA_CHANGED_CHANNEL } from '../db/replicas.js'
+import { isUuid } from '../validators.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -12,9 +15,30 @@ export interface DatabasePluginOptions {
   database?: Database | undefined
 }
 
+/**
+ * Keeps teachers' classrooms for wall 1 (src/db/teacher-rooms.ts) while this app hears the schools'
+ * changes: a school's notification drops its teachers' classrooms; a lost connection, all of them.
+ */
+async function keepTeacherRooms (app: FastifyInstance, db: Database): Promise<void> {
+  const rooms = db.teacherRooms
+  const listener = await db.listen(DATA_CHANGED_CHANNEL, {
+    notify (payload) {
+      if (isUuid(payload)) rooms.invalidate(payload.toLowerCase())
+    },
+    async listening () { rooms.invalidateAll() },
+    lost () { rooms.invalidateAll() }
+  })
+  const stop = rooms.keepWhile(() => listener.live)
+  app.addHook('onClose', async () => {
+    stop()
+    await listener.close()
+  })
+}
+
 export default fp<DatabasePluginOptions>(async (app, { database }) => {
   if (database !== undefined) {
     app.decorate('db', database)
+    await keepTeacherRooms(app, database)
     return
   }
   const { databaseUrl, databasePoolSize, databaseReplicaUrls, dataDir, databaseConnectTimeoutMs, databaseStatementTimeoutMs } = app.config
@@ -41,4 +65,5 @@ export default fp<DatabasePluginOptions>(async (app, { database }) => {
   }
   app.decorate('db', db)
   app.addHook('onClose', async () => { await db.close() })
+  await keepTeacherRooms(app, db)
 }, { name: 'database', dependencies: ['config'] })
