@@ -2,7 +2,7 @@
 // teacher's reads are confined by `classroom_id IN (<the classrooms>)`, which PostgreSQL reads from
 // the classroom index alone, instead of by the relation filter `classroom: { teachers: { some:
 // { teacherId } } }`, which joins every row the statement reads to classrooms and to
-// teacher_classrooms (BENCHMARKS.md, "A teacher and a client, against an administrator").
+// teacher_classrooms (BENCHMARKS.md, "A teacher's reach by the classrooms each node keeps").
 //
 // They are kept as the response cache keeps its answers (src/graphql/response-cache.ts):
 // - dropped for a school when its data-changed notification arrives (every write to classrooms or
