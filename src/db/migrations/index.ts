@@ -56,9 +56,50 @@ export async function listMigrations (dir: string = migrationsDir): Promise<Migr
   }
 }
 
+// A function's `SET "app.x" = ...` clause (the teacher walls' functions run without the teacher
+// setting): PostgreSQL 15 lets only a superuser, or a role granted SET on that parameter, name a
+// custom setting there ("permission denied to set parameter").
+const FUNCTION_SETTING = /\bSET\s+"([a-z_]+\.[a-z_]+)"\s*=/g
+
+/**
+ * Refuses, before anything is applied, migrations whose functions set parameters the connected
+ * role may not set: otherwise the schema engine stops half-way through one of them and records it
+ * as failed, which an operator must then resolve by hand.
+ */
+async function checkSettingPrivileges (url: string, migrations: MigrationList, dir: string): Promise<void> {
+  const pending = new Set(await pendingMigrations({ url }, dir))
+  const parameters = new Set<string>()
+  for (const migration of migrations.migrationDirectories) {
+    if (!pending.has(migration.path) || migration.migrationFile.content.tag !== 'ok') continue
+    for (const match of migration.migrationFile.content.value.matchAll(FUNCTION_SETTING)) parameters.add(match[1]!)
+  }
+  if (parameters.size === 0) return
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    // has_parameter_privilege is PostgreSQL 15's; before it, only the superuser check applies.
+    const { rows } = await client.query<{ role: string, missing: string[] | null }>(`
+      SELECT current_user AS role, CASE WHEN r.rolsuper THEN NULL ELSE (
+        SELECT array_agg(p ORDER BY p) FROM unnest($1::text[]) p
+        WHERE current_setting('server_version_num')::int < 150000 OR NOT has_parameter_privilege(p, 'SET')) END AS missing
+      FROM pg_roles r WHERE r.rolname = current_user`, [[...parameters]])
+    const missing = rows[0]?.missing ?? []
+    if (missing.length > 0) {
+      const list = missing.map((p) => `"${p}"`).join(', ')
+      throw new MigrationEngineError(
+        `The role ${rows[0]!.role} may not set ${list}, which the pending migrations' functions set: ` +
+        `as a superuser, run \`GRANT SET ON PARAMETER ${list} TO ${client.escapeIdentifier(rows[0]!.role)}\` (README, "Database roles"), ` +
+        'then migrate again. Nothing was applied.')
+    }
+  } finally {
+    await client.end()
+  }
+}
+
 /** Applies the migrations the database has not recorded yet (`prisma migrate deploy`). */
 export async function applyMigrations (target: MigrationTarget, dir: string = migrationsDir): Promise<string[]> {
   const migrationsList = await listMigrations(dir)
+  if ('url' in target) await checkSettingPrivileges(target.url, migrationsList, dir)
   const { withSchemaEngine } = await engine()
   return await withSchemaEngine(await factoryFor(target), {}, async (engine) => {
     const { appliedMigrationNames } = await engine.applyMigrations({ migrationsList, filters: NO_FILTER })
