@@ -1,5 +1,6 @@
 // Opens the database the service runs on: the PostgreSQL server of DATABASE_URL, or the
 // embedded PGlite under the data folder. Both run the same migrations and the same SQL.
+import { randomUUID } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import type { PGlite } from '@electric-sql/pglite'
@@ -14,7 +15,7 @@ import { openSchoolPool } from './pg-school-pool.js'
 import type { Reach } from './reach.js'
 import { schoolClients, type SchoolDb } from './school-client.js'
 import type { TeacherRooms } from './teacher-rooms.js'
-import { outsideSchool, withSchoolSessions } from './school-session.js'
+import { outsideSchool, schoolSession, withSchoolSessions } from './school-session.js'
 
 export interface Database {
   readonly kind: 'postgresql' | 'embedded'
@@ -26,6 +27,11 @@ export interface Database {
    * when the role connected is a superuser, has BYPASSRLS or owns the tenant tables.
    */
   readonly rowSecurity: boolean
+  /**
+   * Whether the server is a Citus coordinator (the citus extension is installed): a school's
+   * statements then set the school in the form Citus passes on to its workers.
+   */
+  readonly citus: boolean
   /** The read replicas (DATABASE_REPLICA_URLS) and whether each gets reads now; empty without. */
   replicaStatus (): ReplicaStatus[]
   /**
@@ -36,6 +42,11 @@ export interface Database {
   /** Teachers' classrooms for wall 1, kept while a listener of the schools' changes says to (plugins/database.ts). */
   readonly teacherRooms: TeacherRooms
   ping (): Promise<void>
+  /**
+   * Rejects unless a school's statement sees its school where the rows are (on Citus, on the
+   * workers): a read of a school's rows that cannot see the school would otherwise find nothing.
+   */
+  checkSchoolSetting (): Promise<void>
   /**
    * Notifications of `channel` (PostgreSQL LISTEN), on a connection of their own that reconnects
    * by itself; `listening` runs on start and after every reconnection.
@@ -104,6 +115,14 @@ const ROW_SECURITY_CHECK = `
   ) AS enforced
   FROM pg_roles r WHERE r.rolname = current_user`
 
+// A read of a school's rows that fails, rather than finding nothing, where the school's setting does
+// not reach the rows: an unset setting reads '' (or NULL), which is not a UUID. It fails whether the
+// school has rows or not: PostgreSQL works out the compared value when it plans the statement (to
+// estimate how many rows match), and plans it where it runs (on a Citus worker, for a distributed
+// table). Exported for the tests.
+export const SCHOOL_SETTING_PROBE = `SELECT count(*)::int AS n FROM "students"
+  WHERE "school_id" = $1::uuid AND "school_id" = coalesce(current_setting('app.school_id', true), '')::uuid`
+
 export class PendingMigrationsError extends Error {
   override name = 'PendingMigrationsError'
 }
@@ -116,6 +135,8 @@ function preparedStatements (): (query: { sql: string, args: unknown[] }) => str
   const names = new LRUCache<string, string>({ max: 2_000 })
   let next = 0
   return (query) => {
+    // SET LOCAL carries its value as a literal (Citus's form): unnamed, not one statement per school.
+    if (query.sql.startsWith('SET ')) return ''
     let name = names.get(query.sql)
     if (name === undefined) {
       next += 1
@@ -129,7 +150,7 @@ function preparedStatements (): (query: { sql: string, args: unknown[] }) => str
 export async function openDatabase (options: DatabaseOptions): Promise<Database> {
   if (options.url !== undefined) {
     const target: MigrationTarget = { url: options.url }
-    const { forPrisma, pool } = openSchoolPool({
+    const schoolPool = openSchoolPool({
       connectionString: options.url,
       max: options.poolSize ?? 10,
       // Fail fast instead of queueing forever when the server is gone or every connection is busy.
@@ -138,14 +159,18 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
       ...(options.statementTimeoutMs !== undefined && options.statementTimeoutMs > 0 && { statement_timeout: options.statementTimeoutMs })
     })
     // A school's statement is sent with its school by the pool itself, in one round trip.
-    const adapter = withSchoolSessions(new PrismaPg(forPrisma, { disposeExternalPool: true, statementNameGenerator: preparedStatements() }), { driverSetsSchool: true })
+    const { forPrisma, pool } = schoolPool
+    const adapter = withSchoolSessions(
+      new PrismaPg(forPrisma, { disposeExternalPool: true, statementNameGenerator: preparedStatements() }),
+      { driverSetsSchool: true, citus: () => schoolPool.citus })
     const prisma = new PrismaClient({ adapter })
     // Prisma loads and compiles its query compiler (WebAssembly) while the migrations are read.
-    const [migrations, connected] = await Promise.allSettled([pendingMigrations(target), prisma.$connect()])
+    const [migrations, connected, detected] = await Promise.allSettled([pendingMigrations(target), prisma.$connect(), schoolPool.detect()])
     try {
       // The migrations' error first: it names the database and what failed.
       if (migrations.status === 'rejected') throw migrations.reason
       if (connected.status === 'rejected') throw connected.reason
+      if (detected.status === 'rejected') throw detected.reason
       const pending = migrations.value
       if (options.migrate === true) {
         if (pending.length > 0) await applyMigrations(target)
@@ -180,6 +205,7 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
     }
     const router = replicas
     return await wrap('postgresql', prisma, target, options, {
+      citus: schoolPool.citus,
       // The replicas hear of a school's change before anyone else on this node (the response cache).
       listen: (channel, handlers) => listenPostgres(url, channel, router !== undefined && channel === DATA_CHANGED_CHANNEL ? router.wrap(handlers) : handlers),
       replicas,
@@ -277,6 +303,7 @@ async function wrap (
     poolStats?: () => PoolStats
     runStatement?: Database['runStatement']
     replicas?: Replicas | undefined
+    citus?: boolean
   }
 ): Promise<Database> {
   const closeDriver = driver.close
@@ -295,6 +322,7 @@ async function wrap (
     prisma,
     migrationTarget,
     rowSecurity,
+    citus: driver.citus === true,
     replicaStatus: () => driver.replicas?.status() ?? [],
     forSchool: (schoolId, reach) => schools.forSchool(schoolId, reach),
     teacherRooms: schools.rooms,
@@ -305,6 +333,10 @@ async function wrap (
     }),
     async ping () {
       await prisma.$queryRaw`SELECT 1`
+    },
+    async checkSchoolSetting () {
+      const probe = randomUUID()
+      await schoolSession.run({ schoolId: probe }, async () => await prisma.$queryRawUnsafe(SCHOOL_SETTING_PROBE, probe))
     },
     async close () {
       schools.clear()

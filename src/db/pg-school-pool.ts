@@ -19,27 +19,48 @@
 //   the statement itself (PrismaPg's own query config, untouched: names, types, row mode),
 //   `COMMIT`,
 // on one connection, pipelined. The school and teacher are validated UUIDs, safe as literals.
+//
+// On a Citus coordinator the statement may run on the workers, over connections of the
+// coordinator's own; Citus passes SET LOCAL on to them only when told to, for the transaction
+// (`citus.propagate_set_commands = 'local'`, Citus's documented setting). So there the BEGIN
+// message sets that first: `BEGIN; SET LOCAL citus.propagate_set_commands = 'local'; SET LOCAL
+// app.school_id = ...`. Whether the server is one is asked once, when the pool opens (`detect`).
 import pg from 'pg'
-import { currentSession, type SchoolSession } from './school-session.js'
+import { CITUS_PROPAGATE, currentSession, type SchoolSession } from './school-session.js'
 
 export interface SchoolPool {
   /** The pool to give PrismaPg: its `query` runs a school's statement with the school set. */
   readonly forPrisma: pg.Pool
   /** The pool itself: for statements outside any school (the audit's bulk writes) and statistics. */
   readonly pool: pg.Pool
+  /** Whether the server is a Citus coordinator (the citus extension is installed): false until `detect`. */
+  readonly citus: boolean
+  /**
+   * Asks the server whether it is a Citus coordinator, and sends the school in the form it needs
+   * (unless `openSchoolPool` was told: the tests send Citus's form to a plain server).
+   */
+  detect (): Promise<boolean>
+}
+
+/** Whether the database has the citus extension, i.e. tables may be distributed to workers. */
+export const CITUS_CHECK = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS citus"
+
+function beginFor ({ schoolId, teacherId }: SchoolSession, citus: boolean): string {
+  const propagate = citus ? `; ${CITUS_PROPAGATE}` : ''
+  return teacherId === undefined
+    ? `BEGIN${propagate}; SET LOCAL app.school_id = '${schoolId}'`
+    : `BEGIN${propagate}; SET LOCAL app.school_id = '${schoolId}'; SET LOCAL app.teacher_id = '${teacherId}'`
 }
 
 /** The result of one statement of a school, sent between the school's BEGIN and COMMIT. */
-async function inSchool (pool: pg.Pool, { schoolId, teacherId }: SchoolSession, config: pg.QueryConfig): Promise<pg.QueryResult> {
+async function inSchool (pool: pg.Pool, session: SchoolSession, citus: boolean, config: pg.QueryConfig): Promise<pg.QueryResult> {
   const client = await pool.connect()
   // A checked-out client reports a lost connection as an 'error' event, which its holder must
   // listen to (pg-pool); the queries in flight fail with it and are handled below.
   const lost = (): void => {}
   client.on('error', lost)
   // Written together (pipeline mode): no answer is awaited before the next query is sent.
-  const begin = client.query(teacherId === undefined
-    ? `BEGIN; SET LOCAL app.school_id = '${schoolId}'`
-    : `BEGIN; SET LOCAL app.school_id = '${schoolId}'; SET LOCAL app.teacher_id = '${teacherId}'`)
+  const begin = client.query(beginFor(session, citus))
   const statement = client.query(config)
   const commit = client.query('COMMIT')
   const [began, ran, committed] = await Promise.allSettled([begin, statement, commit])
@@ -53,14 +74,15 @@ async function inSchool (pool: pg.Pool, { schoolId, teacherId }: SchoolSession, 
   return ran.value
 }
 
-export function openSchoolPool (config: pg.PoolConfig): SchoolPool {
+export function openSchoolPool (config: pg.PoolConfig, known: { citus?: boolean } = {}): SchoolPool {
   const pool = new pg.Pool({ ...config, pipeline: true })
+  let citus = known.citus ?? false
   function query (config: unknown, ...rest: unknown[]): unknown {
     const session = currentSession()
     if (session === undefined || rest.length > 0 || typeof config !== 'object' || config === null) {
       return (pool.query as (...args: unknown[]) => unknown)(config, ...rest)
     }
-    return inSchool(pool, session, config as pg.QueryConfig)
+    return inSchool(pool, session, citus, config as pg.QueryConfig)
   }
   const bound = new Map<PropertyKey, unknown>()
   const forPrisma = new Proxy(pool, {
@@ -76,5 +98,15 @@ export function openSchoolPool (config: pg.PoolConfig): SchoolPool {
       return method
     }
   })
-  return { forPrisma, pool }
+  return {
+    forPrisma,
+    pool,
+    get citus () { return citus },
+    async detect () {
+      if (known.citus !== undefined) return citus
+      const { rows } = await pool.query<{ citus: boolean }>(CITUS_CHECK)
+      citus = rows[0]?.citus === true
+      return citus
+    }
+  }
 }

@@ -15,6 +15,9 @@
 // - withSchoolSessions, a wrapper of the driver adapter (SqlDriverAdapterFactory), reads the
 //   school of each statement from that storage and runs the statement in a transaction that sets
 //   it. An interactive transaction of a school sets it once, after BEGIN.
+// - On a Citus coordinator the statements run on the workers too, which see only what Citus
+//   passes on: SET LOCAL, once `citus.propagate_set_commands = 'local'` is set in the transaction
+//   (set_config is a function call, never passed on). There both paths send that form.
 //
 // Cost, in round trips to PostgreSQL: none per statement. There the pool itself sends a school's
 // statement between `BEGIN; SET LOCAL` and `COMMIT`, written together (pg-school-pool.ts, the one
@@ -109,6 +112,23 @@ function setSchool ({ schoolId, teacherId }: SchoolSession): SqlQuery {
     args: [schoolId, teacherId],
     argTypes: [{ scalarType: 'string', arity: 'scalar' }, { scalarType: 'string', arity: 'scalar' }]
   }
+}
+
+/** Tells Citus to pass the transaction's SET LOCAL on to the workers (sent before those settings). */
+export const CITUS_PROPAGATE = "SET LOCAL citus.propagate_set_commands = 'local'"
+
+/**
+ * On a Citus coordinator: SET LOCAL, which Citus passes on to the workers once told to (the
+ * function call set_config is not passed on). The ids are validated UUIDs, safe as literals; the
+ * statements go unnamed (a name per school would be a prepared statement per school).
+ */
+function setSchoolOnCitus ({ schoolId, teacherId }: SchoolSession): SqlQuery[] {
+  const set = (sql: string): SqlQuery => ({ sql, args: [], argTypes: [] })
+  return [
+    set(CITUS_PROPAGATE),
+    set(`SET LOCAL app.school_id = '${schoolId}'`),
+    ...(teacherId === undefined ? [] : [set(`SET LOCAL app.teacher_id = '${teacherId}'`)])
+  ]
 }
 
 async function finish (tx: Transaction, outcome: 'commit' | 'rollback'): Promise<void> {
@@ -208,6 +228,11 @@ export interface SchoolSessionOptions {
    * the previous answer. Without it (PGlite), each statement of a school is a transaction of its own.
    */
   driverSetsSchool: boolean
+  /**
+   * The server is a Citus coordinator (asked once the pool has opened): an interactive transaction
+   * sets the school with SET LOCAL, which reaches the workers, instead of set_config.
+   */
+  citus?: () => boolean
 }
 
 class SchoolSessionAdapter implements SqlDriverAdapter {
@@ -243,7 +268,10 @@ class SchoolSessionAdapter implements SqlDriverAdapter {
     // BEGIN (and SET TRANSACTION ISOLATION LEVEL, which must come first) outside the school's
     // session: the driver must not wrap them as a school's single statement.
     const tx = await outsideSchool(() => this.inner.startTransaction(isolationLevel))
-    return new SchoolTransaction(tx, tx.queryRaw(setSchool(session)), this.options.driverSetsSchool)
+    const setting = this.options.citus?.() === true
+      ? Promise.all(setSchoolOnCitus(session).map(async (statement) => await tx.executeRaw(statement)))
+      : tx.queryRaw(setSchool(session))
+    return new SchoolTransaction(tx, setting, this.options.driverSetsSchool)
   }
 
   getConnectionInfo (): ReturnType<NonNullable<SqlDriverAdapter['getConnectionInfo']>> {

@@ -16,6 +16,14 @@ export default fp(async (app) => {
       request.log.warn({ err }, 'readiness check: the database does not answer')
       return await reply.code(503).send({ status: 'unavailable', reason: 'database' })
     }
+    // A school's statement that cannot see its school where the rows are (on Citus, the school not
+    // passed on to the workers) would answer every read with nothing.
+    try {
+      await app.db.checkSchoolSetting()
+    } catch (err) {
+      request.log.error({ err }, 'readiness check: a school\'s statement does not see its school where the rows are')
+      return await reply.code(503).send({ status: 'unavailable', reason: 'school setting' })
+    }
     // Without the notifications, a user moved to another school could keep the old one here.
     if (!app.auth.accessChangesLive) {
       return await reply.code(503).send({ status: 'unavailable', reason: 'user access notifications' })

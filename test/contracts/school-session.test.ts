@@ -147,3 +147,29 @@ t.test('pg-school-pool.ts: a school\'s statement costs one round trip, a transac
   const fastest = Math.min(...spans)
   t.ok(fastest >= 3 * roundTrip && fastest < 4 * roundTrip, `a school's transaction of one statement in three round trips (${3 * roundTrip} ms): ${fastest.toFixed(0)} ms`)
 })
+
+t.test('pg-school-pool.ts and school-session.ts: on a Citus coordinator, both paths set the school with SET LOCAL, after telling Citus to pass it on', { skip: onServer }, async (t) => {
+  // A plain server takes `citus.propagate_set_commands` as a placeholder setting: what is sent can
+  // be read back. (That Citus then passes the school on to its workers is shown on a cluster:
+  // README, "Sharding by school (Citus)".)
+  const url = (await testDatabaseUrl())!
+  const { forPrisma, citus, detect } = openSchoolPool({ connectionString: url, max: 2 }, { citus: true })
+  t.equal(citus, true)
+  t.equal(await detect(), true, 'told, it does not ask the server')
+  const plain = openSchoolPool({ connectionString: url, max: 1 })
+  t.equal(await plain.detect(), false, 'a server without the citus extension is not a coordinator')
+  await plain.pool.end()
+  const prisma = new PrismaClient({ adapter: withSchoolSessions(new PrismaPg(forPrisma, { disposeExternalPool: true }), { driverSetsSchool: true, citus: () => true }) })
+  t.teardown(() => prisma.$disconnect())
+  const SENT = "SELECT current_setting('app.school_id', true) AS school, current_setting('app.teacher_id', true) AS teacher, current_setting('citus.propagate_set_commands', true) AS propagate"
+  type Sent = Array<{ school: string | null, teacher: string | null, propagate: string | null }>
+  const school = randomUUID()
+  const teacher = randomUUID()
+
+  const [statement] = await schoolSession.run({ schoolId: school, teacherId: teacher }, async () => await prisma.$queryRawUnsafe<Sent>(SENT))
+  t.same(statement, { school, teacher, propagate: 'local' }, 'a statement: propagation on, then the school and the teacher')
+  const inTransaction = await schoolSession.run({ schoolId: school }, async () => await prisma.$transaction(async (tx) => await tx.$queryRawUnsafe<Sent>(SENT)))
+  t.same({ school: inTransaction[0]?.school, propagate: inTransaction[0]?.propagate }, { school, propagate: 'local' }, 'a transaction: the same (set_config would not have turned propagation on)')
+  const [after] = await prisma.$queryRawUnsafe<Sent>(SENT)
+  t.ok((after?.school ?? '') === '' && (after?.propagate ?? '') === '', 'both ended with their transaction')
+})
