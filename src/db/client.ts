@@ -316,7 +316,7 @@ async function wrap (
     await closeDriver()
     throw err
   }
-  const schools = schoolClients(prisma, { filter: options.tenantFilter !== false, reads: driver.replicas })
+  const schools = schoolClients(prisma, { filter: options.tenantFilter !== false, reads: driver.replicas, citus: driver.citus === true })
   return {
     kind,
     prisma,

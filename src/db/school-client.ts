@@ -3,6 +3,9 @@
 // Prisma runs the query hooks of `a.$extends(x).$extends(y)` outermost first: x, then y, then the
 // database. An operation of the school client passes, in this order:
 //
+//   0. relationsByQuery, on a Citus coordinator only: loads an operation's relations by a query of
+//      their own each ('query' strategy) instead of Prisma's LATERAL joins, which Citus refuses
+//      under row-level security (outer joins with quals that depend on no row).
 //   1. accessCounting (src/audit/access.ts): counts the Student and Teacher records the operation
 //      hands over into the request's tally (the access audit); outermost, so it counts what the
 //      operation returned wherever it ran.
@@ -42,7 +45,25 @@ export interface SchoolClientOptions {
   reads?: ReadRouter | undefined
   /** Teachers' classrooms kept on this node; without it a teacher's reach is filtered by relation. */
   rooms?: TeacherRooms | undefined
+  /** The database is a Citus coordinator (step 0). */
+  citus?: boolean
 }
+
+// The operations that take a relationLoadStrategy (Prisma's relationJoins preview feature).
+const LOADING_RELATIONS = ['findUnique', 'findUniqueOrThrow', 'findFirst', 'findFirstOrThrow', 'findMany', 'create', 'update', 'upsert', 'delete'] as const
+
+/**
+ * Step 0, on Citus: relations loaded by queries of their own, whatever strategy the caller chose
+ * for plain PostgreSQL. Each is a read of one school's rows, which Citus routes to the school's shard.
+ */
+const relationsByQuery = Prisma.defineExtension({
+  name: 'relations-by-query',
+  query: {
+    $allModels: Object.fromEntries(LOADING_RELATIONS.map((operation) => [operation,
+      async ({ args, query }: { args: unknown, query: (args: unknown) => Promise<unknown> }) =>
+        await query({ ...(args as object), relationLoadStrategy: 'query' })]))
+  }
+})
 
 const WRITES = ['create', 'createMany', 'createManyAndReturn', 'update', 'updateMany', 'updateManyAndReturn', 'upsert', 'delete', 'deleteMany'] as const
 
@@ -69,7 +90,8 @@ type Transaction = (work: unknown, options?: unknown) => Promise<unknown>
  */
 export function schoolClient (prisma: PrismaClient, schoolId: string, options: SchoolClientOptions = {}, reach: Reach = {}) {
   const session: SchoolSession = reach.teacherId === undefined ? { schoolId } : { schoolId, teacherId: reach.teacherId }
-  const counted = prisma.$extends(accessCounting(schoolId))
+  // Step 0 outermost: the school's interactive transactions load relations the same way.
+  const counted = (options.citus === true ? prisma.$extends(relationsByQuery) as unknown as PrismaClient : prisma).$extends(accessCounting(schoolId))
   // Steps 1, 2 and 2b: also the client of the school's interactive transactions.
   const schooled = options.filter === false ? counted : counted.$extends(schoolFilter(schoolId))
   // Query hooks only: the client's API is the same, but each $extends gives it a type of its own.
