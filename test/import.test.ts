@@ -7,8 +7,10 @@ import { join } from 'node:path'
 import { strToU8, zipSync } from 'fflate'
 import t from 'tap'
 import { openDatabase, type Database } from '../src/db/client.js'
-import { testDatabase, testDatabaseUrl } from './helper.js'
+import { serverUrl, testDatabase, testDatabaseUrl } from './helper.js'
 import { runCli, type CliRun } from './fixtures/cli.js'
+import { inSchoolTransaction } from '../src/import/connection.js'
+import { writePlan, type Sql } from '../src/import/write.js'
 
 
 // Some thirty CLI processes, each opening the database anew; a busy machine takes its time.
@@ -278,4 +280,34 @@ t.test('the school must exist; a dry run writes nothing', async (t) => {
   t.equal(dry.summary.dryRun, true)
   const after = await snapshot(school) as any
   t.same([after.students.length, after.teachers.length, after.classrooms.length, after.changes.length], [0, 0, 0, 0])
+})
+
+t.test('on a Citus coordinator, the import sets its school with SET LOCAL, after telling Citus to pass it on', { skip: serverUrl === undefined ? 'the import\'s PostgreSQL connection (set TEST_DATABASE_URL)' : false }, async (t) => {
+  // A plain server takes citus.propagate_set_commands as a placeholder setting: what the import's
+  // transaction sent can be read back in it (README, "Sharding by school (Citus)").
+  const school = await newSchool('Citus Import Academy')
+  const read = async (sql: Sql): Promise<Array<{ school: string | null, propagate: string | null }>> =>
+    await sql.query("SELECT current_setting('app.school_id', true) AS school, current_setting('citus.propagate_set_commands', true) AS propagate")
+  const options = { databaseUrl: env.DATABASE_URL, dataDir }
+  t.same(await inSchoolTransaction({ ...options, citus: true }, school, read, true), [{ school, propagate: 'local' }], 'on Citus')
+  const [plain] = await inSchoolTransaction(options, school, read, true)
+  t.same(plain, { school, propagate: null }, 'elsewhere: set_config, as before (the server is asked: no citus extension)')
+})
+
+t.test('the import\'s upserts update with no function and no parameter in DO UPDATE SET (Citus refuses both there)', async (t) => {
+  const sent: string[] = []
+  const recording: Sql = {
+    query: async <T>(text: string) => {
+      sent.push(text)
+      return [] as T[]
+    }
+  }
+  const one = [{}] as never[]
+  await writePlan(recording, '00000000-0000-4000-8000-000000000001', { classrooms: one, students: one, teachers: one, assignments: one, skippedUsers: 0, skippedEnrollments: 0 }, () => {})
+  const upserts = sent.filter((sql) => /ON CONFLICT/.test(sql))
+  t.equal(upserts.length, 4, 'one statement per table')
+  for (const sql of upserts) {
+    const set = /DO UPDATE SET([\s\S]*?)\n\s*WHERE/.exec(sql)?.[1] ?? ''
+    t.ok(set.length > 0 && !/[($]/.test(set), `only columns of the rows: ${set.replace(/\s+/g, ' ').trim().slice(0, 120)}`)
+  }
 })

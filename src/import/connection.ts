@@ -6,12 +6,20 @@ import { join } from 'node:path'
 import pg from 'pg'
 import { lockDataDir } from '../db/embedded-lock.js'
 import { applyMigrations, pendingMigrations } from '../db/migrations/index.js'
+import { CITUS_CHECK } from '../db/pg-school-pool.js'
+import { CITUS_PROPAGATE } from '../db/school-session.js'
+import { isUuid } from '../validators.js'
 import type { Sql } from './write.js'
 
 export interface ConnectionOptions {
   /** PostgreSQL server; undefined means the embedded database under dataDir. */
   databaseUrl: string | undefined
   dataDir: string
+  /**
+   * The server is a Citus coordinator; asked of the server when not given (the tests send Citus's
+   * form to a plain server).
+   */
+  citus?: boolean | undefined
 }
 
 export class SchoolNotFoundError extends Error {
@@ -28,10 +36,18 @@ export async function inSchoolTransaction<T> (
   work: (sql: Sql) => Promise<T>,
   rollback = false
 ): Promise<T> {
-  const run = async (sql: Sql): Promise<T> => {
+  if (!isUuid(schoolId)) throw new SchoolNotFoundError(`School ${schoolId} does not exist`)
+  const run = async (sql: Sql, citus: boolean): Promise<T> => {
     await sql.query('BEGIN')
     try {
-      await sql.query("SELECT set_config('app.school_id', $1, true)", [schoolId])
+      if (citus) {
+        // Citus passes SET LOCAL on to the workers once told to; set_config never (school-session.ts).
+        // The school is a UUID (checked above), safe as a literal.
+        await sql.query(CITUS_PROPAGATE)
+        await sql.query(`SET LOCAL app.school_id = '${schoolId}'`)
+      } else {
+        await sql.query("SELECT set_config('app.school_id', $1, true)", [schoolId])
+      }
       const school = await sql.query('SELECT "id" FROM "schools" WHERE "id" = $1::uuid FOR UPDATE', [schoolId])
       if (school.length === 0) throw new SchoolNotFoundError(`School ${schoolId} does not exist`)
       const result = await work(sql)
@@ -51,7 +67,8 @@ export async function inSchoolTransaction<T> (
     const client = new pg.Client({ connectionString: options.databaseUrl })
     await client.connect()
     try {
-      return await run({ query: async (text, params) => (await client.query(text, params)).rows })
+      const citus = options.citus ?? (await client.query<{ citus: boolean }>(CITUS_CHECK)).rows[0]?.citus === true
+      return await run({ query: async (text, params) => (await client.query(text, params)).rows }, citus)
     } finally {
       await client.end()
     }
@@ -65,7 +82,7 @@ export async function inSchoolTransaction<T> (
     try {
       await pglite.waitReady
       if ((await pendingMigrations({ pglite })).length > 0) await applyMigrations({ pglite })
-      return await run({ query: async <R>(text: string, params?: unknown[]) => (await pglite.query<R>(text, params)).rows })
+      return await run({ query: async <R>(text: string, params?: unknown[]) => (await pglite.query<R>(text, params)).rows }, false)
     } finally {
       await pglite.close()
     }

@@ -48,12 +48,14 @@ async function upsert<R> (
   const compared = columns.filter((c) => !key.includes(c.name))
   const stamps = options.updatedAt ? ', "created_at", "updated_at"' : ', "created_at"'
   const stampValues = options.updatedAt ? ', now(), now()' : ', now()'
+  // An updated row takes the inserted row's now() (EXCLUDED): Citus takes no function but an
+  // immutable one in DO UPDATE SET, nor a parameter there in an INSERT ... SELECT.
   const text = `
     INSERT INTO "${table}" ("school_id", ${names.join(', ')}${stamps})
     SELECT $1::uuid, ${columns.map((c) => `u."${c.name}"`).join(', ')}${stampValues}
     FROM unnest(${columns.map((c, i) => `$${i + 2}::${c.type}[]`).join(', ')}) AS u(${names.join(', ')})
     ON CONFLICT ("school_id", ${key.map((k) => `"${k}"`).join(', ')}) DO UPDATE SET
-      ${compared.map((c) => `"${c.name}" = EXCLUDED."${c.name}"`).join(', ')}${options.updatedAt ? ', "updated_at" = now()' : ''}
+      ${compared.map((c) => `"${c.name}" = EXCLUDED."${c.name}"`).join(', ')}${options.updatedAt ? ', "updated_at" = EXCLUDED."updated_at"' : ''}
     WHERE (${compared.map((c) => `"${table}"."${c.name}"`).join(', ')}, NULL)
       IS DISTINCT FROM (${compared.map((c) => `EXCLUDED."${c.name}"`).join(', ')}, NULL)
     RETURNING (xmax = 0) AS "created"`
