@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { strToU8, zipSync } from 'fflate'
 import t from 'tap'
 import { openDatabase, type Database } from '../src/db/client.js'
-import { serverUrl, testDatabase, testDatabaseUrl } from './helper.js'
+import { serverUrl, serviceConnection, testDatabase, testDatabaseUrl } from './helper.js'
 import { runCli, type CliRun } from './fixtures/cli.js'
 import { inSchoolTransaction } from '../src/import/connection.js'
 import { writePlan, type Sql } from '../src/import/write.js'
@@ -292,6 +292,19 @@ t.test('on a Citus coordinator, the import sets its school with SET LOCAL, after
   t.same(await inSchoolTransaction({ ...options, citus: true }, school, read, true), [{ school, propagate: 'local' }], 'on Citus')
   const [plain] = await inSchoolTransaction(options, school, read, true)
   t.same(plain, { school, propagate: null }, 'elsewhere: set_config, as before (the server is asked: no citus extension)')
+
+  // The triggers' notices fire on the workers there: a committed import announces its school itself.
+  const listener = await serviceConnection(t)
+  const heard: string[] = []
+  listener.on('notification', (n) => { heard.push(n.payload ?? '') })
+  await listener.query('LISTEN school_data_changed')
+  await inSchoolTransaction({ ...options, citus: true }, school, read, true)
+  await inSchoolTransaction(options, school, read, false)
+  await listener.query('SELECT 1')
+  t.same(heard, [], 'not a dry run, nor (writing nothing) an import elsewhere')
+  await inSchoolTransaction({ ...options, citus: true }, school, read, false)
+  await listener.query('SELECT 1')
+  t.same(heard, [school], 'a committed import on Citus')
 })
 
 t.test('the import\'s upserts update with no function and no parameter in DO UPDATE SET (Citus refuses both there)', async (t) => {

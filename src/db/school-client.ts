@@ -17,6 +17,9 @@
 //      A teacher's classrooms come from the node's store (teacher-rooms.ts) when it keeps them.
 //   2c. roomsChanged, with that store only: a write of this client drops the school's kept
 //      classrooms once it has run (writes only: reads pass no hook of it).
+//   2d. changeAnnounced, on a Citus coordinator only: once a write of this client has committed,
+//      tells every node the school changed (NOTIFY school_data_changed), which the triggers do on
+//      plain PostgreSQL but cannot from a worker's shard (no API node listens there).
 //   3. readRouting (src/db/replicas.ts), with read replicas only: runs a read on a replica that has
 //      replayed the school's last change (through that replica's step 4), a write on the primary.
 //   4. schoolSetting (src/db/school-session.ts), wall 2's application half: runs the operation in
@@ -25,8 +28,9 @@
 //      src/db/pg-school-pool.ts).
 //
 // An interactive transaction ($transaction(async (tx) => ...)) begins in the school's session, so
-// the driver adapter sets the school once after BEGIN; its client `tx` runs steps 1 and 2 (a
-// transaction runs on the primary, and its statements need no setting of their own).
+// the driver adapter sets the school once after BEGIN; its client `tx` runs steps 0 to 2c (a
+// transaction runs on the primary, and its statements need no setting of their own); step 2d's
+// notice follows its commit.
 //
 // Clients are built per school and reach (teacher, scopes), and reused.
 import { LRUCache } from 'lru-cache'
@@ -34,7 +38,8 @@ import { Prisma, type PrismaClient } from '../generated/prisma/client.js'
 import { accessCounting } from '../audit/access.js'
 import { callerReach, narrowsReach, reachKey, type Reach } from './reach.js'
 import { readRouting, type ReadRouter } from './replicas.js'
-import { schoolSession, schoolSetting, type SchoolSession } from './school-session.js'
+import { DATA_CHANGED_CHANNEL } from './replicas.js'
+import { outsideSchool, schoolSession, schoolSetting, type SchoolSession } from './school-session.js'
 import { teacherRooms, type TeacherRooms } from './teacher-rooms.js'
 import { schoolFilter, TenantViolationError } from './tenant.js'
 
@@ -82,6 +87,26 @@ function roomsChanged (schoolId: string, rooms: TeacherRooms) {
   })
 }
 
+/** Tells every node that `schoolId` changed, as the triggers do on plain PostgreSQL. */
+function announcer (prisma: PrismaClient, schoolId: string): () => Promise<void> {
+  return async () => {
+    await outsideSchool(async () => await prisma.$executeRaw`SELECT pg_notify(${DATA_CHANGED_CHANNEL}, ${schoolId})`)
+  }
+}
+
+/** Step 2d, on Citus: a committed write of the school's client is announced. */
+function changeAnnounced (announce: () => Promise<void>) {
+  async function write ({ args, query }: { args: unknown, query: (args: unknown) => Promise<unknown> }): Promise<unknown> {
+    const result = await query(args)
+    await announce()
+    return result
+  }
+  return Prisma.defineExtension({
+    name: 'change-announced',
+    query: { $allModels: Object.fromEntries(WRITES.map((operation) => [operation, write])) }
+  })
+}
+
 type Transaction = (work: unknown, options?: unknown) => Promise<unknown>
 
 /**
@@ -101,11 +126,13 @@ export function schoolClient (prisma: PrismaClient, schoolId: string, options: S
     ? schooled
     : schooled.$extends(callerReach(reach, rooms === undefined || teacherId === undefined ? undefined : () => rooms.of(schoolId, teacherId))) as unknown as typeof schooled
   const filtered = rooms === undefined ? reached : reached.$extends(roomsChanged(schoolId, rooms)) as unknown as typeof schooled
+  const announce = options.citus === true ? announcer(prisma, schoolId) : undefined
+  const announcing = announce === undefined ? filtered : filtered.$extends(changeAnnounced(announce)) as unknown as typeof filtered
   const reads = options.reads
-  let routed = filtered
+  let routed = announcing
   if (reads !== undefined) {
     const onReplica = new Map<PrismaClient, object>()
-    routed = filtered.$extends(readRouting(schoolId, reads, (replica) => {
+    routed = announcing.$extends(readRouting(schoolId, reads, (replica) => {
       let client = onReplica.get(replica)
       if (client === undefined) {
         client = replica.$extends(schoolSetting(session, replica))
@@ -126,7 +153,8 @@ export function schoolClient (prisma: PrismaClient, schoolId: string, options: S
           }
           // $transaction's overloads take a typed callback or array; `work` is checked above, the rest passed on as given.
           const begin = filtered.$transaction as unknown as Transaction
-          const done = schoolSession.run(session, async () => await begin.call(filtered, work, ...rest))
+          const run = schoolSession.run(session, async () => await begin.call(filtered, work, ...rest))
+          const done = announce === undefined ? run : run.then(async (result) => { await announce(); return result })
           // A transaction may have written: the school's next reads go to the primary, and its
           // teachers' classrooms are loaded again.
           return done.finally(() => {

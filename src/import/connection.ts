@@ -7,6 +7,7 @@ import pg from 'pg'
 import { lockDataDir } from '../db/embedded-lock.js'
 import { applyMigrations, pendingMigrations } from '../db/migrations/index.js'
 import { CITUS_CHECK } from '../db/pg-school-pool.js'
+import { DATA_CHANGED_CHANNEL } from '../db/replicas.js'
 import { CITUS_PROPAGATE } from '../db/school-session.js'
 import { isUuid } from '../validators.js'
 import type { Sql } from './write.js'
@@ -52,6 +53,12 @@ export async function inSchoolTransaction<T> (
       if (school.length === 0) throw new SchoolNotFoundError(`School ${schoolId} does not exist`)
       const result = await work(sql)
       await sql.query(rollback ? 'ROLLBACK' : 'COMMIT')
+      // On Citus the triggers' notice comes from the workers, where no API node listens.
+      if (citus && !rollback) {
+        await sql.query('SELECT pg_notify($1, $2)', [DATA_CHANGED_CHANNEL, schoolId]).catch((err: Error) => {
+          throw new Error(`The import is committed, but the API nodes could not be told (their cached answers expire with RESPONSE_CACHE_TTL): ${err.message}`)
+        })
+      }
       return result
     } catch (err) {
       await sql.query('ROLLBACK').catch(() => {})
