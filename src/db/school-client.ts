@@ -7,8 +7,8 @@
 //      their own each ('query' strategy) instead of Prisma's LATERAL joins, which Citus refuses
 //      under row-level security (outer joins with quals that depend on no row).
 //   1. accessCounting (src/audit/access.ts): counts the Student and Teacher records the operation
-//      hands over into the request's tally (the access audit); outermost, so it counts what the
-//      operation returned wherever it ran.
+//      hands over into the request's tally (the access audit); outermost but for step 0, so it
+//      counts what the operation returned wherever it ran.
 //   2. schoolFilter (src/db/tenant.ts), wall 1: adds the school to the operation's filter and
 //      written data, or refuses the operation.
 //   2b. callerReach (src/db/reach.ts), wall 1 inside the school, for a caller narrower than a school
@@ -37,8 +37,7 @@ import { LRUCache } from 'lru-cache'
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js'
 import { accessCounting } from '../audit/access.js'
 import { callerReach, narrowsReach, reachKey, type Reach } from './reach.js'
-import { readRouting, type ReadRouter } from './replicas.js'
-import { DATA_CHANGED_CHANNEL } from './replicas.js'
+import { DATA_CHANGED_CHANNEL, readRouting, type ReadRouter } from './replicas.js'
 import { outsideSchool, schoolSession, schoolSetting, type SchoolSession } from './school-session.js'
 import { teacherRooms, type TeacherRooms } from './teacher-rooms.js'
 import { schoolFilter, TenantViolationError } from './tenant.js'
@@ -50,7 +49,7 @@ export interface SchoolClientOptions {
   reads?: ReadRouter | undefined
   /** Teachers' classrooms kept on this node; without it a teacher's reach is filtered by relation. */
   rooms?: TeacherRooms | undefined
-  /** The database is a Citus coordinator (step 0). */
+  /** The database is a Citus coordinator (steps 0 and 2d). */
   citus?: boolean
 }
 

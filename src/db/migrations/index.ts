@@ -77,19 +77,23 @@ async function checkSettingPrivileges (url: string, migrations: MigrationList, d
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
-    // has_parameter_privilege is PostgreSQL 15's; before it, only the superuser check applies.
-    const { rows } = await client.query<{ role: string, missing: string[] | null }>(`
-      SELECT current_user AS role, CASE WHEN r.rolsuper THEN NULL ELSE (
-        SELECT array_agg(p ORDER BY p) FROM unnest($1::text[]) p
-        WHERE current_setting('server_version_num')::int < 150000 OR NOT has_parameter_privilege(p, 'SET')) END AS missing
-      FROM pg_roles r WHERE r.rolname = current_user`, [[...parameters]])
-    const missing = rows[0]?.missing ?? []
+    const [role] = (await client.query<{ name: string, superuser: boolean, version: number }>(
+      "SELECT current_user AS name, rolsuper AS superuser, current_setting('server_version_num')::int AS version FROM pg_roles WHERE rolname = current_user")).rows
+    if (role === undefined || role.superuser) return
+    // Before PostgreSQL 15 there is no GRANT SET ON PARAMETER: only a superuser may.
+    const grantable = role.version >= 150000
+    const missing = grantable
+      ? (await client.query<{ missing: string[] | null }>(
+          "SELECT array_agg(p ORDER BY p) FILTER (WHERE NOT has_parameter_privilege(p, 'SET')) AS missing FROM unnest($1::text[]) p",
+          [[...parameters]])).rows[0]?.missing ?? []
+      : [...parameters].sort()
     if (missing.length > 0) {
       const list = missing.map((p) => `"${p}"`).join(', ')
+      const remedy = grantable
+        ? `as a superuser, run \`GRANT SET ON PARAMETER ${list} TO ${client.escapeIdentifier(role.name)}\` (README, "Database roles"), then migrate again`
+        : 'migrate as a superuser'
       throw new MigrationEngineError(
-        `The role ${rows[0]!.role} may not set ${list}, which the pending migrations' functions set: ` +
-        `as a superuser, run \`GRANT SET ON PARAMETER ${list} TO ${client.escapeIdentifier(rows[0]!.role)}\` (README, "Database roles"), ` +
-        'then migrate again. Nothing was applied.')
+        `The role ${role.name} may not set ${list}, which the pending migrations' functions set: ${remedy}. Nothing was applied.`)
     }
   } finally {
     await client.end()
