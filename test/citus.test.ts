@@ -1,0 +1,204 @@
+// The service's side of Citus (README, "Sharding by school (Citus)") on a real coordinator, when
+// one is configured: CITUS_URL, a superuser URL of a database on a Citus coordinator that has its
+// workers added. The suite creates a database of its own on the coordinator and on each worker
+// (same user, trust authentication, as in the other suites), and drops them at the end.
+//
+// The service has no distribution command yet: this suite distributes the records' tables itself,
+// as far as the service supports today (its fixture below takes away what Citus refuses: the
+// change-feed and notice triggers, the teachers' policies, ON UPDATE CASCADE), and shows that a
+// school's statements, transactions, nested reads, import upserts and notices work there, and that
+// the school-setting check tells a school not passed on to the workers.
+import { randomUUID } from 'node:crypto'
+import pg from 'pg'
+import t from 'tap'
+import { assignUser, createSchool, createStudent, createUser } from '../src/admin/records.js'
+import { buildApp } from '../src/app.js'
+import { openDatabase, SCHOOL_SETTING_PROBE } from '../src/db/client.js'
+import { applyMigrations } from '../src/db/migrations/index.js'
+import type { Prisma } from '../src/generated/prisma/client.js'
+import { DATA_CHANGED_CHANNEL } from '../src/db/replicas.js'
+import { inSchoolTransaction } from '../src/import/connection.js'
+import { writePlan } from '../src/import/write.js'
+import { PASSWORD, gql, login, testConfig } from './helper.js'
+
+const citusUrl = process.env.CITUS_URL || undefined
+const SERVICE = 'sds_citus_service'
+
+const TENANT = ['classrooms', 'teachers', 'students', 'teacher_classrooms', 'changes']
+
+// What Citus refuses is taken away, then schools becomes a reference table and the records' tables
+// are distributed by school, co-located, with their foreign keys back (without ON UPDATE CASCADE).
+const DISTRIBUTE = `
+  SET citus.enable_unsafe_triggers = on;
+  SET citus.multi_shard_modify_mode = 'sequential';
+  CREATE TEMP TABLE kept_keys AS
+    SELECT c.conname, c.conrelid::regclass::text AS tbl, replace(pg_get_constraintdef(c.oid), 'ON UPDATE CASCADE', '') AS def
+    FROM pg_constraint c
+    WHERE c.contype = 'f' AND c.confrelid::regclass::text IN ('schools', ${TENANT.map((x) => `'${x}'`).join(', ')})
+      AND c.conrelid::regclass::text IN (${TENANT.map((x) => `'${x}'`).join(', ')});
+  DO $$ DECLARE r record; BEGIN
+    FOR r IN SELECT c.conname, c.conrelid::regclass AS tbl FROM pg_constraint c
+             WHERE c.contype = 'f' AND c.confrelid::regclass::text IN ('schools', ${TENANT.map((x) => `'${x}'`).join(', ')}) LOOP
+      EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', r.tbl, r.conname);
+    END LOOP;
+    FOR r IN SELECT tg.tgname, tg.tgrelid::regclass AS tbl FROM pg_trigger tg
+             WHERE NOT tg.tgisinternal AND tg.tgname NOT IN ('students_names', 'teachers_names')
+               AND tg.tgrelid::regclass::text IN ('schools', 'teacher_changes', ${TENANT.map((x) => `'${x}'`).join(', ')}) LOOP
+      EXECUTE format('DROP TRIGGER %I ON %s', r.tgname, r.tbl);
+    END LOOP;
+    FOR r IN SELECT p.polname, p.polrelid::regclass AS tbl FROM pg_policy p
+             WHERE p.polrelid::regclass::text IN ('classrooms', 'teachers', 'students', 'teacher_classrooms') LOOP
+      EXECUTE format('DROP POLICY %I ON %s', r.polname, r.tbl);
+      EXECUTE format('CREATE POLICY %I ON %s USING ("school_id" = NULLIF(current_setting(''app.school_id'', true), '''')::uuid)', r.polname, r.tbl);
+    END LOOP;
+  END $$;
+  SELECT create_reference_table('schools');
+  SELECT create_distributed_table('classrooms', 'school_id');
+  ${TENANT.slice(1).map((x) => `SELECT create_distributed_table('${x}', 'school_id', colocate_with => 'classrooms');`).join('\n  ')}
+  DO $$ DECLARE r record; BEGIN
+    FOR r IN SELECT * FROM kept_keys LOOP
+      EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I %s', r.tbl, r.conname, r.def);
+    END LOOP;
+  END $$;`
+
+async function run (url: string, sql: string, values?: unknown[]): Promise<pg.QueryResult> {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    return await client.query(sql, values)
+  } finally {
+    await client.end()
+  }
+}
+
+function asRole (url: string, role: string): string {
+  const u = new URL(url)
+  u.username = role
+  u.password = ''
+  return u.toString()
+}
+
+t.test('the service on a Citus coordinator', { skip: citusUrl === undefined ? 'set CITUS_URL to a database on a Citus coordinator with workers' : false }, async (t) => {
+  const admin = citusUrl!
+  const [cluster] = (await run(admin, `SELECT
+      EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS citus,
+      (SELECT count(*)::int FROM pg_dist_node WHERE groupid <> 0 AND noderole = 'primary') AS workers`)).rows as Array<{ citus: boolean, workers: number }>
+  t.ok(cluster?.citus === true && cluster.workers > 0, `a coordinator with ${cluster?.workers ?? 0} worker(s)`)
+
+  // A database of its own on every node, with the coordinator and the workers of CITUS_URL's.
+  const nodes = (await run(admin, "SELECT nodename, nodeport FROM pg_dist_node WHERE noderole = 'primary' ORDER BY groupid")).rows as Array<{ nodename: string, nodeport: number }>
+  const coordinator = new URL(admin)
+  const name = `sds_citus_${randomUUID().slice(0, 8)}`
+  const at = (node: { nodename: string, nodeport: number } | undefined, database: string): string => {
+    const u = new URL(admin)
+    if (node !== undefined) {
+      u.hostname = node.nodename
+      u.port = String(node.nodeport)
+    }
+    u.pathname = `/${database}`
+    return u.toString()
+  }
+  const workers = nodes.filter((n) => !(String(n.nodeport) === (coordinator.port || '5432') && (n.nodename === coordinator.hostname)))
+  for (const node of [undefined, ...workers]) {
+    await run(at(node, 'postgres'), `CREATE DATABASE ${name}`)
+    await run(at(node, name), 'CREATE EXTENSION citus')
+  }
+  t.teardown(async () => {
+    for (const node of [undefined, ...workers]) await run(at(node, 'postgres'), `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+  })
+  const url = at(undefined, name)
+  await run(url, `SELECT citus_set_coordinator_host('${coordinator.hostname}', ${coordinator.port || 5432})`)
+  for (const node of workers) await run(url, `SELECT citus_add_node('${node.nodename}', ${node.nodeport})`)
+  await applyMigrations({ url })
+  await run(url, DISTRIBUTE)
+  const placed = await run(url, "SELECT count(DISTINCT nodeport)::int AS nodes FROM citus_shards WHERE table_name = 'students'::regclass")
+  t.ok((placed.rows[0] as { nodes: number }).nodes > 1, 'the students are spread over the workers')
+  await run(url, `DO $$ BEGIN
+      IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${SERVICE}') THEN CREATE ROLE ${SERVICE} LOGIN NOSUPERUSER NOBYPASSRLS; END IF;
+    END $$;
+    GRANT USAGE ON SCHEMA public TO ${SERVICE};
+    GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${SERVICE};
+    GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO ${SERVICE};`)
+  const serviceUrl = asRole(url, SERVICE)
+
+  const db = await openDatabase({ url: serviceUrl })
+  t.teardown(() => db.close())
+  t.equal(db.citus, true, 'the service knows the coordinator')
+  t.equal(db.rowSecurity, true, 'and is under row-level security')
+
+  const schools = await Promise.all([0, 1, 2, 3].map(async (i) => {
+    const school = await createSchool(db, `Citus School ${i}`)
+    for (let j = 0; j < 3; j++) await createStudent(db, { schoolId: school, fullName: `S${i} Student ${j}`, classroom: `S${i} Room ${j % 2}` })
+    return school
+  }))
+
+  await t.test('a school\'s statements and transactions see its own rows, on whichever worker they are', async (t) => {
+    for (const [i, school] of schools.entries()) {
+      const scoped = db.forSchool(school)
+      const rows = await scoped.student.findMany({ select: { fullName: true, classroom: { select: { name: true } } }, orderBy: { fullName: 'asc' } })
+      t.same(rows.map((r) => r.fullName), [0, 1, 2].map((j) => `S${i} Student ${j}`), `school ${i}: its three students`)
+      t.ok(rows.every((r) => r.classroom?.name.startsWith(`S${i} Room`)), 'with their classrooms (relations by query)')
+      t.equal(await scoped.$transaction(async (tx: Prisma.TransactionClient) => await tx.student.count()), 3, 'in a transaction too')
+    }
+  })
+
+  await t.test('the school-setting check passes, and its read fails where the school is not passed on', async (t) => {
+    await t.resolves(db.checkSchoolSetting())
+    const client = new pg.Client({ connectionString: serviceUrl })
+    await client.connect()
+    t.teardown(() => client.end())
+    await client.query(`BEGIN; SET LOCAL app.school_id = '${schools[0]!}'`)
+    await t.rejects(client.query(SCHOOL_SETTING_PROBE, [schools[0]]), /invalid input syntax for type uuid/, 'without citus.propagate_set_commands the workers see no school')
+    await client.query('ROLLBACK')
+    await client.query(`BEGIN; SET LOCAL citus.propagate_set_commands = 'local'; SET LOCAL app.school_id = '${schools[0]!}'`)
+    t.same((await client.query(SCHOOL_SETTING_PROBE, [schools[0]])).rows, [{ n: 3 }], 'with it, they do')
+    await client.query('COMMIT')
+  })
+
+  await t.test('a committed write is announced on the coordinator', async (t) => {
+    const listener = new pg.Client({ connectionString: serviceUrl })
+    await listener.connect()
+    t.teardown(() => listener.end())
+    const heard: string[] = []
+    listener.on('notification', (n) => { heard.push(n.payload ?? '') })
+    await listener.query(`LISTEN ${DATA_CHANGED_CHANNEL}`)
+    await db.forSchool(schools[1]!).student.create({ data: { schoolId: schools[1]!, fullName: 'Announced' }, select: { id: true } })
+    await listener.query('SELECT 1')
+    t.same(heard, [schools[1]])
+  })
+
+  await t.test('a write that returns an enum column', { todo: 'Prisma reads enums back as ::text in RETURNING, and Citus refuses any but immutable functions there' }, async (t) => {
+    await t.resolves(db.forSchool(schools[1]!).student.create({ data: { schoolId: schools[1]!, fullName: 'Enum Returned' }, select: { status: true } }))
+  })
+
+  await t.test('the import\'s upserts write and update a school\'s rows', async (t) => {
+    const options = { databaseUrl: serviceUrl, dataDir: '.data-test-unused' }
+    const id = randomUUID()
+    const plan = (name: string) => ({ classrooms: [{ id, sourcedId: 'class-1', name, gradeLevel: null, subject: null }], students: [], teachers: [], assignments: [], skippedUsers: 0, skippedEnrollments: 0 }) as never
+    const first = await inSchoolTransaction(options, schools[2]!, async (sql) => await writePlan(sql, schools[2]!, plan('Imported'), () => {}))
+    t.same(first.classrooms, { created: 1, updated: 0, unchanged: 0 })
+    const again = await inSchoolTransaction(options, schools[2]!, async (sql) => await writePlan(sql, schools[2]!, plan('Imported'), () => {}))
+    t.same(again.classrooms, { created: 0, updated: 0, unchanged: 1 }, 'a second run changes nothing')
+    const renamed = await inSchoolTransaction(options, schools[2]!, async (sql) => await writePlan(sql, schools[2]!, plan('Renamed'), () => {}))
+    t.same(renamed.classrooms, { created: 0, updated: 1, unchanged: 0 }, 'a changed row is updated')
+  })
+
+  await t.test('through the API: each school reads its own students, with their classrooms; /ready is 200', async (t) => {
+    const app = await buildApp(testConfig({ databaseUrl: serviceUrl }), { database: db, logger: false })
+    t.teardown(() => app.close())
+    for (const [i, school] of schools.slice(0, 2).entries()) {
+      const username = `citus-${randomUUID()}`
+      await createUser(db, { username, password: PASSWORD })
+      await assignUser(db, username, school)
+      const { accessToken } = await login(app, username)
+      const { body } = await gql(app, '{ school { name } students { fullName classroomName } }', { token: accessToken })
+      t.equal(body.errors, undefined)
+      const data = body.data as { school: { name: string }, students: Array<{ fullName: string, classroomName: string | null }> }
+      t.equal(data.school.name, `Citus School ${i}`)
+      t.same(data.students.filter((s) => s.fullName.startsWith(`S${i} `)).map((s) => s.classroomName), [`S${i} Room 0`, `S${i} Room 1`, `S${i} Room 0`], 'its students, with their classrooms')
+      t.ok(data.students.every((s) => s.fullName.startsWith(`S${i} `) || (i === 1 && s.fullName === 'Announced')), 'its own students only')
+    }
+    const ready = await app.inject({ method: 'GET', url: '/ready' })
+    t.equal(ready.statusCode, 200)
+  })
+})
