@@ -12,7 +12,7 @@
 import { randomUUID } from 'node:crypto'
 import pg from 'pg'
 import t from 'tap'
-import { assignUser, createSchool, createStudent, createUser } from '../src/admin/records.js'
+import { assignUser, createSchool, createStudent, createUser, disableUser } from '../src/admin/records.js'
 import { buildApp } from '../src/app.js'
 import { openDatabase, SCHOOL_SETTING_PROBE } from '../src/db/client.js'
 import { applyMigrations } from '../src/db/migrations/index.js'
@@ -214,5 +214,20 @@ t.test('the service on a Citus coordinator', { skip: citusUrl === undefined ? 's
     }
     const ready = await app.inject({ method: 'GET', url: '/ready' })
     t.equal(ready.statusCode, 200)
+
+    // users stay on the coordinator, a table of its own (the fixture takes its key to schools away):
+    // disabling one revokes its tokens there, and the node refuses them at once.
+    const username = `citus-${randomUUID()}`
+    await createUser(db, { username, password: PASSWORD })
+    await assignUser(db, username, schools[0]!)
+    const { accessToken } = await login(app, username)
+    t.equal((await gql(app, '{ school { name } }', { token: accessToken })).body.errors, undefined)
+    await disableUser(db, username)
+    let refused = false
+    for (let i = 0; i < 50 && !refused; i++) {
+      refused = (await gql(app, '{ school { name } }', { token: accessToken })).body.errors !== undefined
+      if (!refused) await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    t.ok(refused, 'a disabled user\'s access token is refused (user disable)')
   })
 })
