@@ -153,6 +153,22 @@ t.test('the service on a Citus coordinator', { skip: citusUrl === undefined ? 's
     }
   })
 
+  await t.test('each wall alone keeps a school to its own rows', async (t) => {
+    // Wall 2 alone: the service role under row-level security, the school client's filters off.
+    const wall2 = await openDatabase({ url: serviceUrl, tenantFilter: false })
+    t.teardown(() => wall2.close())
+    // Wall 1 alone: the superuser, whom row-level security does not bind.
+    const wall1 = await openDatabase({ url })
+    t.teardown(() => wall1.close())
+    t.equal(wall1.rowSecurity, false)
+    for (const [name, only] of [['wall 2', wall2], ['wall 1', wall1]] as const) {
+      for (const [i, school] of schools.entries()) {
+        const names = (await only.forSchool(school).student.findMany({ select: { fullName: true } })).map((r) => r.fullName)
+        t.ok(names.length >= 3 && names.every((n) => n.startsWith(`S${i} `)), `${name} alone: school ${i} reads its own students only`)
+      }
+    }
+  })
+
   await t.test('the school-setting check passes, and its read fails where the school is not passed on', async (t) => {
     await t.resolves(db.checkSchoolSetting())
     const client = new pg.Client({ connectionString: serviceUrl })
