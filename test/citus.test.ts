@@ -5,10 +5,11 @@
 //
 // The service has no distribution command yet: this suite distributes the records' tables itself,
 // as far as the service supports today (its fixture below takes away what Citus refuses: the
-// change-feed and notice triggers, the teachers' policies, ON UPDATE CASCADE; and gives each enum
-// an immutable cast to text, for Prisma's RETURNING), and shows that a
-// school's statements, transactions, nested reads, import upserts and notices work there, and that
-// the school-setting check tells a school not passed on to the workers.
+// change-feed and notice triggers, the teachers' part of the policies, ON UPDATE CASCADE; and
+// gives each enum an immutable cast to text, for Prisma's RETURNING), and shows that a school's
+// statements, transactions, nested reads, import upserts and notices work there, that each wall
+// alone keeps a school to its rows, and that the school-setting check tells a school not passed
+// on to the workers.
 import { randomUUID } from 'node:crypto'
 import pg from 'pg'
 import t from 'tap'
