@@ -26,7 +26,7 @@
 // message sets that first: `BEGIN; SET LOCAL citus.propagate_set_commands = 'local'; SET LOCAL
 // app.school_id = ...`. Whether the server is one is asked once, when the pool opens (`detect`).
 import pg from 'pg'
-import { CITUS_PROPAGATE, currentSession, type SchoolSession } from './school-session.js'
+import { currentSession, schoolSettings, type SchoolSession } from './school-session.js'
 
 export interface SchoolPool {
   /** The pool to give PrismaPg: its `query` runs a school's statement with the school set. */
@@ -45,11 +45,8 @@ export interface SchoolPool {
 /** Whether the database has the citus extension, i.e. tables may be distributed to workers. */
 export const CITUS_CHECK = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS citus"
 
-function beginFor ({ schoolId, teacherId }: SchoolSession, citus: boolean): string {
-  const propagate = citus ? `; ${CITUS_PROPAGATE}` : ''
-  return teacherId === undefined
-    ? `BEGIN${propagate}; SET LOCAL app.school_id = '${schoolId}'`
-    : `BEGIN${propagate}; SET LOCAL app.school_id = '${schoolId}'; SET LOCAL app.teacher_id = '${teacherId}'`
+function beginFor (session: SchoolSession, citus: boolean): string {
+  return ['BEGIN', ...schoolSettings(session, citus)].join('; ')
 }
 
 /** The result of one statement of a school, sent between the school's BEGIN and COMMIT. */

@@ -53,6 +53,9 @@ export interface SchoolClientOptions {
   citus?: boolean
 }
 
+/** A query hook of one operation, as the school client's steps write them. */
+type Operation = (params: { args: unknown, query: (args: unknown) => Promise<unknown> }) => Promise<unknown>
+
 // The operations that take a relationLoadStrategy (Prisma's relationJoins preview feature).
 const LOADING_RELATIONS = ['findUnique', 'findUniqueOrThrow', 'findFirst', 'findFirstOrThrow', 'findMany', 'create', 'update', 'upsert', 'delete'] as const
 
@@ -63,26 +66,29 @@ const LOADING_RELATIONS = ['findUnique', 'findUniqueOrThrow', 'findFirst', 'find
 const relationsByQuery = Prisma.defineExtension({
   name: 'relations-by-query',
   query: {
-    $allModels: Object.fromEntries(LOADING_RELATIONS.map((operation) => [operation,
-      async ({ args, query }: { args: unknown, query: (args: unknown) => Promise<unknown> }) =>
-        await query({ ...(args as object), relationLoadStrategy: 'query' })]))
+    $allModels: Object.fromEntries(LOADING_RELATIONS.map((operation): [string, Operation] => [operation,
+      async ({ args, query }) => await query({ ...(args as object), relationLoadStrategy: 'query' })]))
   }
 })
 
 const WRITES = ['create', 'createMany', 'createManyAndReturn', 'update', 'updateMany', 'updateManyAndReturn', 'upsert', 'delete', 'deleteMany'] as const
 
+/** A step that passes the school client's write operations through `write` (reads pass no hook of it). */
+function onWrites (name: string, write: Operation) {
+  return Prisma.defineExtension({
+    name,
+    query: { $allModels: Object.fromEntries(WRITES.map((operation) => [operation, write])) }
+  })
+}
+
 /** Step 2c: after a write of the school's client, the school's kept classrooms are loaded again. */
 function roomsChanged (schoolId: string, rooms: TeacherRooms) {
-  async function write ({ args, query }: { args: unknown, query: (args: unknown) => Promise<unknown> }): Promise<unknown> {
+  return onWrites('rooms-changed', async ({ args, query }) => {
     try {
       return await query(args)
     } finally {
       rooms.invalidate(schoolId)
     }
-  }
-  return Prisma.defineExtension({
-    name: 'rooms-changed',
-    query: { $allModels: Object.fromEntries(WRITES.map((operation) => [operation, write])) }
   })
 }
 
@@ -95,14 +101,10 @@ function announcer (prisma: PrismaClient, schoolId: string): () => Promise<void>
 
 /** Step 2d, on Citus: a committed write of the school's client is announced. */
 function changeAnnounced (announce: () => Promise<void>) {
-  async function write ({ args, query }: { args: unknown, query: (args: unknown) => Promise<unknown> }): Promise<unknown> {
+  return onWrites('change-announced', async ({ args, query }) => {
     const result = await query(args)
     await announce()
     return result
-  }
-  return Prisma.defineExtension({
-    name: 'change-announced',
-    query: { $allModels: Object.fromEntries(WRITES.map((operation) => [operation, write])) }
   })
 }
 

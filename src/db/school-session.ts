@@ -114,20 +114,18 @@ function setSchool ({ schoolId, teacherId }: SchoolSession): SqlQuery {
   }
 }
 
-/** Tells Citus to pass the transaction's SET LOCAL on to the workers (sent before those settings). */
-export const CITUS_PROPAGATE = "SET LOCAL citus.propagate_set_commands = 'local'"
-
 /**
- * On a Citus coordinator: SET LOCAL, which Citus passes on to the workers once told to (the
- * function call set_config is not passed on). The ids are validated UUIDs, safe as literals; the
- * statements go unnamed (a name per school would be a prepared statement per school).
+ * The SET LOCAL statements of a school's session, in order: on a Citus coordinator first the one
+ * that tells Citus to pass the transaction's SET LOCALs on to the workers (set_config, a function
+ * call, is never passed on). The one source of this form, for the pool's single statements
+ * (pg-school-pool.ts), interactive transactions on Citus (below) and the import. The ids must be
+ * validated UUIDs (currentSession, the import's check): they go in as literals.
  */
-function setSchoolOnCitus ({ schoolId, teacherId }: SchoolSession): SqlQuery[] {
-  const set = (sql: string): SqlQuery => ({ sql, args: [], argTypes: [] })
+export function schoolSettings ({ schoolId, teacherId }: SchoolSession, citus: boolean): string[] {
   return [
-    set(CITUS_PROPAGATE),
-    set(`SET LOCAL app.school_id = '${schoolId}'`),
-    ...(teacherId === undefined ? [] : [set(`SET LOCAL app.teacher_id = '${teacherId}'`)])
+    ...(citus ? ["SET LOCAL citus.propagate_set_commands = 'local'"] : []),
+    `SET LOCAL app.school_id = '${schoolId}'`,
+    ...(teacherId === undefined ? [] : [`SET LOCAL app.teacher_id = '${teacherId}'`])
   ]
 }
 
@@ -269,7 +267,8 @@ class SchoolSessionAdapter implements SqlDriverAdapter {
     // session: the driver must not wrap them as a school's single statement.
     const tx = await outsideSchool(() => this.inner.startTransaction(isolationLevel))
     const setting = this.options.citus?.() === true
-      ? Promise.all(setSchoolOnCitus(session).map(async (statement) => await tx.executeRaw(statement)))
+      // Unnamed (client.ts): a name per school would be a prepared statement per school.
+      ? Promise.all(schoolSettings(session, true).map(async (sql) => await tx.executeRaw({ sql, args: [], argTypes: [] })))
       : tx.queryRaw(setSchool(session))
     return new SchoolTransaction(tx, setting, this.options.driverSetsSchool)
   }

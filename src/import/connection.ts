@@ -8,7 +8,7 @@ import { lockDataDir } from '../db/embedded-lock.js'
 import { applyMigrations, pendingMigrations } from '../db/migrations/index.js'
 import { CITUS_CHECK } from '../db/pg-school-pool.js'
 import { DATA_CHANGED_CHANNEL } from '../db/replicas.js'
-import { CITUS_PROPAGATE } from '../db/school-session.js'
+import { schoolSettings } from '../db/school-session.js'
 import { isUuid } from '../validators.js'
 import type { Sql } from './write.js'
 
@@ -44,8 +44,7 @@ export async function inSchoolTransaction<T> (
       if (citus) {
         // Citus passes SET LOCAL on to the workers once told to; set_config never (school-session.ts).
         // The school is a UUID (checked above), safe as a literal.
-        await sql.query(CITUS_PROPAGATE)
-        await sql.query(`SET LOCAL app.school_id = '${schoolId}'`)
+        for (const setting of schoolSettings({ schoolId }, true)) await sql.query(setting)
       } else {
         await sql.query("SELECT set_config('app.school_id', $1, true)", [schoolId])
       }
