@@ -3,75 +3,27 @@
 // workers added. The suite creates a database of its own on the coordinator and on each worker
 // (same user, trust authentication, as in the other suites), and drops them at the end.
 //
-// The service has no distribution command yet: this suite distributes the records' tables itself,
-// as far as the service supports today (its fixture below takes away what Citus refuses: the
-// change-feed and notice triggers, the teachers' part of the policies, ON UPDATE CASCADE; and
-// gives each enum an immutable cast to text, for Prisma's RETURNING), and shows that a school's
-// statements, transactions, nested reads, import upserts and notices work there, that each wall
-// alone keeps a school to its rows, and that the school-setting check tells a school not passed
-// on to the workers.
+// The database is distributed by the service's own command (`school-data citus distribute`,
+// src/db/citus.ts), and the suite shows that a school's statements, transactions, nested reads,
+// import upserts, notices and change feed work there, that each wall alone keeps a school to its
+// rows, that the school-setting check tells a school not passed on to the workers, and that what
+// Citus cannot run yet (a teacher's own feed) is refused with a code, never answered empty.
 import { randomUUID } from 'node:crypto'
 import pg from 'pg'
 import t from 'tap'
-import { assignUser, createSchool, createStudent, createUser, disableUser } from '../src/admin/records.js'
+import { assignTeacher, assignUser, createSchool, createStudent, createTeacher, createUser, disableUser, setUserRole } from '../src/admin/records.js'
 import { buildApp } from '../src/app.js'
 import { openDatabase, SCHOOL_SETTING_PROBE } from '../src/db/client.js'
 import { applyMigrations } from '../src/db/migrations/index.js'
 import type { Prisma } from '../src/generated/prisma/client.js'
 import { DATA_CHANGED_CHANNEL } from '../src/db/replicas.js'
+import { CitusError, distributeOnCitus } from '../src/db/citus.js'
 import { inSchoolTransaction } from '../src/import/connection.js'
 import { writePlan } from '../src/import/write.js'
 import { PASSWORD, gql, login, testConfig } from './helper.js'
 
 const citusUrl = process.env.CITUS_URL || undefined
 const SERVICE = 'sds_citus_service'
-
-const TENANT = ['classrooms', 'teachers', 'students', 'teacher_classrooms', 'changes']
-
-// What Citus refuses is taken away, then schools becomes a reference table and the records' tables
-// are distributed by school, co-located, with their foreign keys back (without ON UPDATE CASCADE).
-const DISTRIBUTE = `
-  SET citus.enable_unsafe_triggers = on;
-  SET citus.multi_shard_modify_mode = 'sequential';
-  CREATE TEMP TABLE kept_keys AS
-    SELECT c.conname, c.conrelid::regclass::text AS tbl, replace(pg_get_constraintdef(c.oid), 'ON UPDATE CASCADE', '') AS def
-    FROM pg_constraint c
-    WHERE c.contype = 'f' AND c.confrelid::regclass::text IN ('schools', ${TENANT.map((x) => `'${x}'`).join(', ')})
-      AND c.conrelid::regclass::text IN (${TENANT.map((x) => `'${x}'`).join(', ')});
-  DO $$ DECLARE r record; BEGIN
-    FOR r IN SELECT c.conname, c.conrelid::regclass AS tbl FROM pg_constraint c
-             WHERE c.contype = 'f' AND c.confrelid::regclass::text IN ('schools', ${TENANT.map((x) => `'${x}'`).join(', ')}) LOOP
-      EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', r.tbl, r.conname);
-    END LOOP;
-    FOR r IN SELECT tg.tgname, tg.tgrelid::regclass AS tbl FROM pg_trigger tg
-             WHERE NOT tg.tgisinternal AND tg.tgname NOT IN ('students_names', 'teachers_names')
-               AND tg.tgrelid::regclass::text IN ('schools', 'teacher_changes', ${TENANT.map((x) => `'${x}'`).join(', ')}) LOOP
-      EXECUTE format('DROP TRIGGER %I ON %s', r.tgname, r.tbl);
-    END LOOP;
-    FOR r IN SELECT p.polname, p.polrelid::regclass AS tbl FROM pg_policy p
-             WHERE p.polrelid::regclass::text IN ('classrooms', 'teachers', 'students', 'teacher_classrooms') LOOP
-      EXECUTE format('DROP POLICY %I ON %s', r.polname, r.tbl);
-      EXECUTE format('CREATE POLICY %I ON %s USING ("school_id" = NULLIF(current_setting(''app.school_id'', true), '''')::uuid)', r.polname, r.tbl);
-    END LOOP;
-  END $$;
-  -- Prisma reads enums back as ::text, in RETURNING too, where Citus takes only immutable functions:
-  -- each enum gets a cast to text of its own, by an immutable function.
-  DO $$ DECLARE r record; BEGIN
-    FOR r IN SELECT t.typname FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
-             WHERE t.typtype = 'e' AND n.nspname = 'public' LOOP
-      EXECUTE format('CREATE FUNCTION %I(%I) RETURNS text LANGUAGE sql IMMUTABLE STRICT AS $f$ SELECT textin(enum_out($1)) $f$',
-        r.typname || '_as_text', r.typname);
-      EXECUTE format('CREATE CAST (%I AS text) WITH FUNCTION %I(%I)', r.typname, r.typname || '_as_text', r.typname);
-    END LOOP;
-  END $$;
-  SELECT create_reference_table('schools');
-  SELECT create_distributed_table('classrooms', 'school_id');
-  ${TENANT.slice(1).map((x) => `SELECT create_distributed_table('${x}', 'school_id', colocate_with => 'classrooms');`).join('\n  ')}
-  DO $$ DECLARE r record; BEGIN
-    FOR r IN SELECT * FROM kept_keys LOOP
-      EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I %s', r.tbl, r.conname, r.def);
-    END LOOP;
-  END $$;`
 
 async function run (url: string, sql: string, values?: unknown[]): Promise<pg.QueryResult> {
   const client = new pg.Client({ connectionString: url })
@@ -121,8 +73,18 @@ t.test('the service on a Citus coordinator', { skip: citusUrl === undefined ? 's
   const url = at(undefined, name)
   await run(url, `SELECT citus_set_coordinator_host('${coordinator.hostname}', ${coordinator.port || 5432})`)
   for (const node of workers) await run(url, `SELECT citus_add_node('${node.nodename}', ${node.nodeport})`)
+  await t.rejects(distributeOnCitus(url), { name: CitusError.name, message: /pending migrations .*run `school-data migrate` first/ }, 'distribution refuses an unmigrated database')
   await applyMigrations({ url })
-  await run(url, DISTRIBUTE)
+  t.match(await distributeOnCitus(url), { distributed: true, workers: workers.length }, 'school-data citus distribute')
+  t.same(await distributeOnCitus(url), { distributed: false, reason: 'already distributed' }, 'a second run changes nothing')
+  const kinds = (await run(url, "SELECT logicalrelid::text AS name, partmethod FROM pg_dist_partition ORDER BY 1")).rows
+  t.same(kinds, [
+    { name: 'changes', partmethod: 'h' }, { name: 'classrooms', partmethod: 'h' }, { name: 'schools', partmethod: 'n' },
+    { name: 'students', partmethod: 'h' }, { name: 'teacher_changes', partmethod: 'h' }, { name: 'teacher_classrooms', partmethod: 'h' },
+    { name: 'teachers', partmethod: 'h' }
+  ], 'schools is a reference table, the records\' tables are distributed by hash (users and clients stay on the coordinator)')
+  const groups = (await run(url, "SELECT count(DISTINCT colocationid)::int AS n FROM pg_dist_partition WHERE partmethod = 'h'")).rows
+  t.same(groups, [{ n: 1 }], 'and co-located')
   const placed = await run(url, "SELECT count(DISTINCT nodeport)::int AS nodes FROM citus_shards WHERE table_name = 'students'::regclass")
   t.ok((placed.rows[0] as { nodes: number }).nodes > 1, 'the students are spread over the workers')
   await run(url, `DO $$ BEGIN
@@ -195,7 +157,7 @@ t.test('the service on a Citus coordinator', { skip: citusUrl === undefined ? 's
     t.same(heard, [schools[1]])
   })
 
-  await t.test('a write that returns an enum column (through the fixture\'s immutable casts)', async (t) => {
+  await t.test('a write that returns an enum column (through the immutable casts)', async (t) => {
     const created = await db.forSchool(schools[1]!).student.create({ data: { schoolId: schools[1]!, fullName: 'Enum Returned' }, select: { status: true, gradeLevel: true } })
     t.same(created, { status: 'ACTIVE', gradeLevel: null })
     const updated = await db.forSchool(schools[1]!).student.updateMany({ where: { fullName: 'Enum Returned' }, data: { status: 'INACTIVE' } })
@@ -232,7 +194,7 @@ t.test('the service on a Citus coordinator', { skip: citusUrl === undefined ? 's
     const ready = await app.inject({ method: 'GET', url: '/ready' })
     t.equal(ready.statusCode, 200)
 
-    // users stay on the coordinator, a table of its own (the fixture takes its key to schools away):
+    // users stay on the coordinator, a table of its own (its key to schools is a trigger there):
     // disabling one revokes its tokens there, and the node refuses them at once.
     const username = `citus-${randomUUID()}`
     await createUser(db, { username, password: PASSWORD })
@@ -246,5 +208,60 @@ t.test('the service on a Citus coordinator', { skip: citusUrl === undefined ? 's
       if (!refused) await new Promise((resolve) => setTimeout(resolve, 20))
     }
     t.ok(refused, 'a disabled user\'s access token is refused (user disable)')
+  })
+
+  await t.test('the school\'s change feed: each write numbered densely, on the school\'s worker', async (t) => {
+    const school = schools[3]!
+    const scoped = db.forSchool(school)
+    t.equal(await scoped.change.count(), 5, 'its three students and two classrooms, created after distribution, are in it')
+    const id = (await scoped.student.create({ data: { schoolId: school, fullName: 'Fed Student', studentNumber: 'F-1' }, select: { id: true } })).id
+    await scoped.student.update({ where: { schoolId_id: { schoolId: school, id } }, data: { fullName: 'Fed Student Renamed' } })
+    await scoped.student.update({ where: { schoolId_id: { schoolId: school, id } }, data: { fullName: 'Fed Student Renamed' } }) // no change: no entry
+    const teacher = await createTeacher(db, { schoolId: school, fullName: 'Fed Teacher' })
+    await assignTeacher(db, { schoolId: school, teacherId: teacher, classroom: 'Fed Room' })
+    await scoped.student.delete({ where: { schoolId_id: { schoolId: school, id } } })
+    // Ten writers at once: numbers stay dense and unique.
+    await Promise.all(Array.from({ length: 10 }, async (_, k) =>
+      await db.forSchool(school).student.create({ data: { schoolId: school, fullName: `Concurrent ${k}` }, select: { id: true } })))
+    const changes = await scoped.change.findMany({ orderBy: { seq: 'asc' } })
+    t.same(changes.map((c) => c.seq), changes.map((_, i) => BigInt(i + 1)), 'numbered 1, 2, ... without a gap')
+    const mine = changes.filter((c) => c.recordId === id || c.recordId === teacher).map((c) => [c.type, c.recordType, c.studentNumber])
+    t.same(mine, [
+      ['CREATED', 'STUDENT', 'F-1'], ['UPDATED', 'STUDENT', 'F-1'], ['CREATED', 'TEACHER', null], ['UPDATED', 'TEACHER', null], ['DELETED', 'STUDENT', 'F-1']
+    ], 'created, updated (an unchanged update writes nothing), the teacher and their assignment, deleted')
+    t.ok(changes.every((c) => c.schoolId === school), 'the school\'s own changes only')
+    t.equal(await db.forSchool(schools[2]!).change.count({ where: { recordId: id } }), 0, 'another school reads none of them')
+  })
+
+  await t.test('through the API: the school\'s feed and its cursors; a teacher\'s own feed is refused with a code', async (t) => {
+    const app = await buildApp(testConfig({ databaseUrl: serviceUrl }), { database: db, logger: false })
+    t.teardown(() => app.close())
+    const school = schools[3]!
+    const admin = `citus-${randomUUID()}`
+    await createUser(db, { username: admin, password: PASSWORD })
+    await assignUser(db, admin, school)
+    const { accessToken } = await login(app, admin)
+    const latest = (await gql(app, '{ latestChangeCursor }', { token: accessToken })).body.data as { latestChangeCursor: string }
+    await db.forSchool(school).classroom.create({ data: { schoolId: school, name: 'After The Cursor' }, select: { id: true } })
+    const { body } = await gql(app, 'query ($since: String) { changes(since: $since) { changes { type classroom { name } } hasMore } }', { token: accessToken, variables: { since: latest.latestChangeCursor } })
+    t.equal(body.errors, undefined)
+    t.same(body.data, { changes: { changes: [{ type: 'CREATED', classroom: { name: 'After The Cursor' } }], hasMore: false } }, 'the change after the latest cursor, and only it')
+
+    const teacherUser = `citus-${randomUUID()}`
+    const teacher = await createTeacher(db, { schoolId: school, fullName: 'Feedless Teacher' })
+    await createUser(db, { username: teacherUser, password: PASSWORD })
+    await assignUser(db, teacherUser, school)
+    await setUserRole(db, teacherUser, { role: 'teacher', teacherId: teacher })
+    const teacherToken = (await login(app, teacherUser)).accessToken
+    for (const query of ['{ changes { changes { type } } }', '{ latestChangeCursor }']) {
+      const refused = (await gql(app, query, { token: teacherToken })).body
+      t.equal(refused.errors?.[0]?.extensions?.code, 'NOT_SUPPORTED', `${query}: refused with its code, not answered empty`)
+    }
+  })
+
+  await t.test('a user\'s key to schools holds on the coordinator (a trigger there)', async (t) => {
+    const [user] = (await run(url, 'SELECT id FROM users LIMIT 1')).rows as Array<{ id: string }>
+    await t.rejects(run(url, 'UPDATE users SET school_id = $1 WHERE id = $2', [randomUUID(), user!.id]), { code: '23503', constraint: 'users_school_id_fkey' })
+    await t.resolves(run(url, 'UPDATE users SET school_id = $1 WHERE id = $2', [schools[0], user!.id]))
   })
 })

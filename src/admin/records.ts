@@ -423,11 +423,10 @@ export async function assignTeacher (
     update: {},
     select: { id: true }
   })
-  await tenant.teacherClassroom.upsert({
-    where: { schoolId_teacherId_classroomId: { schoolId: school, teacherId: teacher, classroomId: room.id } },
-    create: { schoolId: school, teacherId: teacher, classroomId: room.id, role: assignment },
-    update: { role: assignment },
-    select: { role: true }
-  })
+  // Insert, or else update the role: not an upsert, whose DO UPDATE SET with a parameter (the
+  // role) Citus refuses on a distributed table.
+  const key = { schoolId: school, teacherId: teacher, classroomId: room.id }
+  const created = await tenant.teacherClassroom.createMany({ data: [{ ...key, role: assignment }], skipDuplicates: true })
+  if (created.count === 0) await tenant.teacherClassroom.updateMany({ where: key, data: { role: assignment } })
   return { classroomId: room.id, role: assignment }
 }

@@ -70,6 +70,20 @@ export function buildProgram (): Command {
       process.stderr.write(applied.length === 0 ? 'No pending migrations\n' : `Applied: ${applied.join(', ')}\n`)
     })
 
+  program.command('citus')
+    .description('run on a Citus cluster (README, "Sharding by school (Citus)")')
+    .command('distribute')
+    .description('distribute the migrated database by school on its Citus coordinator (DATABASE_URL: the owner, on the coordinator); once, after migrate')
+    .action(async () => {
+      const config = loadConfig(process.env, { needsSecret: false })
+      if (config.databaseUrl === undefined) throw new Error('Set DATABASE_URL to the database on the Citus coordinator (the embedded database cannot be distributed)')
+      const { distributeOnCitus } = await import('../db/citus.js')
+      const result = await distributeOnCitus(config.databaseUrl)
+      process.stderr.write(result.distributed
+        ? `Distributed by school over ${result.workers} worker(s): ${result.tables.join(', ')}\n`
+        : 'Already distributed: nothing to do\n')
+    })
+
   program.command('serve')
     .description('start the API server (PORT, HOST)')
     .action(async () => { await startServer(loadConfig()) })

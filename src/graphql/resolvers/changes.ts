@@ -9,7 +9,7 @@
 import type { MercuriusContext } from 'mercurius'
 import type { QueryResolvers } from '../generated.js'
 import type { ChangeRow, ClassroomRow, StudentRow, TeacherRow } from '../models.js'
-import { badUserInput } from '../errors.js'
+import { badUserInput, codedError } from '../errors.js'
 import { pageSize } from '../paging.js'
 import { UUID } from '../../validators.js'
 
@@ -32,6 +32,23 @@ const MAX_SEQ = 2n ** 63n - 1n
 
 /** How long changes are kept; teacher_changes is pruned a day later, so no clock skew hides its mark. */
 const KEPT_MS = 90 * 86_400_000
+
+/**
+ * The school's newest change number. Its counter (schools.change_seq) on PostgreSQL; on Citus,
+ * where the shards' triggers number changes from the feed itself (src/db/citus.ts), the newest
+ * change kept, which pruning never takes, or the counter the school had when it was distributed.
+ */
+async function latestSeq (db: ReturnType<MercuriusContext['school']>['db']): Promise<bigint> {
+  const [school, newest] = await Promise.all([
+    db.school.findFirstOrThrow({ select: { changeSeq: true } }),
+    db.change.findFirst({ orderBy: { seq: 'desc' }, select: { seq: true } })
+  ])
+  return newest !== null && newest.seq > school.changeSeq ? newest.seq : school.changeSeq
+}
+
+/** A teacher's feed is written by triggers Citus cannot run on its shards (src/db/citus.ts). */
+const teacherFeedOnCitus = (): Error => codedError('NOT_SUPPORTED',
+  "A teacher's change feed is not available on a Citus cluster yet: read the lists (README, \"Sharding by school (Citus)\")")
 
 const notAFeedCursor = (): Error =>
   badUserInput('since is not a cursor of the change feed (pass nextCursor or a change\'s cursor as returned)')
@@ -72,6 +89,7 @@ export const changeQueries: Pick<QueryResolvers, 'changes' | 'latestChangeCursor
     const cursor = parseSince(since, teacherId)
     const after = cursor ?? 0n
     if (teacherId !== null) {
+      if (ctx.app.db.citus) throw teacherFeedOnCitus()
       const rows = await db.teacherChange.findMany({ where: { teacherId, id: { gt: after } }, orderBy: { id: 'asc' }, take: take + 1 })
       if (cursor !== null) {
         // Pruned rows all lie below the teacher's newest row older than 90 days (the mark): a row
@@ -90,7 +108,7 @@ export const changeQueries: Pick<QueryResolvers, 'changes' | 'latestChangeCursor
       // Numbers are dense: a first change above after + 1, or none while the school has counted
       // further, means the changes after the cursor were pruned.
       const first = rows[0]
-      if (first !== undefined ? first.seq > after + 1n : (await db.school.findFirstOrThrow({ select: { changeSeq: true } })).changeSeq > after) {
+      if (first !== undefined ? first.seq > after + 1n : await latestSeq(db) > after) {
         throw expired()
       }
     }
@@ -102,11 +120,11 @@ export const changeQueries: Pick<QueryResolvers, 'changes' | 'latestChangeCursor
   async latestChangeCursor (_parent, _args, ctx) {
     const { db, teacherId } = ctx.school()
     if (teacherId !== null) {
+      if (ctx.app.db.citus) throw teacherFeedOnCitus()
       const latest = await db.teacherChange.findFirst({ where: { teacherId }, orderBy: { id: 'desc' }, select: { id: true } })
       return teacherChangeCursor(teacherId, latest?.id ?? 0n)
     }
-    const school = await db.school.findFirstOrThrow({ select: { changeSeq: true } })
-    return changeCursor(school.changeSeq)
+    return changeCursor(await latestSeq(db))
   }
 }
 

@@ -1,0 +1,219 @@
+// Distribution by school on a Citus cluster (`school-data citus distribute`; README, "Sharding by
+// school (Citus)"). Run once, as the owner, on the coordinator, after `school-data migrate`:
+// schools becomes a reference table (a copy on every node), the records' tables are distributed by
+// school_id and co-located (a school's rows live together on one worker), and what Citus refuses in
+// the migrated schema is replaced by what it runs:
+//
+// - Foreign keys between the records' tables lose ON UPDATE CASCADE (refused when the distribution
+//   column is in the key); ids never change, so nothing is lost.
+// - users and clients stay on the coordinator (their triggers write refresh tokens and access
+//   changes there). A key from them to a reference table would make them Citus local tables, whose
+//   triggers cannot write the coordinator's tables: their key to schools becomes a check trigger,
+//   which refuses an unknown school with the key's error and name.
+// - The statement-level change-feed triggers read transition tables, which a query on a shard
+//   cannot see: the school's feed is written by row-level triggers instead (record_change_row,
+//   below), numbered from the feed itself under a per-school lock on the school's worker.
+// - The notice triggers would notify on the workers, where no service listens: the service
+//   announces committed writes from the coordinator instead (src/db/school-client.ts, step 2d).
+// - The teachers' row-level security calls teacher_classroom_ids(), a distributed query that a
+//   shard may not run: on Citus the policies hold the school, and a teacher's reach is held by the
+//   school client alone (wall 1, src/db/reach.ts). A teacher's own change feed is not written on
+//   Citus, and the API says so (src/graphql/resolvers/changes.ts).
+// - Prisma reads enum columns back as ::text, in RETURNING too, where Citus takes only immutable
+//   functions: each enum gets an immutable cast to text.
+//
+// Everything happens in one transaction: a failure leaves the database as it was.
+import pg from 'pg'
+import { pendingMigrations } from './migrations/index.js'
+
+/** The records' tables, distributed by school_id and co-located with classrooms. */
+export const DISTRIBUTED_TABLES = ['classrooms', 'teachers', 'students', 'teacher_classrooms', 'changes', 'teacher_changes'] as const
+
+/** Tables on the coordinator whose key to schools becomes a check trigger. */
+const COORDINATOR_TABLES = ['users', 'clients'] as const
+
+/** The school's feed, by row, on the tables whose writes it records: record type and kind. */
+const ROW_FEED = [
+  ['students', 'STUDENT'],
+  ['teachers', 'TEACHER'],
+  ['classrooms', 'CLASSROOM'],
+  ['teacher_classrooms', 'ASSIGNMENT']
+] as const
+
+/** Triggers kept: they touch nothing but their own row. */
+const KEPT_TRIGGERS = ['students_names', 'teachers_names']
+
+export class CitusError extends Error {
+  override name = 'CitusError'
+}
+
+export type DistributeResult =
+  | { distributed: true, tables: string[], workers: number }
+  | { distributed: false, reason: 'already distributed' }
+
+const list = (names: readonly string[]): string => names.map((n) => `'${n}'`).join(', ')
+
+// The school's feed by row on Citus. Each write of a student, teacher or classroom (a teacher's
+// assignment: an update of the teacher, unless the teacher is gone) adds one change; an update
+// that changes nothing but updated_at adds none, as the statement-level triggers do. Numbers stay
+// dense and commit in order: the school's writers queue on a transaction lock of the school, taken
+// on the worker that holds all of the school's shards, and the next number is read after it, from
+// the newest change kept or, for a school whose feed was empty when it was distributed, from its
+// former counter (schools.change_seq, which no longer moves). Pruning keeps the newest change, so
+// the number never goes back.
+const ROW_FEED_FUNCTION = `
+CREATE FUNCTION "record_change_row"() RETURNS trigger LANGUAGE plpgsql AS $fn$
+DECLARE
+  row_json jsonb := to_jsonb(CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END);
+  school uuid := (row_json->>'school_id')::uuid;
+  record_id uuid;
+  sourced text := row_json->>'sourced_id';
+  kind "ChangeType" := CASE TG_OP WHEN 'INSERT' THEN 'CREATED' WHEN 'UPDATE' THEN 'UPDATED' ELSE 'DELETED' END;
+  next_seq bigint;
+BEGIN
+  IF TG_OP = 'UPDATE' AND (to_jsonb(NEW) - 'updated_at') = (to_jsonb(OLD) - 'updated_at') THEN
+    RETURN NULL;
+  END IF;
+  IF TG_ARGV[0] = 'ASSIGNMENT' THEN
+    record_id := (row_json->>'teacher_id')::uuid;
+    kind := 'UPDATED';
+    SELECT t."sourced_id" INTO sourced FROM "teachers" t WHERE t."school_id" = school AND t."id" = record_id;
+    IF NOT FOUND THEN
+      RETURN NULL;
+    END IF;
+  ELSE
+    record_id := (row_json->>'id')::uuid;
+  END IF;
+  PERFORM pg_advisory_xact_lock(hashtextextended('school_data_changes:' || school::text, 0));
+  SELECT greatest(
+           (SELECT max(c."seq") FROM "changes" c WHERE c."school_id" = school),
+           (SELECT s."change_seq" FROM "schools" s WHERE s."id" = school), 0) + 1
+    INTO next_seq;
+  INSERT INTO "changes" ("school_id", "seq", "type", "record_type", "record_id", "sourced_id", "student_number")
+  VALUES (school, next_seq, kind, (CASE WHEN TG_ARGV[0] = 'ASSIGNMENT' THEN 'TEACHER' ELSE TG_ARGV[0] END)::"RecordType",
+          record_id, sourced, CASE WHEN TG_ARGV[0] = 'STUDENT' THEN row_json->>'student_number' END);
+  -- At least 90 days are kept; pruned every 64 changes, never the newest.
+  IF next_seq % 64 = 0 THEN
+    DELETE FROM "changes" c WHERE c."school_id" = school AND c."at" < now() - interval '90 days' AND c."seq" < next_seq;
+  END IF;
+  RETURN NULL;
+END
+$fn$`
+
+// A coordinator table's key to schools, as a trigger: the same refusal (SQLSTATE 23503, the key's
+// name) for a school that does not exist.
+const SCHOOL_CHECK_FUNCTION = `
+CREATE FUNCTION "school_must_exist"() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF NEW."school_id" IS NOT NULL AND NOT EXISTS (SELECT 1 FROM "schools" s WHERE s."id" = NEW."school_id") THEN
+    RAISE EXCEPTION 'insert or update on table "%" violates foreign key constraint "%"', TG_TABLE_NAME, TG_ARGV[0]
+      USING ERRCODE = 'foreign_key_violation', CONSTRAINT = TG_ARGV[0], TABLE = TG_TABLE_NAME,
+            DETAIL = format('Key (school_id)=(%s) is not present in table "schools".', NEW."school_id");
+  END IF;
+  RETURN NEW;
+END
+$fn$`
+
+// One statement per query: Citus passes a DDL statement on to the workers in the text it was sent
+// in, which must hold that statement alone.
+const DISTRIBUTE: string[] = [
+  'SET LOCAL citus.enable_unsafe_triggers = on',
+  "SET LOCAL citus.multi_shard_modify_mode = 'sequential'",
+  `
+-- Keys between the records' tables (and to schools), kept to be added back without ON UPDATE CASCADE.
+CREATE TEMP TABLE "kept_keys" ON COMMIT DROP AS
+  SELECT c.conname, c.conrelid::regclass::text AS tbl, replace(pg_get_constraintdef(c.oid), ' ON UPDATE CASCADE', '') AS def
+  FROM pg_constraint c
+  WHERE c.contype = 'f' AND c.confrelid::regclass::text IN ('schools', ${list(DISTRIBUTED_TABLES)})
+    AND c.conrelid::regclass::text IN (${list(DISTRIBUTED_TABLES)})`,
+  `CREATE TEMP TABLE "checked_keys" ON COMMIT DROP AS
+  SELECT c.conname, c.conrelid::regclass::text AS tbl
+  FROM pg_constraint c
+  WHERE c.contype = 'f' AND c.confrelid = 'schools'::regclass AND c.conrelid::regclass::text IN (${list(COORDINATOR_TABLES)})`,
+  `DO $do$ DECLARE r record; BEGIN
+  FOR r IN SELECT c.conname, c.conrelid::regclass AS tbl FROM pg_constraint c
+           WHERE c.contype = 'f' AND c.confrelid::regclass::text IN ('schools', ${list(DISTRIBUTED_TABLES)}) LOOP
+    EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', r.tbl, r.conname);
+  END LOOP;
+  FOR r IN SELECT tg.tgname, tg.tgrelid::regclass AS tbl FROM pg_trigger tg
+           WHERE NOT tg.tgisinternal AND tg.tgname NOT IN (${list(KEPT_TRIGGERS)})
+             AND tg.tgrelid::regclass::text IN ('schools', ${list(DISTRIBUTED_TABLES)}) LOOP
+    EXECUTE format('DROP TRIGGER %I ON %s', r.tgname, r.tbl);
+  END LOOP;
+  FOR r IN SELECT p.polname, p.polrelid::regclass AS tbl FROM pg_policy p
+           WHERE p.polrelid::regclass::text IN ('classrooms', 'teachers', 'students', 'teacher_classrooms') LOOP
+    EXECUTE format('DROP POLICY %I ON %s', r.polname, r.tbl);
+    EXECUTE format('CREATE POLICY %I ON %s USING ("school_id" = NULLIF(current_setting(''app.school_id'', true), '''')::uuid)', r.polname, r.tbl);
+  END LOOP;
+  FOR r IN SELECT t.typname FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+           WHERE t.typtype = 'e' AND n.nspname = current_schema()
+             AND NOT EXISTS (SELECT 1 FROM pg_cast c WHERE c.castsource = t.oid AND c.casttarget = 'text'::regtype) LOOP
+    EXECUTE format('CREATE FUNCTION %I(%I) RETURNS text LANGUAGE sql IMMUTABLE STRICT AS $f$ SELECT textin(enum_out($1)) $f$',
+      r.typname || '_as_text', r.typname);
+    EXECUTE format('CREATE CAST (%I AS text) WITH FUNCTION %I(%I)', r.typname, r.typname || '_as_text', r.typname);
+  END LOOP;
+END $do$`,
+  SCHOOL_CHECK_FUNCTION,
+  `DO $do$ DECLARE r record; BEGIN
+  FOR r IN SELECT * FROM "checked_keys" LOOP
+    EXECUTE format('CREATE TRIGGER %I BEFORE INSERT OR UPDATE OF "school_id" ON %s FOR EACH ROW EXECUTE FUNCTION "school_must_exist"(%L)',
+      r.tbl || '_school_exists', r.tbl, r.conname);
+  END LOOP;
+END $do$`,
+  "SELECT create_reference_table('schools')",
+  `SELECT create_distributed_table('${DISTRIBUTED_TABLES[0]}', 'school_id')`,
+  ...DISTRIBUTED_TABLES.slice(1).map((x) => `SELECT create_distributed_table('${x}', 'school_id', colocate_with => '${DISTRIBUTED_TABLES[0]}')`),
+  `DO $do$ DECLARE r record; BEGIN
+  FOR r IN SELECT * FROM "kept_keys" LOOP
+    EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I %s', r.tbl, r.conname, r.def);
+  END LOOP;
+END $do$`,
+  ROW_FEED_FUNCTION,
+  ...ROW_FEED.map(([table, type]) => `CREATE TRIGGER "${table}_feed" AFTER INSERT OR UPDATE OR DELETE ON "${table}"
+  FOR EACH ROW EXECUTE FUNCTION "record_change_row"('${type}')`)
+]
+
+/** Whether the database is a Citus coordinator, and whether its records are distributed yet. */
+export async function citusState (client: pg.ClientBase): Promise<{ citus: boolean, distributed: boolean, workers: number }> {
+  const citus = (await client.query<{ citus: boolean }>("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS citus")).rows[0]?.citus === true
+  if (!citus) return { citus, distributed: false, workers: 0 }
+  const [state] = (await client.query<{ distributed: boolean, workers: number }>(`SELECT
+      EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = to_regclass('students')) AS distributed,
+      (SELECT count(*)::int FROM pg_dist_node WHERE groupid <> 0 AND noderole = 'primary' AND isactive) AS workers`)).rows
+  return { citus, distributed: state?.distributed === true, workers: state?.workers ?? 0 }
+}
+
+/**
+ * Distributes a migrated database on a Citus coordinator by school (above). Refuses a database
+ * without Citus, one with pending migrations, and a cluster without workers; a database already
+ * distributed is left as it is.
+ */
+export async function distributeOnCitus (url: string): Promise<DistributeResult> {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    const state = await citusState(client)
+    if (!state.citus) {
+      throw new CitusError('This database is not on a Citus coordinator (the citus extension is not installed in it): run `CREATE EXTENSION citus` on every node and add the workers first (README, "Sharding by school (Citus)")')
+    }
+    if (state.distributed) return { distributed: false, reason: 'already distributed' }
+    if (state.workers === 0) {
+      throw new CitusError('The coordinator has no workers: add them with `SELECT citus_add_node(host, port)` first (README, "Sharding by school (Citus)")')
+    }
+    const pending = await pendingMigrations({ url })
+    if (pending.length > 0) {
+      throw new CitusError(`The database has pending migrations (${pending.join(', ')}): run \`school-data migrate\` first`)
+    }
+    await client.query('BEGIN')
+    try {
+      for (const statement of DISTRIBUTE) await client.query(statement)
+      await client.query('COMMIT')
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {})
+      throw new CitusError(`Distribution failed, nothing was changed: ${(err as Error).message}`)
+    }
+    return { distributed: true, tables: ['schools (reference)', ...DISTRIBUTED_TABLES], workers: state.workers }
+  } finally {
+    await client.end()
+  }
+}
