@@ -117,6 +117,23 @@ t.test('a cursor the feed no longer covers, or one that is not a cursor, is BAD_
   }
 })
 
+t.test("the latest cursor is the school's counter or its newest change, whichever is further (on Citus the counter stays where distribution left it)", async (t) => {
+  const app = await build(t)
+  const db = await testDatabase()
+  const school = await seedSchool('Counter School', [['First Counted'], ['Second Counted']])
+  const { accessToken: token } = await login(app, school.username)
+  const newest = (await feed(app, token, null)).changes.at(-1)
+  // As after `school-data citus distribute`: the shards' triggers number the changes from the feed
+  // itself, and schools.change_seq no longer moves.
+  await db.prisma.school.update({ where: { id: school.schoolId }, data: { changeSeq: 0n } })
+  const latest = (await gql(app, '{ latestChangeCursor }', { token })).body.data!.latestChangeCursor
+  t.equal(latest, newest.cursor, 'the newest change')
+  t.same((await feed(app, token, latest as string)).changes, [], 'and following it reads nothing more')
+  await db.prisma.school.update({ where: { id: school.schoolId }, data: { changeSeq: 10n } })
+  t.equal((await gql(app, '{ latestChangeCursor }', { token })).body.data!.latestChangeCursor, Buffer.from('changes:10').toString('base64url'),
+    'a counter ahead of the changes kept (all pruned) still counts')
+})
+
 t.test('two concurrent writers of one school: no reader skips a change', {
   skip: serverUrl === undefined ? 'PostgreSQL only: two concurrent transactions on two connections (TEST_DATABASE_URL)' : false
 }, async (t) => {

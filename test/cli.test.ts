@@ -79,3 +79,14 @@ t.test('errors go to standard error with a non-zero exit status', async (t) => {
   t.not(again.code, 0)
   t.match(again.stderr, /Username "twice" is taken/)
 })
+
+t.test('citus distribute refuses a database that is not on a Citus coordinator, and changes nothing', async (t) => {
+  const run = await cli(['citus', 'distribute'])
+  t.equal(run.code, 1)
+  t.match(run.stderr, env.DATABASE_URL === undefined
+    ? /Set DATABASE_URL to the database on the Citus coordinator/
+    : /not on a Citus coordinator \(the citus extension is not installed in it\)/)
+  t.equal(run.stdout, '')
+  const created = await cli(['school', 'create', '--name', 'Still Here'])
+  t.equal(created.code, 0, 'the database works as before')
+})

@@ -5,7 +5,8 @@ import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { createSchool, createStudent, createTeacher, createUser } from '../src/admin/records.js'
 import { createClassroomAssignment } from './fixtures.js'
-import { build, gql, login, PASSWORD, testDatabase, unique } from './helper.js'
+import { buildApp } from '../src/app.js'
+import { build, gql, login, PASSWORD, testConfig, testDatabase, unique } from './helper.js'
 
 const FEED = `query ($since: String, $limit: Int) {
   changes(since: $since, limit: $limit) {
@@ -172,4 +173,19 @@ t.test("cursors: a teacher's belong to her feed; another feed's, a malformed one
   t.same(after.changes.map((c: any) => c.student?.fullName), ['Eve New'], 'a cursor at the mark still works')
   t.same((await ask(app, token, FEED, {})).changes.changes.map((c: any) => c.id), [colleague, eve],
     'with no since: from the mark (her colleague joining), the oldest change kept')
+})
+
+t.test("on a Citus cluster a teacher's own feed is refused with NOT_SUPPORTED, never answered empty; the school's is served", async (t) => {
+  const s = await schoolWithTeacher('Citus Feed School')
+  // The database as a Citus coordinator reports itself (src/db/citus.ts: no teacher feed is written there).
+  const app = await buildApp(testConfig(), { database: { ...s.db, citus: true }, logger: false })
+  t.teardown(() => app.close())
+  const teacher = (await login(app, s.username)).accessToken
+  for (const query of ['{ changes { changes { id } } }', '{ latestChangeCursor }']) {
+    const { body } = await gql(app, query, { token: teacher })
+    t.equal(body.errors?.[0]?.extensions?.code, 'NOT_SUPPORTED', `${query}: refused`)
+    t.match(body.errors?.[0]?.message, /not available on a Citus cluster/)
+  }
+  const admin = (await login(app, s.adminName)).accessToken
+  t.equal((await gql(app, '{ changes { changes { id } } latestChangeCursor }', { token: admin })).body.errors, undefined, "an administrator reads the school's feed")
 })
