@@ -21,6 +21,7 @@ import { CitusError, distributeOnCitus } from '../src/db/citus.js'
 import { inSchoolTransaction } from '../src/import/connection.js'
 import { writePlan } from '../src/import/write.js'
 import { PASSWORD, gql, login, testConfig } from './helper.js'
+import { citusWorkers, createCitusDatabase, createCitusRole, dropCitusDatabase } from './fixtures/citus.js'
 
 const citusUrl = process.env.CITUS_URL || undefined
 const SERVICE = 'sds_citus_service'
@@ -50,29 +51,10 @@ t.test('the service on a Citus coordinator', { skip: citusUrl === undefined ? 's
   t.ok(cluster?.citus === true && cluster.workers > 0, `a coordinator with ${cluster?.workers ?? 0} worker(s)`)
 
   // A database of its own on every node, with the coordinator and the workers of CITUS_URL's.
-  const nodes = (await run(admin, "SELECT nodename, nodeport FROM pg_dist_node WHERE noderole = 'primary' ORDER BY groupid")).rows as Array<{ nodename: string, nodeport: number }>
-  const coordinator = new URL(admin)
+  const workers = (await citusWorkers(admin))!
   const name = `sds_citus_${randomUUID().slice(0, 8)}`
-  const at = (node: { nodename: string, nodeport: number } | undefined, database: string): string => {
-    const u = new URL(admin)
-    if (node !== undefined) {
-      u.hostname = node.nodename
-      u.port = String(node.nodeport)
-    }
-    u.pathname = `/${database}`
-    return u.toString()
-  }
-  const workers = nodes.filter((n) => !(String(n.nodeport) === (coordinator.port || '5432') && (n.nodename === coordinator.hostname)))
-  for (const node of [undefined, ...workers]) {
-    await run(at(node, 'postgres'), `CREATE DATABASE ${name}`)
-    await run(at(node, name), 'CREATE EXTENSION citus')
-  }
-  t.teardown(async () => {
-    for (const node of [undefined, ...workers]) await run(at(node, 'postgres'), `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
-  })
-  const url = at(undefined, name)
-  await run(url, `SELECT citus_set_coordinator_host('${coordinator.hostname}', ${coordinator.port || 5432})`)
-  for (const node of workers) await run(url, `SELECT citus_add_node('${node.nodename}', ${node.nodeport})`)
+  const url = await createCitusDatabase(admin, workers, name)
+  t.teardown(async () => await dropCitusDatabase(admin, workers, name))
   await t.rejects(distributeOnCitus(url), { name: CitusError.name, message: /pending migrations .*run `school-data migrate` first/ }, 'distribution refuses an unmigrated database')
   await applyMigrations({ url })
   t.match(await distributeOnCitus(url), { distributed: true, workers: workers.length }, 'school-data citus distribute')
@@ -87,10 +69,8 @@ t.test('the service on a Citus coordinator', { skip: citusUrl === undefined ? 's
   t.same(groups, [{ n: 1 }], 'and co-located')
   const placed = await run(url, "SELECT count(DISTINCT nodeport)::int AS nodes FROM citus_shards WHERE table_name = 'students'::regclass")
   t.ok((placed.rows[0] as { nodes: number }).nodes > 1, 'the students are spread over the workers')
-  await run(url, `DO $$ BEGIN
-      IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${SERVICE}') THEN CREATE ROLE ${SERVICE} LOGIN NOSUPERUSER NOBYPASSRLS; END IF;
-    END $$;
-    GRANT USAGE ON SCHEMA public TO ${SERVICE};
+  await createCitusRole(admin, workers, SERVICE)
+  await run(url, `GRANT USAGE ON SCHEMA public TO ${SERVICE};
     GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${SERVICE};
     GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO ${SERVICE};`)
   const serviceUrl = asRole(url, SERVICE)

@@ -12,6 +12,8 @@ import { buildApp } from '../src/app.js'
 import type { Config } from '../src/config.js'
 import { openDatabase, type Database } from '../src/db/client.js'
 import { applyMigrations, migrationsDir } from '../src/db/migrations/index.js'
+import { distributeOnCitus } from '../src/db/citus.js'
+import { citusWorkers, createCitusDatabase, createCitusRole, dropCitusDatabase, type CitusNode } from './fixtures/citus.js'
 
 /** Admin URL of the PostgreSQL server tests create their databases on; undefined means PGlite. */
 export const serverUrl: string | undefined =
@@ -144,6 +146,29 @@ async function templateDatabase (): Promise<string> {
   return template
 }
 
+let cluster: Promise<CitusNode[] | null> | undefined
+
+/**
+ * The workers when TEST_DATABASE_URL is a database on a Citus coordinator (with the citus
+ * extension and its workers added), else null: the suites then run on the cluster, each test
+ * database made on every node, migrated and distributed by the service's own command, as the
+ * README sets one up (`npm run test:citus`).
+ */
+function citusCluster (): Promise<CitusNode[] | null> {
+  cluster ??= citusWorkers(serverUrl!)
+  return cluster
+}
+
+/** A test database on the cluster: on every node, migrated, granted, then distributed. No template: Citus's metadata does not copy. */
+async function citusDatabase (workers: CitusNode[], name: string): Promise<string> {
+  await createCitusRole(serverUrl!, workers, SERVICE_ROLE)
+  const url = await createCitusDatabase(serverUrl!, workers, name)
+  await applyMigrations({ url })
+  await admin((db) => db.query(SERVICE_GRANTS), name)
+  await distributeOnCitus(url)
+  return url
+}
+
 export interface TestDatabaseOptions {
   /**
    * `service` (default): the unprivileged service role, under row-level security (wall 2).
@@ -167,17 +192,24 @@ export async function createTestDatabase (options: TestDatabaseOptions = {}): Pr
     t.teardown(() => db.close())
     return Object.assign(db, { ownerUrl: undefined })
   }
-  const template = await templateDatabase()
   const name = `sds_test_${randomBytes(6).toString('hex')}`
-  await admin((client) => client.query(`CREATE DATABASE ${name} TEMPLATE ${template}`))
-  const ownerUrl = withDatabase(serverUrl, name)
+  const workers = await citusCluster()
+  let ownerUrl: string
+  if (workers === null) {
+    const template = await templateDatabase()
+    await admin((client) => client.query(`CREATE DATABASE ${name} TEMPLATE ${template}`))
+    ownerUrl = withDatabase(serverUrl, name)
+  } else {
+    ownerUrl = await citusDatabase(workers, name)
+  }
   const url = role === 'service' ? withDatabase(serverUrl, name, SERVICE_ROLE) : ownerUrl
   // Tests that send a thousand requests at once queue for the pool for seconds on a loaded shared
   // machine; the pool's wait bound itself is tested on databases of its own (bounds, faults).
   const db = await openDatabase({ url, tenantFilter: options.tenantFilter, connectTimeoutMs: 120_000 })
   t.teardown(async () => {
     await db.close()
-    await admin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+    if (workers === null) await admin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+    else await dropCitusDatabase(serverUrl, workers, name)
   })
   return Object.assign(db, { ownerUrl })
 }

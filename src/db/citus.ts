@@ -15,10 +15,13 @@
 //   below), numbered from the feed itself under a per-school lock on the school's worker.
 // - The notice triggers would notify on the workers, where no service listens: the service
 //   announces committed writes from the coordinator instead (src/db/school-client.ts, step 2d).
-// - The teachers' row-level security calls teacher_classroom_ids(), a distributed query that a
-//   shard may not run: on Citus the policies hold the school, and a teacher's reach is held by the
-//   school client alone (wall 1, src/db/reach.ts). A teacher's own change feed is not written on
-//   Citus, and the API says so (src/graphql/resolvers/changes.ts).
+// - The teachers' row-level security reads a teacher's assignments through teacher_classroom_ids()
+//   and teacher_colleague_ids(). Read from the distributed table, that is a distributed query from
+//   a shard, which Citus refuses; and Citus refuses the policies' scalar subquery. So the functions
+//   read the co-located shard of teacher_classrooms on the worker itself (the school's shards are
+//   all on one node; on a node without it they return no classroom: nothing is let through), and
+//   the policies call them without the subquery, once per row read. A teacher's own change feed is
+//   not written on Citus, and the API says so (src/graphql/resolvers/changes.ts).
 // - Prisma reads enum columns back as ::text, in RETURNING too, where Citus takes only immutable
 //   functions: each enum gets an immutable cast to text.
 //
@@ -114,6 +117,67 @@ BEGIN
 END
 $fn$`
 
+// A teacher's classrooms, and the teacher with everyone sharing one of them, from the co-located
+// shard of teacher_classrooms on this node (above). Each runs with app.teacher_id cleared, as the
+// migration's, so its read of the shard is confined to the school alone.
+const TEACHER_FUNCTIONS = [`
+CREATE OR REPLACE FUNCTION "teacher_classroom_ids"(teacher uuid) RETURNS uuid[] LANGUAGE plpgsql STABLE
+  SET "app.teacher_id" = ''
+AS $fn$
+DECLARE
+  school uuid := NULLIF(current_setting('app.school_id', true), '')::uuid;
+  shard text;
+  ids uuid[];
+BEGIN
+  IF teacher IS NULL OR school IS NULL THEN
+    RETURN '{}';
+  END IF;
+  shard := shard_name('teacher_classrooms'::regclass, get_shard_id_for_distribution_column('teacher_classrooms', school));
+  IF to_regclass(shard) IS NULL THEN
+    RETURN '{}';
+  END IF;
+  EXECUTE format('SELECT coalesce(array_agg(tc."classroom_id"), ''{}'') FROM %s tc WHERE tc."school_id" = $1 AND tc."teacher_id" = $2', shard)
+    INTO ids USING school, teacher;
+  RETURN ids;
+END
+$fn$`, `
+CREATE OR REPLACE FUNCTION "teacher_colleague_ids"(teacher uuid) RETURNS uuid[] LANGUAGE plpgsql STABLE
+  SET "app.teacher_id" = ''
+AS $fn$
+DECLARE
+  school uuid := NULLIF(current_setting('app.school_id', true), '')::uuid;
+  shard text;
+  ids uuid[];
+BEGIN
+  IF teacher IS NULL OR school IS NULL THEN
+    RETURN '{}';
+  END IF;
+  shard := shard_name('teacher_classrooms'::regclass, get_shard_id_for_distribution_column('teacher_classrooms', school));
+  IF to_regclass(shard) IS NULL THEN
+    RETURN ARRAY[teacher];
+  END IF;
+  EXECUTE format('SELECT array_agg(DISTINCT t) FROM (SELECT $2 AS t UNION ALL SELECT tc."teacher_id" FROM %s tc
+                  WHERE tc."school_id" = $1 AND tc."classroom_id" = ANY ("teacher_classroom_ids"($2))) reach', shard)
+    INTO ids USING school, teacher;
+  RETURN ids;
+END
+$fn$`]
+
+// The teachers' policies of the migration teacher_role, with the functions called without the
+// scalar subquery (Citus refuses one in a policy). Created before distribution: Citus cannot create
+// a policy with a CASE on a table already distributed ("unrecognized node type").
+const TEACHER_POLICIES = ([
+  ['classrooms', 'id', 'teacher_classroom_ids'],
+  ['students', 'classroom_id', 'teacher_classroom_ids'],
+  ['teacher_classrooms', 'classroom_id', 'teacher_classroom_ids'],
+  ['teachers', 'id', 'teacher_colleague_ids']
+] as const).flatMap(([table, column, reach]) => {
+  const test = `"school_id" = NULLIF(current_setting('app.school_id', true), '')::uuid
+    AND CASE WHEN NULLIF(current_setting('app.teacher_id', true), '') IS NULL THEN true
+         ELSE "${column}" = ANY ("${reach}"(NULLIF(current_setting('app.teacher_id', true), '')::uuid)) END`
+  return [`DROP POLICY "school_isolation" ON "${table}"`, `CREATE POLICY "school_isolation" ON "${table}" USING (${test}) WITH CHECK (${test})`]
+})
+
 // One statement per query: Citus passes a DDL statement on to the workers in the text it was sent
 // in, which must hold that statement alone.
 const DISTRIBUTE: string[] = [
@@ -140,11 +204,6 @@ CREATE TEMP TABLE "kept_keys" ON COMMIT DROP AS
              AND tg.tgrelid::regclass::text IN ('schools', ${list(DISTRIBUTED_TABLES)}) LOOP
     EXECUTE format('DROP TRIGGER %I ON %s', r.tgname, r.tbl);
   END LOOP;
-  FOR r IN SELECT p.polname, p.polrelid::regclass AS tbl FROM pg_policy p
-           WHERE p.polrelid::regclass::text IN ('classrooms', 'teachers', 'students', 'teacher_classrooms') LOOP
-    EXECUTE format('DROP POLICY %I ON %s', r.polname, r.tbl);
-    EXECUTE format('CREATE POLICY %I ON %s USING ("school_id" = NULLIF(current_setting(''app.school_id'', true), '''')::uuid)', r.polname, r.tbl);
-  END LOOP;
   FOR r IN SELECT t.typname FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
            WHERE t.typtype = 'e' AND n.nspname = current_schema()
              AND NOT EXISTS (SELECT 1 FROM pg_cast c WHERE c.castsource = t.oid AND c.casttarget = 'text'::regtype) LOOP
@@ -153,6 +212,7 @@ CREATE TEMP TABLE "kept_keys" ON COMMIT DROP AS
     EXECUTE format('CREATE CAST (%I AS text) WITH FUNCTION %I(%I)', r.typname, r.typname || '_as_text', r.typname);
   END LOOP;
 END $do$`,
+  ...TEACHER_POLICIES,
   SCHOOL_CHECK_FUNCTION,
   `DO $do$ DECLARE r record; BEGIN
   FOR r IN SELECT * FROM "checked_keys" LOOP
@@ -168,6 +228,7 @@ END $do$`,
     EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I %s', r.tbl, r.conname, r.def);
   END LOOP;
 END $do$`,
+  ...TEACHER_FUNCTIONS,
   ROW_FEED_FUNCTION,
   ...ROW_FEED.map(([table, type]) => `CREATE TRIGGER "${table}_feed" AFTER INSERT OR UPDATE OR DELETE ON "${table}"
   FOR EACH ROW EXECUTE FUNCTION "record_change_row"('${type}')`)
