@@ -159,6 +159,11 @@ function citusCluster (): Promise<CitusNode[] | null> {
   return cluster
 }
 
+/** Why a test cannot run on the Citus cluster of TEST_DATABASE_URL (`because`), or false when it is not one. */
+export async function unlessCitus (because: string): Promise<string | false> {
+  return serverUrl !== undefined && (await citusCluster()) !== null ? `not on a Citus cluster: ${because}` : false
+}
+
 /** A test database on the cluster: on every node, migrated, granted, then distributed. No template: Citus's metadata does not copy. */
 async function citusDatabase (workers: CitusNode[], name: string): Promise<string> {
   await createCitusRole(serverUrl!, workers, SERVICE_ROLE)

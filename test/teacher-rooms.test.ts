@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { createSchool, createStudent, createTeacher, createUser } from '../src/admin/records.js'
 import { teacherRooms } from '../src/db/teacher-rooms.js'
 import { createClassroomAssignment } from './fixtures.js'
-import { build, gql, login, PASSWORD, testDatabase, unique } from './helper.js'
+import { build, gql, login, PASSWORD, testDatabase, unique, unlessCitus } from './helper.js'
 
 t.test('the store: kept while live, one load per teacher, dropped per school', async (t) => {
   const loads: string[] = []
@@ -57,7 +57,9 @@ t.test('the store: kept while live, one load per teacher, dropped per school', a
   t.equal(store.of('s2', 't1'), null, 'stopped: nothing kept')
 })
 
-t.test('through the API: a classroom assigned by another writer reaches the teacher with the school\'s notification', async (t) => {
+t.test('through the API: a classroom assigned by another writer reaches the teacher with the school\'s notification', {
+  skip: await unlessCitus('there the triggers do not notify, and writes made with SQL by hand are not announced (README, "Sharding by school (Citus)")')
+}, async (t) => {
   const app = await build(t)
   const db = await testDatabase()
   const schoolId = await createSchool(db, unique('Rooms School'))
