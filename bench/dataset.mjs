@@ -31,17 +31,53 @@ export async function withClient (url, work) {
   }
 }
 
-export async function recreateDatabase (adminUrl, name) {
-  await withClient(adminUrl, async (client) => {
-    await client.query(`DROP DATABASE IF EXISTS ${ident(name)} WITH (FORCE)`)
-    await client.query(`CREATE DATABASE ${ident(name)}`)
+/** `adminUrl` on another node (`host:port`). */
+function onNode (adminUrl, node) {
+  const url = new URL(adminUrl)
+  const [host, port] = node.split(':')
+  url.hostname = host
+  url.port = port ?? '5432'
+  return url.toString()
+}
+
+/**
+ * A fresh database. With Citus workers (BENCH_CITUS_WORKERS, `host:port` each, the server of
+ * `adminUrl` their coordinator), as README "Sharding by school (Citus)" sets one up: the database on
+ * every node with the citus extension, and the workers added to the coordinator.
+ */
+export async function recreateDatabase (adminUrl, name, workers = []) {
+  for (const node of [undefined, ...workers]) {
+    const nodeUrl = node === undefined ? adminUrl : onNode(adminUrl, node)
+    await withClient(nodeUrl, async (client) => {
+      await client.query(`DROP DATABASE IF EXISTS ${ident(name)} WITH (FORCE)`)
+      await client.query(`CREATE DATABASE ${ident(name)}`)
+    })
+    if (workers.length > 0) await withClient(databaseUrl(nodeUrl, name), (client) => client.query('CREATE EXTENSION citus'))
+  }
+  if (workers.length === 0) return
+  const coordinator = new URL(adminUrl)
+  await withClient(databaseUrl(adminUrl, name), async (client) => {
+    await client.query('SELECT citus_set_coordinator_host($1, $2)', [coordinator.hostname, Number(coordinator.port || 5432)])
+    for (const node of workers) {
+      const [host, port] = node.split(':')
+      await client.query('SELECT citus_add_node($1, $2)', [host, Number(port ?? 5432)])
+    }
   })
 }
 
 /** `school-data migrate` of the project, as any operator runs it. */
 export function migrate (projectDir, url) {
+  return cli(projectDir, url, ['migrate'])
+}
+
+/** `school-data citus distribute`, as an operator runs it after migrating (here: after loading). */
+export function distribute (projectDir, url) {
+  return cli(projectDir, url, ['citus', 'distribute'])
+}
+
+function cli (projectDir, url, args) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['bin/school-data.js', 'migrate'], {
+    const child = spawn(process.execPath, ['bin/school-data.js', ...args], {
       cwd: projectDir,
       env: { ...process.env, DATABASE_URL: url, LOG_LEVEL: 'warn' },
       stdio: ['ignore', 'pipe', 'pipe']
@@ -52,7 +88,7 @@ export function migrate (projectDir, url) {
     child.on('error', reject)
     child.on('exit', (code) => {
       if (code === 0) resolve(output)
-      else reject(new Error(`school-data migrate exited with ${code}:\n${output}`))
+      else reject(new Error(`school-data ${args.join(' ')} exited with ${code}:\n${output}`))
     })
   })
 }
@@ -169,7 +205,14 @@ export async function loadDataset (url, sizes, passwordHash) {
 }
 
 /** Creates (or resets) the non-superuser role the service connects as, and grants it the tables. */
-export async function prepareServiceRole (adminUrl, benchUrl, password) {
+export async function prepareServiceRole (adminUrl, benchUrl, password, workers = []) {
+  // On Citus the coordinator connects to the workers as the same role: it must exist there too.
+  for (const node of workers) {
+    await withClient(onNode(adminUrl, node), async (client) => {
+      const exists = (await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [SERVICE_ROLE])).rowCount > 0
+      if (!exists) await client.query(`CREATE ROLE ${ident(SERVICE_ROLE)} LOGIN NOSUPERUSER NOBYPASSRLS`)
+    })
+  }
   await withClient(adminUrl, async (client) => {
     const exists = (await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [SERVICE_ROLE])).rowCount > 0
     if (!exists) await client.query(`CREATE ROLE ${ident(SERVICE_ROLE)} LOGIN NOSUPERUSER NOBYPASSRLS`)

@@ -15,7 +15,7 @@ import autocannon from 'autocannon'
 import pg from 'pg'
 import {
   SERVICE_ROLE, connectionCount, databaseUrl, expectedPages, loadDataset, migrate, prepareServiceRole,
-  recreateDatabase, rowLevelSecurity, serverInfo
+  recreateDatabase, rowLevelSecurity, serverInfo, distribute
 } from './dataset.mjs'
 import { freePort, startNode, stopNode, waitForQuiet, waitReady, watchProcess } from './processes.mjs'
 import { summaryMarkdown } from './profile-summary.mjs'
@@ -42,6 +42,9 @@ function readSettings () {
   const settings = {
     adminUrl: process.env.BENCH_DATABASE_URL || 'postgresql://postgres@127.0.0.1:5432/postgres',
     database: process.env.BENCH_DATABASE || 'sds_bench',
+    // BENCH_CITUS_WORKERS=host:port,...: BENCH_DATABASE_URL's server is a Citus coordinator with
+    // these workers; the database is made on every node and distributed by school after loading.
+    citusWorkers: (process.env.BENCH_CITUS_WORKERS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     durationSeconds: intSetting('BENCH_DURATION', 10),
     // The service takes seconds to reach its pace (V8 and the ORM's caches warm up): measured alone,
     // its first seconds run at a fraction of the rest.
@@ -467,7 +470,7 @@ async function main () {
 
   const pgInfo = await serverInfo(settings.adminUrl)
   log(`PostgreSQL ${pgInfo.version}; recreating database ${settings.database}`)
-  await recreateDatabase(settings.adminUrl, settings.database)
+  await recreateDatabase(settings.adminUrl, settings.database, settings.citusWorkers)
   log('migrating (school-data migrate)')
   await migrate(projectDir, adminBenchUrl)
 
@@ -480,7 +483,11 @@ async function main () {
   const dataset = await loadDataset(adminBenchUrl, sizes, passwordHash)
   log(`loaded in ${((Date.now() - t0) / 1000).toFixed(1)} s: ${JSON.stringify(dataset.counts)}`)
   const schools = dataset.schools.map((s) => ({ ...s, password }))
-  await prepareServiceRole(settings.adminUrl, adminBenchUrl, rolePassword)
+  if (settings.citusWorkers.length > 0) {
+    log(`distributing by school over ${settings.citusWorkers.join(', ')} (school-data citus distribute)`)
+    await distribute(projectDir, adminBenchUrl)
+  }
+  await prepareServiceRole(settings.adminUrl, adminBenchUrl, rolePassword, settings.citusWorkers)
   const rls = await rowLevelSecurity(adminBenchUrl)
   const rlsTables = rls.filter((t) => t.enabled)
   const rlsSummary = rlsTables.length === 0
@@ -713,7 +720,9 @@ async function main () {
       platform: `${os.type()} ${os.release()} ${os.arch()}`,
       node: process.versions.node,
       postgres: pgInfo.version,
-      postgresSharedBuffers: pgInfo.shared_buffers
+      postgresSharedBuffers: pgInfo.shared_buffers,
+      // A Citus coordinator's workers (the database's CPU is then measured on the coordinator only).
+      citusWorkers: settings.citusWorkers
     },
     dataset: { counts: dataset.counts },
     pool: {

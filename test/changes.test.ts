@@ -4,6 +4,7 @@
 import pg from 'pg'
 import t from 'tap'
 import { createStudent, createTeacher } from '../src/admin/records.js'
+import { schoolSettings } from '../src/db/school-session.js'
 import { createClassroomAssignment } from './fixtures.js'
 import { build, gql, login, seedSchool, serverUrl, serviceConnection, testDatabase } from './helper.js'
 
@@ -145,17 +146,21 @@ t.test('two concurrent writers of one school: no reader skips a change', {
   const [one, two, watcher] = [await connect(), await connect(), await connect()]
   const insert = (client: pg.Client, name: string) =>
     client.query("INSERT INTO students (school_id, id, full_name, updated_at) VALUES ($1, gen_random_uuid(), $2, now()) RETURNING id", [school.schoolId, name])
-  for (const client of [one, two]) {
+  // The school as the service sets it in a transaction (on Citus, the form that reaches the workers).
+  const { citus } = await testDatabase()
+  const begin = async (client: pg.Client): Promise<void> => {
     await client.query('BEGIN')
-    await client.query("SELECT set_config('app.school_id', $1, true)", [school.schoolId])
+    for (const statement of schoolSettings({ schoolId: school.schoolId }, citus)) await client.query(statement)
   }
+  for (const client of [one, two]) await begin(client)
   const first = (await insert(one, 'Written First')).rows[0].id
   // The second writer numbers its change only once the first has committed: it waits for the lock.
   const second = insert(two, 'Written Second')
   let waiting = false
   for (let i = 0; i < 500 && !waiting; i++) {
+    // On Citus the wait is on the school's worker, which citus_stat_activity shows (the shard's name in the query).
     const { rows } = await watcher.query(
-      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO students%'")
+      `SELECT count(*)::int AS n FROM ${citus ? 'citus_stat_activity' : 'pg_stat_activity'} WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO %students%'`)
     waiting = rows[0].n > 0
     if (!waiting) await new Promise((resolve) => setTimeout(resolve, 20))
   }
@@ -170,10 +175,7 @@ t.test('two concurrent writers of one school: no reader skips a change', {
   t.same(rest.changes.map((c) => c.id), [secondId], 'and the second follows it: nothing skipped')
 
   // A rolled-back writer gives its number back, so the numbers stay dense.
-  for (const client of [one, two]) {
-    await client.query('BEGIN')
-    await client.query("SELECT set_config('app.school_id', $1, true)", [school.schoolId])
-  }
+  for (const client of [one, two]) await begin(client)
   await insert(one, 'Rolled Back')
   const third = insert(two, 'Kept')
   await one.query('ROLLBACK')

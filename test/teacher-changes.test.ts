@@ -7,7 +7,10 @@ import t from 'tap'
 import { createSchool, createStudent, createTeacher } from '../src/admin/records.js'
 import type { Database } from '../src/db/client.js'
 import { createClassroomAssignment } from './fixtures.js'
-import { serverUrl, serviceConnection, testDatabase, unique } from './helper.js'
+import { serverUrl, serviceConnection, testDatabase, unique, unlessCitus } from './helper.js'
+
+// A teacher's own feed is not written on a Citus cluster yet (README, "Sharding by school (Citus)").
+const NOT_ON_CITUS = { skip: await unlessCitus("a teacher's own change feed is not written there yet") }
 
 interface FeedRow {
   id: bigint
@@ -97,7 +100,7 @@ class School {
   }
 }
 
-t.test("a student created in, updated in, moved out of and into a teacher's classroom, and deleted", async (t) => {
+t.test("a student created in, updated in, moved out of and into a teacher's classroom, and deleted", NOT_ON_CITUS, async (t) => {
   const school = await School.create('Student Moves School')
   const ada = await school.teacher('Ada Teacher')
   t.same(await school.news(ada), ['CREATED Ada Teacher'], "a teacher's own record is in their reach from the start")
@@ -146,7 +149,7 @@ t.test("a student created in, updated in, moved out of and into a teacher's clas
   t.same((await school.news(ada)).sort(), ['CREATED Two Student', 'UPDATED One Student'])
 })
 
-t.test('assignments: a colleague shares and stops sharing classrooms, a role changes', async (t) => {
+t.test('assignments: a colleague shares and stops sharing classrooms, a role changes', NOT_ON_CITUS, async (t) => {
   const school = await School.create('Assignment School')
   const ada = await school.teacher('Ada Teacher', 'sis-ada')
   const bob = await school.teacher('Bob Teacher')
@@ -190,7 +193,7 @@ t.test('assignments: a colleague shares and stops sharing classrooms, a role cha
   t.same(await school.news(ada), ['DELETED Bob Teacher'])
 })
 
-t.test('records updated: a classroom to its teachers, a teacher to themselves and their colleagues', async (t) => {
+t.test('records updated: a classroom to its teachers, a teacher to themselves and their colleagues', NOT_ON_CITUS, async (t) => {
   const school = await School.create('Update School')
   const ada = await school.teacher('Ada Teacher')
   const bob = await school.teacher('Bob Teacher')
@@ -212,7 +215,7 @@ t.test('records updated: a classroom to its teachers, a teacher to themselves an
   t.same([await school.news(dan), await school.news(ada)], [['CREATED Dan Teacher'], []], 'a new teacher is in their own reach only')
 })
 
-t.test('cascades: a classroom deleted, a teacher deleted, a school deleted', async (t) => {
+t.test('cascades: a classroom deleted, a teacher deleted, a school deleted', NOT_ON_CITUS, async (t) => {
   const school = await School.create('Cascade School')
   const ada = await school.teacher('Ada Teacher')
   const bob = await school.teacher('Bob Teacher')
@@ -251,7 +254,7 @@ t.test('cascades: a classroom deleted, a teacher deleted, a school deleted', asy
   t.same(left, [{ n: 0 }], "the school's feeds went with it")
 })
 
-t.test('row-level security: a teacher reads their own feed only; no other session reads or writes it', async (t) => {
+t.test('row-level security: a teacher reads their own feed only; no other session reads or writes it', NOT_ON_CITUS, async (t) => {
   const school = await School.create('Wall School')
   const ada = await school.teacher('Ada Teacher')
   const bob = await school.teacher('Bob Teacher')
@@ -278,7 +281,7 @@ t.test('row-level security: a teacher reads their own feed only; no other sessio
   t.same(await audiences(school.id, ada), [ada])
 })
 
-t.test("pruning: rows older than 91 days go, but each teacher's newest such row stays as the mark", async (t) => {
+t.test("pruning: rows older than 91 days go, but each teacher's newest such row stays as the mark", NOT_ON_CITUS, async (t) => {
   const school = await School.create('Prune School')
   const ada = await school.teacher('Ada Teacher')
   const bob = await school.teacher('Bob Teacher')
@@ -308,7 +311,7 @@ async function reach (school: School, teacherId: string): Promise<string[]> {
   return rows.map((r) => r.id).sort()
 }
 
-t.test('a consumer applying the feed holds exactly what the teacher reads, through moves and assignments', async (t) => {
+t.test('a consumer applying the feed holds exactly what the teacher reads, through moves and assignments', NOT_ON_CITUS, async (t) => {
   const school = await School.create('Mirror School')
   const teachers = [await school.teacher('Ada Teacher'), await school.teacher('Bob Teacher'), await school.teacher('Cal Teacher')]
   const mirrors = new Map(teachers.map((id) => [id, new Set<string>()]))
@@ -361,7 +364,7 @@ const OPERATIONS = [
 ] as const
 const operationArb = fc.record({ kind: fc.constantFrom(...OPERATIONS), a: fc.nat(50), b: fc.nat(50), same: fc.boolean() })
 
-t.test('random writes: every teacher\'s mirror stays what the teacher reads', async (t) => {
+t.test('random writes: every teacher\'s mirror stays what the teacher reads', NOT_ON_CITUS, async (t) => {
   let checked = 0
   await fc.assert(fc.asyncProperty(fc.array(operationArb, { minLength: 1, maxLength: 20 }), async (operations) => {
     const school = await School.create('Random Feed School')
@@ -475,7 +478,7 @@ t.test('random writes: every teacher\'s mirror stays what the teacher reads', as
 })
 
 t.test('two writers of one school at once: the later one sees the other and writes the entry', {
-  skip: serverUrl === undefined ? 'PostgreSQL only: two concurrent transactions on two connections (TEST_DATABASE_URL)' : false
+  skip: serverUrl === undefined ? 'PostgreSQL only: two concurrent transactions on two connections (TEST_DATABASE_URL)' : NOT_ON_CITUS.skip
 }, async (t) => {
   const school = await School.create('Concurrent Feed School')
   const ada = await school.teacher('Ada Teacher')

@@ -6,7 +6,10 @@ import type { FastifyInstance } from 'fastify'
 import { createSchool, createStudent, createTeacher, createUser } from '../src/admin/records.js'
 import { createClassroomAssignment } from './fixtures.js'
 import { buildApp } from '../src/app.js'
-import { build, gql, login, PASSWORD, testConfig, testDatabase, unique } from './helper.js'
+import { build, gql, login, PASSWORD, testConfig, testDatabase, unique, unlessCitus } from './helper.js'
+
+// A teacher's own feed is not written on a Citus cluster yet (README, "Sharding by school (Citus)").
+const NOT_ON_CITUS = { skip: await unlessCitus("a teacher's own change feed is not written there yet") }
 
 const FEED = `query ($since: String, $limit: Int) {
   changes(since: $since, limit: $limit) {
@@ -41,7 +44,7 @@ async function schoolWithTeacher (name: string) {
   return { db, schoolId, teacherId, username, adminName, scoped: db.forSchool(schoolId) }
 }
 
-t.test("a consumer mirroring a teacher's feed holds exactly what the teacher's lists show, through moves in and out", async (t) => {
+t.test("a consumer mirroring a teacher's feed holds exactly what the teacher's lists show, through moves in and out", NOT_ON_CITUS, async (t) => {
   const app = await build(t)
   const s = await schoolWithTeacher('Mirror Feed School')
   const { db, schoolId, teacherId, scoped } = s
@@ -100,7 +103,7 @@ t.test("a consumer mirroring a teacher's feed holds exactly what the teacher's l
   t.ok(mirror.has(teacherId) && mirror.size === 3, 'herself, Third Room and its student')
 })
 
-t.test("a teacher's feed: records as they are now, tombstones, resuming from any cursor", async (t) => {
+t.test("a teacher's feed: records as they are now, tombstones, resuming from any cursor", NOT_ON_CITUS, async (t) => {
   const app = await build(t)
   const s = await schoolWithTeacher('Feed Fields School')
   const { db, schoolId, teacherId, scoped } = s
@@ -130,7 +133,7 @@ t.test("a teacher's feed: records as they are now, tombstones, resuming from any
   t.match(all.changes[0], { type: 'CREATED', recordType: 'TEACHER', id: teacherId }, 'with no since: from her oldest change, her own creation')
 })
 
-t.test("cursors: a teacher's belong to her feed; another feed's, a malformed one or an expired one is BAD_USER_INPUT", async (t) => {
+t.test("cursors: a teacher's belong to her feed; another feed's, a malformed one or an expired one is BAD_USER_INPUT", NOT_ON_CITUS, async (t) => {
   const app = await build(t)
   const s = await schoolWithTeacher('Feed Cursor School')
   const { db, schoolId, teacherId } = s

@@ -62,8 +62,11 @@ const list = (names: readonly string[]): string => names.map((n) => `'${n}'`).jo
 // dense and commit in order: the school's writers queue on a transaction lock of the school, taken
 // on the worker that holds all of the school's shards, and the next number is read after it, from
 // the newest change kept or, for a school whose feed was empty when it was distributed, from its
-// former counter (schools.change_seq, which no longer moves). Pruning keeps the newest change, so
-// the number never goes back.
+// former counter (schools.change_seq, which no longer moves). The first change of a school in a
+// transaction takes the lock, reads the number, and prunes the school's changes older than 90 days
+// (the change it adds is then the newest, so the number never goes back); it keeps the number in a setting of the
+// transaction, so the next rows, under the same lock, count on from it without a read (a
+// subtransaction rolled back takes its lock, its setting and its rows away together).
 const ROW_FEED_FUNCTION = `
 CREATE FUNCTION "record_change_row"() RETURNS trigger LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -73,6 +76,7 @@ DECLARE
   sourced text := row_json->>'sourced_id';
   kind "ChangeType" := CASE TG_OP WHEN 'INSERT' THEN 'CREATED' WHEN 'UPDATE' THEN 'UPDATED' ELSE 'DELETED' END;
   next_seq bigint;
+  counter text := 'school_data.change_seq_' || replace(school::text, '-', '');
 BEGIN
   IF TG_OP = 'UPDATE' AND (to_jsonb(NEW) - 'updated_at') = (to_jsonb(OLD) - 'updated_at') THEN
     RETURN NULL;
@@ -87,18 +91,19 @@ BEGIN
   ELSE
     record_id := (row_json->>'id')::uuid;
   END IF;
-  PERFORM pg_advisory_xact_lock(hashtextextended('school_data_changes:' || school::text, 0));
-  SELECT greatest(
-           (SELECT max(c."seq") FROM "changes" c WHERE c."school_id" = school),
-           (SELECT s."change_seq" FROM "schools" s WHERE s."id" = school), 0) + 1
-    INTO next_seq;
+  next_seq := NULLIF(current_setting(counter, true), '')::bigint + 1;
+  IF next_seq IS NULL THEN
+    PERFORM pg_advisory_xact_lock(hashtextextended('school_data_changes:' || school::text, 0));
+    SELECT greatest(
+             (SELECT max(c."seq") FROM "changes" c WHERE c."school_id" = school),
+             (SELECT s."change_seq" FROM "schools" s WHERE s."id" = school), 0) + 1
+      INTO next_seq;
+    DELETE FROM "changes" c WHERE c."school_id" = school AND c."at" < now() - interval '90 days' AND c."seq" < next_seq;
+  END IF;
+  PERFORM set_config(counter, next_seq::text, true);
   INSERT INTO "changes" ("school_id", "seq", "type", "record_type", "record_id", "sourced_id", "student_number")
   VALUES (school, next_seq, kind, (CASE WHEN TG_ARGV[0] = 'ASSIGNMENT' THEN 'TEACHER' ELSE TG_ARGV[0] END)::"RecordType",
           record_id, sourced, CASE WHEN TG_ARGV[0] = 'STUDENT' THEN row_json->>'student_number' END);
-  -- At least 90 days are kept; pruned every 64 changes, never the newest.
-  IF next_seq % 64 = 0 THEN
-    DELETE FROM "changes" c WHERE c."school_id" = school AND c."at" < now() - interval '90 days' AND c."seq" < next_seq;
-  END IF;
   RETURN NULL;
 END
 $fn$`
