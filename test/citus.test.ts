@@ -21,20 +21,10 @@ import { CitusError, distributeOnCitus } from '../src/db/citus.js'
 import { inSchoolTransaction } from '../src/import/connection.js'
 import { writePlan } from '../src/import/write.js'
 import { PASSWORD, gql, login, testConfig } from './helper.js'
-import { citusWorkers, createCitusDatabase, createCitusRole, dropCitusDatabase } from './fixtures/citus.js'
+import { citusWorkers, createCitusDatabase, createCitusRole, dropCitusDatabase, run } from './fixtures/citus.js'
 
 const citusUrl = process.env.CITUS_URL || undefined
 const SERVICE = 'sds_citus_service'
-
-async function run (url: string, sql: string, values?: unknown[]): Promise<pg.QueryResult> {
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  try {
-    return await client.query(sql, values)
-  } finally {
-    await client.end()
-  }
-}
 
 function asRole (url: string, role: string): string {
   const u = new URL(url)

@@ -124,9 +124,10 @@ $fn$`
 
 // A teacher's classrooms, and the teacher with everyone sharing one of them, from the co-located
 // shard of teacher_classrooms on this node (above). Each runs with app.teacher_id cleared, as the
-// migration's, so its read of the shard is confined to the school alone.
-const TEACHER_FUNCTIONS = [`
-CREATE OR REPLACE FUNCTION "teacher_classroom_ids"(teacher uuid) RETURNS uuid[] LANGUAGE plpgsql STABLE
+// migration's, so its read of the shard is confined to the school alone. `query` reads the shard
+// (%s) for the school ($1) and the teacher ($2); `none` is the answer where the shard is not.
+const shardReader = (name: string, none: string, query: string): string => `
+CREATE OR REPLACE FUNCTION "${name}"(teacher uuid) RETURNS uuid[] LANGUAGE plpgsql STABLE
   SET "app.teacher_id" = ''
 AS $fn$
 DECLARE
@@ -139,34 +140,20 @@ BEGIN
   END IF;
   shard := shard_name('teacher_classrooms'::regclass, get_shard_id_for_distribution_column('teacher_classrooms', school));
   IF to_regclass(shard) IS NULL THEN
-    RETURN '{}';
+    RETURN ${none};
   END IF;
-  EXECUTE format('SELECT coalesce(array_agg(tc."classroom_id"), ''{}'') FROM %s tc WHERE tc."school_id" = $1 AND tc."teacher_id" = $2', shard)
-    INTO ids USING school, teacher;
+  EXECUTE format('${query}', shard) INTO ids USING school, teacher;
   RETURN ids;
 END
-$fn$`, `
-CREATE OR REPLACE FUNCTION "teacher_colleague_ids"(teacher uuid) RETURNS uuid[] LANGUAGE plpgsql STABLE
-  SET "app.teacher_id" = ''
-AS $fn$
-DECLARE
-  school uuid := NULLIF(current_setting('app.school_id', true), '')::uuid;
-  shard text;
-  ids uuid[];
-BEGIN
-  IF teacher IS NULL OR school IS NULL THEN
-    RETURN '{}';
-  END IF;
-  shard := shard_name('teacher_classrooms'::regclass, get_shard_id_for_distribution_column('teacher_classrooms', school));
-  IF to_regclass(shard) IS NULL THEN
-    RETURN ARRAY[teacher];
-  END IF;
-  EXECUTE format('SELECT array_agg(DISTINCT t) FROM (SELECT $2 AS t UNION ALL SELECT tc."teacher_id" FROM %s tc
-                  WHERE tc."school_id" = $1 AND tc."classroom_id" = ANY ("teacher_classroom_ids"($2))) reach', shard)
-    INTO ids USING school, teacher;
-  RETURN ids;
-END
-$fn$`]
+$fn$`
+
+const TEACHER_FUNCTIONS = [
+  shardReader('teacher_classroom_ids', "'{}'",
+    'SELECT coalesce(array_agg(tc."classroom_id"), \'\'{}\'\') FROM %s tc WHERE tc."school_id" = $1 AND tc."teacher_id" = $2'),
+  shardReader('teacher_colleague_ids', 'ARRAY[teacher]',
+    'SELECT array_agg(DISTINCT t) FROM (SELECT $2 AS t UNION ALL SELECT tc."teacher_id" FROM %s tc ' +
+    'WHERE tc."school_id" = $1 AND tc."classroom_id" = ANY ("teacher_classroom_ids"($2))) reach')
+]
 
 // The teachers' policies of the migration teacher_role, with the functions called without the
 // scalar subquery (Citus refuses one in a policy). Created before distribution: Citus cannot create
