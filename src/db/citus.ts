@@ -27,10 +27,9 @@
 //
 // Everything happens in one transaction: a failure leaves the database as it was.
 import pg from 'pg'
+import { TENANT_TABLES as DISTRIBUTED_TABLES } from './client.js'
 import { pendingMigrations } from './migrations/index.js'
-
-/** The records' tables, distributed by school_id and co-located with classrooms. */
-export const DISTRIBUTED_TABLES = ['classrooms', 'teachers', 'students', 'teacher_classrooms', 'changes', 'teacher_changes'] as const
+import { CITUS_CHECK } from './pg-school-pool.js'
 
 /** Tables on the coordinator whose key to schools becomes a check trigger. */
 const COORDINATOR_TABLES = ['users', 'clients'] as const
@@ -227,8 +226,8 @@ END $do$`,
 ]
 
 /** Whether the database is a Citus coordinator, and whether its records are distributed yet. */
-export async function citusState (client: pg.ClientBase): Promise<{ citus: boolean, distributed: boolean, workers: number }> {
-  const citus = (await client.query<{ citus: boolean }>("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS citus")).rows[0]?.citus === true
+async function citusState (client: pg.ClientBase): Promise<{ citus: boolean, distributed: boolean, workers: number }> {
+  const citus = (await client.query<{ citus: boolean }>(CITUS_CHECK)).rows[0]?.citus === true
   if (!citus) return { citus, distributed: false, workers: 0 }
   const [state] = (await client.query<{ distributed: boolean, workers: number }>(`SELECT
       EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = to_regclass('students')) AS distributed,

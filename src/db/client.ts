@@ -104,7 +104,8 @@ export interface DatabaseOptions {
 /** The role the embedded database runs the service as; a server's role is the operator's choice. */
 export const EMBEDDED_SERVICE_ROLE = 'school_data_service'
 
-const TENANT_TABLES = ['classrooms', 'students', 'teachers', 'teacher_classrooms', 'changes', 'teacher_changes']
+/** The records' tables, each with school_id in every key (on Citus: distributed by it, co-located with the first). */
+export const TENANT_TABLES = ['classrooms', 'students', 'teachers', 'teacher_classrooms', 'changes', 'teacher_changes'] as const
 
 // Whether the connected role is subject to row-level security on every tenant table.
 const ROW_SECURITY_CHECK = `
