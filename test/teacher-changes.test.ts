@@ -6,11 +6,9 @@ import fc from 'fast-check'
 import t from 'tap'
 import { createSchool, createStudent, createTeacher } from '../src/admin/records.js'
 import type { Database } from '../src/db/client.js'
+import { schoolSettings } from '../src/db/school-session.js'
 import { createClassroomAssignment } from './fixtures.js'
-import { serverUrl, serviceConnection, testDatabase, unique, unlessCitus } from './helper.js'
-
-// A teacher's own feed is not written on a Citus cluster yet (README, "Sharding by school (Citus)").
-const NOT_ON_CITUS = { skip: await unlessCitus("a teacher's own change feed is not written there yet") }
+import { serverUrl, serviceConnection, testDatabase, unique } from './helper.js'
 
 interface FeedRow {
   id: bigint
@@ -21,12 +19,23 @@ interface FeedRow {
   student_number: string | null
 }
 
-/** A query in a transaction of `schoolId` (and of `teacherId`, when given), as the service role. */
+/**
+ * A query in a transaction of `schoolId` (and of `teacherId`, when given), as the service role,
+ * with the school set as the service sets it (on Citus, in the form that reaches the workers).
+ */
 async function inSession<T> (db: Database, schoolId: string, teacherId: string | null, sql: string, ...values: unknown[]): Promise<T[]> {
   return await db.prisma.$transaction(async (tx) => {
-    await tx.$queryRawUnsafe("SELECT set_config('app.school_id', $1, true), set_config('app.teacher_id', $2, true)", schoolId, teacherId ?? '')
+    for (const statement of settings(db, schoolId, teacherId)) await tx.$executeRawUnsafe(statement)
     return await tx.$queryRawUnsafe<T[]>(sql, ...values)
   })
+}
+
+/** The settings of such a transaction; `writer`, as the feed's trigger functions write. */
+function settings (db: Database, schoolId: string, teacherId: string | null, writer = false): string[] {
+  return [
+    ...schoolSettings({ schoolId, teacherId: teacherId ?? undefined }, db.citus),
+    ...(writer ? ["SET LOCAL app.writing_teacher_feed = 'on'"] : [])
+  ]
 }
 
 /** A school, its records named for the assertions, and each teacher's feed read as that teacher. */
@@ -100,7 +109,7 @@ class School {
   }
 }
 
-t.test("a student created in, updated in, moved out of and into a teacher's classroom, and deleted", NOT_ON_CITUS, async (t) => {
+t.test("a student created in, updated in, moved out of and into a teacher's classroom, and deleted", async (t) => {
   const school = await School.create('Student Moves School')
   const ada = await school.teacher('Ada Teacher')
   t.same(await school.news(ada), ['CREATED Ada Teacher'], "a teacher's own record is in their reach from the start")
@@ -149,7 +158,7 @@ t.test("a student created in, updated in, moved out of and into a teacher's clas
   t.same((await school.news(ada)).sort(), ['CREATED Two Student', 'UPDATED One Student'])
 })
 
-t.test('assignments: a colleague shares and stops sharing classrooms, a role changes', NOT_ON_CITUS, async (t) => {
+t.test('assignments: a colleague shares and stops sharing classrooms, a role changes', async (t) => {
   const school = await School.create('Assignment School')
   const ada = await school.teacher('Ada Teacher', 'sis-ada')
   const bob = await school.teacher('Bob Teacher')
@@ -193,7 +202,7 @@ t.test('assignments: a colleague shares and stops sharing classrooms, a role cha
   t.same(await school.news(ada), ['DELETED Bob Teacher'])
 })
 
-t.test('records updated: a classroom to its teachers, a teacher to themselves and their colleagues', NOT_ON_CITUS, async (t) => {
+t.test('records updated: a classroom to its teachers, a teacher to themselves and their colleagues', async (t) => {
   const school = await School.create('Update School')
   const ada = await school.teacher('Ada Teacher')
   const bob = await school.teacher('Bob Teacher')
@@ -215,7 +224,7 @@ t.test('records updated: a classroom to its teachers, a teacher to themselves an
   t.same([await school.news(dan), await school.news(ada)], [['CREATED Dan Teacher'], []], 'a new teacher is in their own reach only')
 })
 
-t.test('cascades: a classroom deleted, a teacher deleted, a school deleted', NOT_ON_CITUS, async (t) => {
+t.test('cascades: a classroom deleted, a teacher deleted, a school deleted', async (t) => {
   const school = await School.create('Cascade School')
   const ada = await school.teacher('Ada Teacher')
   const bob = await school.teacher('Bob Teacher')
@@ -254,7 +263,7 @@ t.test('cascades: a classroom deleted, a teacher deleted, a school deleted', NOT
   t.same(left, [{ n: 0 }], "the school's feeds went with it")
 })
 
-t.test('row-level security: a teacher reads their own feed only; no other session reads or writes it', NOT_ON_CITUS, async (t) => {
+t.test('row-level security: a teacher reads their own feed only; no other session reads or writes it', async (t) => {
   const school = await School.create('Wall School')
   const ada = await school.teacher('Ada Teacher')
   const bob = await school.teacher('Bob Teacher')
@@ -274,14 +283,14 @@ t.test('row-level security: a teacher reads their own feed only; no other sessio
   await t.rejects(inSession(school.db, school.id, null, insert, school.id, ada), /row-level security/, 'the service cannot write a feed row itself')
   await t.rejects(inSession(school.db, school.id, ada, insert, school.id, ada), /row-level security/, 'nor a teacher their own')
   const deleted = await school.db.prisma.$transaction(async (tx) => {
-    await tx.$queryRawUnsafe("SELECT set_config('app.school_id', $1, true), set_config('app.teacher_id', $2, true)", school.id, ada)
+    for (const statement of settings(school.db, school.id, ada)) await tx.$executeRawUnsafe(statement)
     return await tx.$executeRawUnsafe('DELETE FROM teacher_changes')
   })
   t.equal(deleted, 0, 'nor delete from it')
   t.same(await audiences(school.id, ada), [ada])
 })
 
-t.test("pruning: rows older than 91 days go, but each teacher's newest such row stays as the mark", NOT_ON_CITUS, async (t) => {
+t.test("pruning: rows older than 91 days go, but each teacher's newest such row stays as the mark", async (t) => {
   const school = await School.create('Prune School')
   const ada = await school.teacher('Ada Teacher')
   const bob = await school.teacher('Bob Teacher')
@@ -291,7 +300,7 @@ t.test("pruning: rows older than 91 days go, but each teacher's newest such row 
   t.equal(all.length, 4)
   // Age Ada's rows and Bob's (as the feed's writer: no session of the service may).
   await school.db.prisma.$transaction(async (tx) => {
-    await tx.$queryRawUnsafe("SELECT set_config('app.school_id', $1, true), set_config('app.writing_teacher_feed', 'on', true)", school.id)
+    for (const statement of settings(school.db, school.id, null, true)) await tx.$executeRawUnsafe(statement)
     await tx.$executeRawUnsafe("UPDATE teacher_changes SET at = now() - interval '92 days'")
   })
   await school.student('Second Student')
@@ -311,7 +320,7 @@ async function reach (school: School, teacherId: string): Promise<string[]> {
   return rows.map((r) => r.id).sort()
 }
 
-t.test('a consumer applying the feed holds exactly what the teacher reads, through moves and assignments', NOT_ON_CITUS, async (t) => {
+t.test('a consumer applying the feed holds exactly what the teacher reads, through moves and assignments', async (t) => {
   const school = await School.create('Mirror School')
   const teachers = [await school.teacher('Ada Teacher'), await school.teacher('Bob Teacher'), await school.teacher('Cal Teacher')]
   const mirrors = new Map(teachers.map((id) => [id, new Set<string>()]))
@@ -364,7 +373,7 @@ const OPERATIONS = [
 ] as const
 const operationArb = fc.record({ kind: fc.constantFrom(...OPERATIONS), a: fc.nat(50), b: fc.nat(50), same: fc.boolean() })
 
-t.test('random writes: every teacher\'s mirror stays what the teacher reads', NOT_ON_CITUS, async (t) => {
+t.test('random writes: every teacher\'s mirror stays what the teacher reads', async (t) => {
   let checked = 0
   await fc.assert(fc.asyncProperty(fc.array(operationArb, { minLength: 1, maxLength: 20 }), async (operations) => {
     const school = await School.create('Random Feed School')
@@ -478,7 +487,7 @@ t.test('random writes: every teacher\'s mirror stays what the teacher reads', NO
 })
 
 t.test('two writers of one school at once: the later one sees the other and writes the entry', {
-  skip: serverUrl === undefined ? 'PostgreSQL only: two concurrent transactions on two connections (TEST_DATABASE_URL)' : NOT_ON_CITUS.skip
+  skip: serverUrl === undefined ? 'PostgreSQL only: two concurrent transactions on two connections (TEST_DATABASE_URL)' : false
 }, async (t) => {
   const school = await School.create('Concurrent Feed School')
   const ada = await school.teacher('Ada Teacher')
@@ -490,7 +499,7 @@ t.test('two writers of one school at once: the later one sees the other and writ
   const [one, two] = [await connect(), await connect()]
   for (const client of [one, two]) {
     await client.query('BEGIN')
-    await client.query("SELECT set_config('app.school_id', $1, true)", [school.id])
+    for (const statement of settings(school.db, school.id, null)) await client.query(statement)
   }
   // Sam is moved into Room A while Ada is assigned to it: whichever commits second sees the other.
   await one.query('UPDATE students SET classroom_id = $1 WHERE id = $2', [roomA, sam])

@@ -20,8 +20,15 @@
 //   a shard, which Citus refuses; and Citus refuses the policies' scalar subquery. So the functions
 //   read the co-located shard of teacher_classrooms on the worker itself (the school's shards are
 //   all on one node; on a node without it they return no classroom: nothing is let through), and
-//   the policies call them without the subquery, once per row read. A teacher's own change feed is
-//   not written on Citus, and the API says so (src/graphql/resolvers/changes.ts).
+//   the policies call them without the subquery, once per row read.
+// - A teacher's change feed is written by statement-level triggers that read the statement's
+//   transition tables, which Citus cannot plan a query on a distributed table with. Their
+//   functions name every table through teacher_feed_relation() (migration teacher_feed_relations),
+//   which here names the school's co-located shards on the worker the trigger fires on, so that
+//   they run as plain PostgreSQL there. The shards of teacher_changes have no id sequence (Citus
+//   leaves column defaults on the coordinator): a row trigger numbers each school's entries on
+//   from its newest, under the school's lock the feed functions take first, so a school's ids
+//   keep increasing in commit order wherever its shards live or move.
 // - Prisma reads enum columns back as ::text, in RETURNING too, where Citus takes only immutable
 //   functions: each enum gets an immutable cast to text.
 //
@@ -42,8 +49,12 @@ const ROW_FEED = [
   ['teacher_classrooms', 'ASSIGNMENT']
 ] as const
 
-/** Triggers kept: they touch nothing but their own row. */
+/**
+ * Triggers kept: the names' (they touch nothing but their own row) and a teacher's feed (their
+ * functions name the shards, below).
+ */
 const KEPT_TRIGGERS = ['students_names', 'teachers_names']
+const KEPT_TRIGGER_FUNCTIONS = 'teacher\\_feed\\_%'
 
 export class CitusError extends Error {
   override name = 'CitusError'
@@ -78,6 +89,10 @@ DECLARE
   counter text := 'school_data.change_seq_' || replace(school::text, '-', '');
 BEGIN
   IF TG_OP = 'UPDATE' AND (to_jsonb(NEW) - 'updated_at') = (to_jsonb(OLD) - 'updated_at') THEN
+    RETURN NULL;
+  END IF;
+  -- A school being deleted takes its records with it, and its feed: nothing to record.
+  IF TG_OP = 'DELETE' AND NOT EXISTS (SELECT 1 FROM "schools" s WHERE s."id" = school) THEN
     RETURN NULL;
   END IF;
   IF TG_ARGV[0] = 'ASSIGNMENT' THEN
@@ -154,6 +169,33 @@ const TEACHER_FUNCTIONS = [
     'WHERE tc."school_id" = $1 AND tc."classroom_id" = ANY ("teacher_classroom_ids"($2))) reach')
 ]
 
+// The table a teacher-feed function reads or writes for a school: the school's shard on this node
+// (of schools, the reference table's copy here). A statement's rows are one shard's, and the
+// shards of one school are co-located, so every name it gives is of a table on this worker.
+const TEACHER_FEED_RELATION = `
+CREATE OR REPLACE FUNCTION "teacher_feed_relation"(relation text, school uuid) RETURNS text LANGUAGE sql STABLE
+AS $fn$ SELECT shard_name(relation::regclass, get_shard_id_for_distribution_column(relation::regclass, school)) $fn$`
+
+// The id of a teacher-feed entry, on the shard of teacher_changes: one more than the school's
+// newest, read once a transaction (then counted on in a setting of the transaction, as the
+// school's feed does). The feed functions lock the school before they write, so the read sees
+// every entry committed before, and the school's next writer waits for this one to commit.
+const TEACHER_CHANGE_ID = `
+CREATE FUNCTION "teacher_change_id"() RETURNS trigger LANGUAGE plpgsql AS $fn$
+DECLARE
+  counter text := 'school_data.teacher_change_id_' || replace(NEW."school_id"::text, '-', '');
+  next_id bigint := NULLIF(current_setting(counter, true), '')::bigint + 1;
+BEGIN
+  IF next_id IS NULL THEN
+    EXECUTE format('SELECT coalesce(max("id"), 0) + 1 FROM %I.%I WHERE "school_id" = $1', TG_TABLE_SCHEMA, TG_TABLE_NAME)
+      INTO next_id USING NEW."school_id";
+  END IF;
+  PERFORM set_config(counter, next_id::text, true);
+  NEW."id" := next_id;
+  RETURN NEW;
+END
+$fn$`
+
 // The teachers' policies of the migration teacher_role, with the functions called without the
 // scalar subquery (Citus refuses one in a policy). Created before distribution: Citus cannot create
 // a policy with a CASE on a table already distributed ("unrecognized node type").
@@ -192,6 +234,7 @@ CREATE TEMP TABLE "kept_keys" ON COMMIT DROP AS
   END LOOP;
   FOR r IN SELECT tg.tgname, tg.tgrelid::regclass AS tbl FROM pg_trigger tg
            WHERE NOT tg.tgisinternal AND tg.tgname NOT IN (${list(KEPT_TRIGGERS)})
+             AND tg.tgfoid::regproc::text NOT LIKE '${KEPT_TRIGGER_FUNCTIONS}'
              AND tg.tgrelid::regclass::text IN ('schools', ${list(DISTRIBUTED_TABLES)}) LOOP
     EXECUTE format('DROP TRIGGER %I ON %s', r.tgname, r.tbl);
   END LOOP;
@@ -220,6 +263,9 @@ END $do$`,
   END LOOP;
 END $do$`,
   ...TEACHER_FUNCTIONS,
+  TEACHER_FEED_RELATION,
+  TEACHER_CHANGE_ID,
+  'CREATE TRIGGER "teacher_changes_id" BEFORE INSERT ON "teacher_changes" FOR EACH ROW EXECUTE FUNCTION "teacher_change_id"()',
   ROW_FEED_FUNCTION,
   ...ROW_FEED.map(([table, type]) => `CREATE TRIGGER "${table}_feed" AFTER INSERT OR UPDATE OR DELETE ON "${table}"
   FOR EACH ROW EXECUTE FUNCTION "record_change_row"('${type}')`)

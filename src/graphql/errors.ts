@@ -17,7 +17,6 @@ export type ErrorCode =
   | 'BAD_USER_INPUT'
   | 'TOO_MANY_REQUESTS'
   | 'INTERNAL_SERVER_ERROR'
-  | 'NOT_SUPPORTED'
   // Refusals of a request before execution (HTTP 4xx or 503).
   | 'QUERY_LIMIT_EXCEEDED'
   | 'BAD_REQUEST'

@@ -9,7 +9,7 @@
 import type { MercuriusContext } from 'mercurius'
 import type { QueryResolvers } from '../generated.js'
 import type { ChangeRow, ClassroomRow, StudentRow, TeacherRow } from '../models.js'
-import { badUserInput, codedError } from '../errors.js'
+import { badUserInput } from '../errors.js'
 import { pageSize } from '../paging.js'
 import { UUID } from '../../validators.js'
 
@@ -45,10 +45,6 @@ async function latestSeq (db: ReturnType<MercuriusContext['school']>['db']): Pro
   ])
   return newest !== null && newest.seq > school.changeSeq ? newest.seq : school.changeSeq
 }
-
-/** A teacher's feed is written by triggers Citus cannot run on its shards (src/db/citus.ts). */
-const teacherFeedOnCitus = (): Error => codedError('NOT_SUPPORTED',
-  "A teacher's change feed is not available on a Citus cluster yet: read the lists (README, \"Sharding by school (Citus)\")")
 
 const notAFeedCursor = (): Error =>
   badUserInput('since is not a cursor of the change feed (pass nextCursor or a change\'s cursor as returned)')
@@ -89,7 +85,6 @@ export const changeQueries: Pick<QueryResolvers, 'changes' | 'latestChangeCursor
     const cursor = parseSince(since, teacherId)
     const after = cursor ?? 0n
     if (teacherId !== null) {
-      if (ctx.app.db.citus) throw teacherFeedOnCitus()
       const rows = await db.teacherChange.findMany({ where: { teacherId, id: { gt: after } }, orderBy: { id: 'asc' }, take: take + 1 })
       if (cursor !== null) {
         // Pruned rows all lie below the teacher's newest row older than 90 days (the mark): a row
@@ -120,7 +115,6 @@ export const changeQueries: Pick<QueryResolvers, 'changes' | 'latestChangeCursor
   async latestChangeCursor (_parent, _args, ctx) {
     const { db, teacherId } = ctx.school()
     if (teacherId !== null) {
-      if (ctx.app.db.citus) throw teacherFeedOnCitus()
       const latest = await db.teacherChange.findFirst({ where: { teacherId }, orderBy: { id: 'desc' }, select: { id: true } })
       return teacherChangeCursor(teacherId, latest?.id ?? 0n)
     }
