@@ -25,8 +25,8 @@
 //   transition tables, which Citus cannot plan a query on a distributed table with. Their
 //   functions name every table through teacher_feed_relation() (migration teacher_feed_relations),
 //   which here names the school's co-located shards on the worker the trigger fires on, so that
-//   they run as plain PostgreSQL there. The shards of teacher_changes have no id sequence (Citus
-//   leaves column defaults on the coordinator): a row trigger numbers each school's entries on
+//   they run as plain PostgreSQL there. The shards of teacher_changes have no id default (Citus
+//   keeps a sequence's default on the coordinator's table only): a row trigger numbers each school's entries on
 //   from its newest, under the school's lock the feed functions take first, so a school's ids
 //   keep increasing in commit order wherever its shards live or move.
 // - Prisma reads enum columns back as ::text, in RETURNING too, where Citus takes only immutable
