@@ -1,7 +1,8 @@
 // A teacher's change feed at the database (table teacher_changes, written by the triggers of the
-// migration teacher_change_feed, in the form of teacher_feed_relations; on Citus, on the shards): what enters, changes in and leaves each teacher's reach, for
-// every kind of write and cascade; no change for a write that changes nothing; row-level security;
-// pruning; and a consumer applying the feed ends with exactly what the teacher can read.
+// migration teacher_change_feed, in the form of teacher_feed_relations; on Citus, on the shards):
+// what enters, changes in and leaves each teacher's reach, for every kind of write and cascade; no
+// change for a write that changes nothing; row-level security; pruning; and a consumer applying
+// the feed ends with exactly what the teacher can read.
 import fc from 'fast-check'
 import t from 'tap'
 import { createSchool, createStudent, createTeacher } from '../src/admin/records.js'
