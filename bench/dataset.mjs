@@ -55,13 +55,13 @@ export async function recreateDatabase (adminUrl, name, workers = []) {
     if (workers.length > 0) await withClient(databaseUrl(nodeUrl, name), (client) => client.query('CREATE EXTENSION citus'))
   }
   if (workers.length === 0) return
-  const coordinator = new URL(adminUrl)
+  const [coordinator, ...nodes] = [adminUrl, ...workers.map((node) => onNode(adminUrl, node))].map((nodeUrl) => {
+    const { hostname, port } = new URL(nodeUrl)
+    return [hostname, Number(port || 5432)]
+  })
   await withClient(databaseUrl(adminUrl, name), async (client) => {
-    await client.query('SELECT citus_set_coordinator_host($1, $2)', [coordinator.hostname, Number(coordinator.port || 5432)])
-    for (const node of workers) {
-      const [host, port] = node.split(':')
-      await client.query('SELECT citus_add_node($1, $2)', [host, Number(port ?? 5432)])
-    }
+    await client.query('SELECT citus_set_coordinator_host($1, $2)', coordinator)
+    for (const node of nodes) await client.query('SELECT citus_add_node($1, $2)', node)
   })
 }
 
@@ -207,15 +207,13 @@ export async function loadDataset (url, sizes, passwordHash) {
 /** Creates (or resets) the non-superuser role the service connects as, and grants it the tables. */
 export async function prepareServiceRole (adminUrl, benchUrl, password, workers = []) {
   // On Citus the coordinator connects to the workers as the same role: it must exist there too.
-  for (const node of workers) {
-    await withClient(onNode(adminUrl, node), async (client) => {
+  for (const nodeUrl of [...workers.map((node) => onNode(adminUrl, node)), adminUrl]) {
+    await withClient(nodeUrl, async (client) => {
       const exists = (await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [SERVICE_ROLE])).rowCount > 0
       if (!exists) await client.query(`CREATE ROLE ${ident(SERVICE_ROLE)} LOGIN NOSUPERUSER NOBYPASSRLS`)
     })
   }
   await withClient(adminUrl, async (client) => {
-    const exists = (await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [SERVICE_ROLE])).rowCount > 0
-    if (!exists) await client.query(`CREATE ROLE ${ident(SERVICE_ROLE)} LOGIN NOSUPERUSER NOBYPASSRLS`)
     // A fresh password each run, kept in memory only (the server may not trust local connections).
     await client.query(`ALTER ROLE ${ident(SERVICE_ROLE)} LOGIN NOSUPERUSER NOBYPASSRLS PASSWORD ${literal(password)}`)
   })

@@ -35,19 +35,29 @@ function asRole (url: string, role: string): string {
 
 t.test('the service on a Citus coordinator', { skip: citusUrl === undefined ? 'set CITUS_URL to a database on a Citus coordinator with workers' : false }, async (t) => {
   const admin = citusUrl!
-  const [cluster] = (await run(admin, `SELECT
-      EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS citus,
-      (SELECT count(*)::int FROM pg_dist_node WHERE groupid <> 0 AND noderole = 'primary') AS workers`)).rows as Array<{ citus: boolean, workers: number }>
-  t.ok(cluster?.citus === true && cluster.workers > 0, `a coordinator with ${cluster?.workers ?? 0} worker(s)`)
+  const found = await citusWorkers(admin)
+  t.ok(found !== null && found.length > 0, `a coordinator with ${found?.length ?? 0} worker(s)`)
 
   // A database of its own on every node, with the coordinator and the workers of CITUS_URL's.
-  const workers = (await citusWorkers(admin))!
+  const workers = found!
   const name = `sds_citus_${randomUUID().slice(0, 8)}`
   const url = await createCitusDatabase(admin, workers, name)
   t.teardown(async () => await dropCitusDatabase(admin, workers, name))
   await t.rejects(distributeOnCitus(url), { name: CitusError.name, message: /pending migrations .*run `school-data migrate` first/ }, 'distribution refuses an unmigrated database')
   await applyMigrations({ url })
+  // A school that has records and feeds before the distribution: they are kept as they are.
+  const owner = await openDatabase({ url })
+  const early = await createSchool(owner, 'Citus Early School')
+  const earlyTeacher = await createTeacher(owner, { schoolId: early, fullName: 'Early Teacher' })
+  await assignTeacher(owner, { schoolId: early, teacherId: earlyTeacher, classroom: 'Early Room' })
+  await createStudent(owner, { schoolId: early, fullName: 'Early Student', classroom: 'Early Room' })
+  await owner.close()
+  const FEEDS = `SELECT (SELECT count(*)::int FROM changes WHERE school_id = $1) AS school,
+    (SELECT count(*)::int FROM teacher_changes WHERE school_id = $1) AS teacher, (SELECT max(id)::int FROM teacher_changes WHERE school_id = $1) AS newest`
+  const feedsBefore = (await run(url, FEEDS, [early])).rows[0] as { school: number, teacher: number, newest: number }
+  t.ok(feedsBefore.teacher >= 4 && feedsBefore.school >= 4, 'a school with records and feeds before distribution')
   t.match(await distributeOnCitus(url), { distributed: true, workers: workers.length }, 'school-data citus distribute')
+  t.same((await run(url, FEEDS, [early])).rows[0], feedsBefore, 'its feeds as they were: copying its rows into the shards wrote nothing')
   t.same(await distributeOnCitus(url), { distributed: false, reason: 'already distributed' }, 'a second run changes nothing')
   const kinds = (await run(url, "SELECT logicalrelid::text AS name, partmethod FROM pg_dist_partition ORDER BY 1")).rows
   t.same(kinds, [
@@ -75,6 +85,13 @@ t.test('the service on a Citus coordinator', { skip: citusUrl === undefined ? 's
     for (let j = 0; j < 3; j++) await createStudent(db, { schoolId: school, fullName: `S${i} Student ${j}`, classroom: `S${i} Room ${j % 2}` })
     return school
   }))
+
+  await t.test('a school from before the distribution: its feeds number on from their newest', async (t) => {
+    await createStudent(db, { schoolId: early, fullName: 'Later Student', classroom: 'Early Room' })
+    const after = (await run(url, FEEDS, [early])).rows[0] as { school: number, teacher: number, newest: number }
+    t.same(after, { school: feedsBefore.school + 1, teacher: feedsBefore.teacher + 1, newest: feedsBefore.newest + 1 },
+      "one change in the school's feed, one entry in its teacher's, numbered next")
+  })
 
   await t.test('a school\'s statements and transactions see its own rows, on whichever worker they are', async (t) => {
     for (const [i, school] of schools.entries()) {
@@ -240,8 +257,23 @@ t.test('the service on a Citus coordinator', { skip: citusUrl === undefined ? 's
     t.equal(later.changes[2]?.id, student)
     await db.forSchool(school).student.updateMany({ where: { id: student }, data: { classroomId: null } })
     t.same((await feed(later.nextCursor)).changes, [{ type: 'DELETED', recordType: 'STUDENT', id: student }], 'the student moved out: a tombstone')
-    const ids = (await run(url, 'SELECT id FROM teacher_changes WHERE school_id = $1 ORDER BY id', [school])).rows.map((r: { id: string }) => Number(r.id))
-    t.same(ids, ids.map((_, i) => i + 1), "the school's entries are numbered on its shard from its newest, 1, 2, ...")
+    const ids = async (): Promise<number[]> =>
+      (await run(url, 'SELECT id FROM teacher_changes WHERE school_id = $1 ORDER BY id', [school])).rows.map((r: { id: string }) => Number(r.id))
+    const before = await ids()
+    t.ok(before.length >= 5, `${before.length} entries`)
+    t.same(before, before.map((_, i) => i + 1), "the school's entries are numbered on its shard from its newest, 1, 2, ...")
+
+    // The school's shards moved to another worker: its numbers go on from its newest there.
+    const [shard] = (await run(url, `SELECT shardid, nodename, nodeport FROM citus_shards
+      WHERE shardid = get_shard_id_for_distribution_column('teacher_changes', $1::uuid)`, [school])).rows as Array<{ shardid: string, nodename: string, nodeport: number }>
+    const target = workers.find((w) => w.nodename !== shard!.nodename || w.nodeport !== shard!.nodeport)!
+    await run(url, "SELECT citus_move_shard_placement($1, $2, $3, $4, $5, shard_transfer_mode => 'block_writes')",
+      [shard!.shardid, shard!.nodename, shard!.nodeport, target.nodename, target.nodeport])
+    await db.forSchool(school).student.updateMany({ where: { id: student }, data: { classroomId: later.changes[1]!.id } })
+    t.same((await feed(later.nextCursor)).changes.map((c) => `${c.type} ${c.recordType}`), ['DELETED STUDENT', 'CREATED STUDENT'], 'after the move, the student moved back in follows in her feed')
+    const after = await ids()
+    t.same(after, after.map((_, i) => i + 1), 'numbered on from the newest on the new worker')
+    t.ok(after.length > before.length)
   })
 
   await t.test('a user\'s key to schools holds on the coordinator (a trigger there)', async (t) => {

@@ -25,10 +25,11 @@
 //   transition tables, which Citus cannot plan a query on a distributed table with. Their
 //   functions name every table through teacher_feed_relation() (migration teacher_feed_relations),
 //   which here names the school's co-located shards on the worker the trigger fires on, so that
-//   they run as plain PostgreSQL there. The shards of teacher_changes have no id default (Citus
-//   keeps a sequence's default on the coordinator's table only): a row trigger numbers each school's entries on
-//   from its newest, under the school's lock the feed functions take first, so a school's ids
-//   keep increasing in commit order wherever its shards live or move.
+//   they run as plain PostgreSQL there. The triggers are off while Citus copies the rows already
+//   there into the shards (the feed has them already), and put back after. The shards of teacher_changes have no id default (Citus
+//   keeps a sequence's default on the coordinator's table only): a row trigger numbers each
+//   school's entries on from its newest, under the school's lock the feed functions take first, so
+//   a school's ids keep increasing in commit order wherever its shards live or move.
 // - Prisma reads enum columns back as ::text, in RETURNING too, where Citus takes only immutable
 //   functions: each enum gets an immutable cast to text.
 //
@@ -49,12 +50,15 @@ const ROW_FEED = [
   ['teacher_classrooms', 'ASSIGNMENT']
 ] as const
 
-/**
- * Triggers kept: the names' (they touch nothing but their own row) and a teacher's feed (their
- * functions name the shards, below).
- */
+/** Triggers kept: they touch nothing but their own row. */
 const KEPT_TRIGGERS = ['students_names', 'teachers_names']
-const KEPT_TRIGGER_FUNCTIONS = 'teacher\\_feed\\_%'
+
+/**
+ * Triggers taken off while the tables are distributed and put back after, by their functions (a
+ * LIKE pattern): a teacher's feed, whose functions then name the shards (below). On while Citus
+ * copies the rows already there into the shards, they would write the feed again for each.
+ */
+const RESTORED_TRIGGER_FUNCTIONS = 'teacher\\_feed\\_%'
 
 export class CitusError extends Error {
   override name = 'CitusError'
@@ -74,9 +78,9 @@ const list = (names: readonly string[]): string => names.map((n) => `'${n}'`).jo
 // the newest change kept or, for a school whose feed was empty when it was distributed, from its
 // former counter (schools.change_seq, which no longer moves). The first change of a school in a
 // transaction takes the lock, reads the number, and prunes the school's changes older than 90 days
-// (the change it adds is then the newest, so the number never goes back); it keeps the number in a setting of the
-// transaction, so the next rows, under the same lock, count on from it without a read (a
-// subtransaction rolled back takes its lock, its setting and its rows away together).
+// (the change it adds is then the newest, so the number never goes back); it keeps the number in
+// a setting of the transaction, so the next rows, under the same lock, count on from it without a
+// read (a subtransaction rolled back takes its lock, its setting and its rows away together).
 const ROW_FEED_FUNCTION = `
 CREATE FUNCTION "record_change_row"() RETURNS trigger LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -223,6 +227,9 @@ CREATE TEMP TABLE "kept_keys" ON COMMIT DROP AS
   FROM pg_constraint c
   WHERE c.contype = 'f' AND c.confrelid::regclass::text IN ('schools', ${list(DISTRIBUTED_TABLES)})
     AND c.conrelid::regclass::text IN (${list(DISTRIBUTED_TABLES)})`,
+  `CREATE TEMP TABLE "restored_triggers" ON COMMIT DROP AS
+  SELECT pg_get_triggerdef(tg.oid) AS def FROM pg_trigger tg
+  WHERE NOT tg.tgisinternal AND tg.tgfoid::regproc::text LIKE '${RESTORED_TRIGGER_FUNCTIONS}'`,
   `CREATE TEMP TABLE "checked_keys" ON COMMIT DROP AS
   SELECT c.conname, c.conrelid::regclass::text AS tbl
   FROM pg_constraint c
@@ -234,7 +241,6 @@ CREATE TEMP TABLE "kept_keys" ON COMMIT DROP AS
   END LOOP;
   FOR r IN SELECT tg.tgname, tg.tgrelid::regclass AS tbl FROM pg_trigger tg
            WHERE NOT tg.tgisinternal AND tg.tgname NOT IN (${list(KEPT_TRIGGERS)})
-             AND tg.tgfoid::regproc::text NOT LIKE '${KEPT_TRIGGER_FUNCTIONS}'
              AND tg.tgrelid::regclass::text IN ('schools', ${list(DISTRIBUTED_TABLES)}) LOOP
     EXECUTE format('DROP TRIGGER %I ON %s', r.tgname, r.tbl);
   END LOOP;
@@ -266,6 +272,11 @@ END $do$`,
   TEACHER_FEED_RELATION,
   TEACHER_CHANGE_ID,
   'CREATE TRIGGER "teacher_changes_id" BEFORE INSERT ON "teacher_changes" FOR EACH ROW EXECUTE FUNCTION "teacher_change_id"()',
+  `DO $do$ DECLARE r record; BEGIN
+  FOR r IN SELECT * FROM "restored_triggers" LOOP
+    EXECUTE r.def;
+  END LOOP;
+END $do$`,
   ROW_FEED_FUNCTION,
   ...ROW_FEED.map(([table, type]) => `CREATE TRIGGER "${table}_feed" AFTER INSERT OR UPDATE OR DELETE ON "${table}"
   FOR EACH ROW EXECUTE FUNCTION "record_change_row"('${type}')`)
