@@ -1,9 +1,14 @@
 // Input a client decodes into SQL values (cursors, filters, ids, credentials), malformed or forged:
 // every one is refused with BAD_USER_INPUT (or answered), never INTERNAL_SERVER_ERROR. Cursors are
-// generated (fast-check) for every list, ordering and direction, and for the change feed.
+// generated (fast-check) for every list, ordering and direction, and for the change feed. A `query`
+// that is not a GraphQL document, on every cache and persisted-document path, is a request error.
 import fc from 'fast-check'
+import { parse } from 'graphql'
 import t from 'tap'
-import { build, gql, login, seedSchool, type GraphQLResponse } from './helper.js'
+import { buildApp } from '../src/app.js'
+import type { Config } from '../src/config.js'
+import { documentHash } from '../src/graphql/document-manifest.js'
+import { build, gql, login, seedSchool, testConfig, testDatabase, type GraphQLResponse } from './helper.js'
 
 const LISTS = {
   students: ['FAMILY_NAME', 'GIVEN_NAME', 'CREATED_AT', 'UPDATED_AT', 'ID'],
@@ -140,5 +145,69 @@ t.test('filters, ids and credentials with text PostgreSQL cannot hold are refuse
   for (const [name, query, variables, code] of credentials) {
     const res = await gql(app, query, { variables })
     t.equal(res.body.errors?.[0]?.extensions?.code, code, `${name} with a NUL byte: ${res.body.errors?.[0]?.message}`)
+  }
+})
+
+// Issue 27: Mercurius took any `query` that graphql-js could not parse but JSON.parse could for a
+// document's AST, so `"5"` reached validation as the number 5 (a 500). Any JSON value or short
+// string as `query`, on every path a query takes before it runs (the response cache's lookup, the
+// persisted-document providers, GET), is answered as the parser answers it: a request error.
+t.test('any JSON value or short string as query is a request error with the parser\'s message, never a 500, on every cache and persisted-document path', async (t) => {
+  const school = await seedSchool('Hostile Query School', [['Ada Lovelace', 'Room 1']])
+  // Logged in where text runs (trusted-documents mode refuses it); the token holds on every app.
+  const { accessToken } = await login(await build(t), school.username)
+  const WELL_FORMED = '{ __typename }'
+  const modes: Array<[string, Partial<Config>]> = [
+    ['automatic persisted queries (default), response cache on', { responseCacheTtl: 60 }],
+    ['persisted queries off', { persistedQueryTtl: 0 }],
+    ['trusted documents', { trustedDocuments: new Map([[documentHash(WELL_FORMED), WELL_FORMED]]) }]
+  ]
+  // Texts that begin as JSON (the class of the defect), other short texts, and names of the keys
+  // the caches on the way use.
+  const text = fc.oneof(
+    fc.jsonValue().map((v) => JSON.stringify(v)),
+    fc.jsonValue().map((v) => JSON.stringify(v, null, 2)),
+    fc.string({ maxLength: 6 }),
+    fc.string({ maxLength: 6, unit: 'binary' }),
+    fc.constantFrom('5', '0', '-1', '1e3', '5.5', 'true', 'false', 'null', '[]', '{}', '""', '"x"', ' 5', '\n[1]',
+      '{"kind":"Document","definitions":[]}', '__proto__', 'constructor', 'toString', documentHash(WELL_FORMED),
+      `sha256:${documentHash(WELL_FORMED)}`, 'query', '{', '}', '#', '\u0000', '\ufeff5')
+  )
+  for (const [mode, overrides] of modes) {
+    const errors: string[] = []
+    const app = await buildApp(testConfig(overrides), {
+      database: await testDatabase(),
+      logger: { level: 'error', stream: { write (line: string) { errors.push(line) } } }
+    })
+    t.teardown(() => app.close())
+    const headers = { authorization: `Bearer ${accessToken}`, accept: 'application/graphql-response+json' }
+    let runs = 0
+    await fc.assert(fc.asyncProperty(text, fc.constantFrom('POST', 'POST+APQ', 'GET'), async (query, how) => {
+      runs++
+      const persisted = { persistedQuery: { version: 1, sha256Hash: documentHash(query) } }
+      const res = how === 'GET'
+        ? await app.inject({ method: 'GET', url: `/?query=${encodeURIComponent(query)}`, headers })
+        : await app.inject({ method: 'POST', url: '/', headers, payload: { query, ...(how === 'POST+APQ' && { extensions: persisted }) } })
+      const body = res.json() as { data?: unknown, errors?: Array<{ message: string, extensions?: { code?: string } }> }
+      const what = `${mode}, ${how} ${JSON.stringify(query)}: ${res.statusCode} ${res.body.slice(0, 300)}`
+      if (res.statusCode >= 500 || body.errors?.some((e) => e.extensions?.code === 'INTERNAL_SERVER_ERROR')) throw new Error(what)
+      let parserMessage: string | undefined
+      try { parse(query) } catch (err) { parserMessage = (err as Error).message }
+      if (parserMessage === undefined || query === '') return true // a document (or no query): answered as such
+      const codes = body.errors?.map((e) => e.extensions?.code) ?? []
+      // Text alone in trusted-documents mode is refused before it is parsed.
+      if (overrides.trustedDocuments !== undefined && how !== 'POST+APQ') {
+        if (codes[0] !== 'TRUSTED_DOCUMENT_REQUIRED') throw new Error(what)
+        return true
+      }
+      if (overrides.trustedDocuments !== undefined && codes[0] === 'PERSISTED_QUERY_NOT_FOUND') return true
+      if (res.statusCode !== 400 || body.data !== undefined || body.errors?.[0]?.message !== parserMessage) throw new Error(`${what} (the parser says ${parserMessage})`)
+      return true
+    }), { numRuns: 300 })
+    t.ok(runs >= 300, `${mode}: ${runs} queries, each a request error or answered`)
+    t.same(errors, [], `${mode}: nothing logged at level error`)
+    // The well-formed document still runs after them (nothing hostile was cached as a document).
+    const ok = await app.inject({ method: 'POST', url: '/', headers, payload: { query: WELL_FORMED, ...(overrides.trustedDocuments !== undefined && { documentId: `sha256:${documentHash(WELL_FORMED)}`, query: undefined }) } })
+    t.same(ok.json(), { data: { __typename: 'Query' } }, `${mode}: a document still runs`)
   }
 })

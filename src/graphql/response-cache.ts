@@ -97,7 +97,8 @@ export async function registerResponseCache (app: FastifyInstance, options: Resp
   app.addHook('onClose', async () => { await listener.close() })
 
   function queryOperation (query: string, operationName: string | undefined): boolean {
-    const key = `${operationName ?? ''}\0${query}`
+    // The name first, with its length: no name and query pair can spell another's key.
+    const key = operationName === undefined ? `-${query}` : `${operationName.length}:${operationName}\0${query}`
     let answer = isQuery.get(key)
     if (answer === undefined) {
       try {
@@ -130,6 +131,9 @@ export async function registerResponseCache (app: FastifyInstance, options: Resp
     // (which fields may be read), the operation. Administrators and clients with the same scopes share.
     const scopes = accessOf(identity)!.scopes.join(' ')
     const teacher = identity.kind === 'user' ? identity.teacherId ?? '' : ''
+    // Only the query may hold a NUL (in a comment), and it sits between fields that cannot (an
+    // operation name that is a GraphQL name: queryOperation found it; variables as JSON): one key,
+    // one request.
     const key = `${schoolId}\0${teacher}\0${scopes}\0${operationName ?? ''}\0${body.query}\0${JSON.stringify(body.variables ?? null)}`
     const cached = answers.get(key)
     if (cached === undefined) request.responseCacheSlot = { schoolId, key, generation: generations.get(schoolId) ?? 0 }

@@ -13,7 +13,7 @@
 // runs queries only.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { GraphQLError, NoSchemaIntrospectionCustomRule, type OperationDefinitionNode, type ValidationRule } from 'graphql'
+import { GraphQLError, NoSchemaIntrospectionCustomRule, parse, type OperationDefinitionNode, type ValidationRule } from 'graphql'
 import mercurius from 'mercurius'
 import { accessOf } from '../auth/identity.js'
 import { buildContext } from '../graphql/context.js'
@@ -43,6 +43,9 @@ declare module 'fastify' {
 function isInternal (error: { extensions?: Record<string, unknown> }): boolean {
   return error.extensions?.code === 'INTERNAL_SERVER_ERROR'
 }
+
+/** Where any JSON text can begin (after JSON's whitespace): a value that is not an object, or an object. */
+const JSON_START = /^[ \t\n\r]*(?:[-\d"[]|\{[ \t\n\r]*["}]|true|false|null)/
 
 function unsupportedMediaType (): Error {
   return Object.assign(new Error('Unsupported Content-Type'), { statusCode: 415, code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE' })
@@ -164,16 +167,21 @@ async function registerEndpoint (app: FastifyInstance): Promise<void> {
     graphiql: false
   })
 
-  // Mercurius takes a `query` that graphql-js cannot parse for a JSON-encoded document (AST), which
-  // would pass around the token limit: a query is GraphQL text only.
+  // Mercurius takes any `query` that graphql-js cannot parse but JSON.parse can for a document's
+  // AST: `"5"`, `"true"`, `"[]"` or `"{\"kind\":...}"` would reach validation as the number 5, a
+  // boolean, an array or an object (a 500), or pass around the token limit. No JSON text is a
+  // GraphQL document, so such a query gets the parser's own syntax error, as any other text that
+  // does not parse. Only text that begins as JSON does (`{` then a quote or `}`, never a selection
+  // set) is tried: ordinary queries pay for one regular expression.
   app.graphql.addHook('preParsing', async (_schema, source) => {
-    if (!/^\s*\{\s*"/.test(source)) return
+    if (!JSON_START.test(source)) return
     try {
       JSON.parse(source)
     } catch {
       return // not JSON: GraphQL's parser answers it
     }
-    throw new GraphQLError('Syntax Error: the query must be GraphQL text, not a JSON document')
+    parse(source, { maxTokens: limits.maxTokens }) // throws the syntax error
+    throw new GraphQLError('Syntax Error: the query must be GraphQL text, not a JSON document') // unreached
   })
 
   // The operation of each request: named for its log line and metrics, then checked against the
