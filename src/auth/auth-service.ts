@@ -7,7 +7,7 @@ import { authenticateClient } from './client-credentials.js'
 import { identify, type Identity } from './identity.js'
 import { needsRehash, rehashPassword, verifyPassword } from './passwords.js'
 import { findRefreshTokenOwner, issueRefreshToken, revokeRefreshToken, type RefreshTokenOwner } from './refresh-tokens.js'
-import type { Scope } from './scopes.js'
+import { grantable, type Scope } from './scopes.js'
 import type { AccessTokens } from './tokens.js'
 import { isStorableText } from '../validators.js'
 
@@ -105,8 +105,8 @@ export function createAuthService (
     async clientToken (clientId, secret, requested) {
       const client = await authenticateClient(prisma, clientId, secret)
       if (client === null) return { error: 'invalid_client' }
-      const scopes = requested ?? client.scopes
-      if (scopes.length === 0 || !scopes.every((scope) => client.scopes.includes(scope))) return { error: 'invalid_scope' }
+      const scopes = grantable(client.scopes, requested ?? client.scopes)
+      if (scopes === undefined) return { error: 'invalid_scope' }
       // Read after the client's row, as a user's: a revocation in between makes the token stale.
       const av = await currentAccessVersion(prisma, client.clientId)
       const accessToken = tokens.sign({ sub: client.clientId, client_id: client.clientId, school: client.schoolId, scope: scopes.join(' '), av })

@@ -62,6 +62,22 @@ export function holds (access: Access, requirement: Requirement): boolean {
   return access.scopes.some((scope) => scope === requirement || GRANTS_ALSO[scope].includes(requirement))
 }
 
+/**
+ * Whether a caller holding `held` may be given `asked` (RFC 6749 §3.3: a client may ask for less
+ * than it was granted, and its token then carries what it asked for): decided by what the scopes
+ * grant, field by field of FIELD_SCOPES and column by column of COLUMN_SCOPES, not by their names,
+ * so that `roster.readonly` covers `roster-core.readonly`.
+ */
+export function covers (held: readonly Scope[], asked: readonly Scope[]): boolean {
+  const access: Access = { scopes: held, user: false }
+  return asked.every((scope) => grantedBy(scope).every((requirement) => holds(access, requirement)))
+}
+
+/** Normalizes and checks a scope set: undefined when `asked` is empty or not covered by `held`. */
+export function grantable (held: readonly Scope[], asked: readonly Scope[]): Scope[] | undefined {
+  return asked.length > 0 && covers(held, asked) ? normalizeScopes(asked) : undefined
+}
+
 /** Scopes in SCOPES order, duplicates removed: the form tokens carry and the response cache keys by. */
 export function normalizeScopes (scopes: Iterable<Scope>): Scope[] {
   const set = new Set(scopes)
@@ -121,6 +137,17 @@ export const COLUMN_SCOPES: Readonly<Record<string, Readonly<Record<string, Scop
   Teacher: { email: FULL, title: FULL },
   Change: { studentNumber: FULL },
   TeacherChange: { studentNumber: FULL }
+}
+
+/** The scopes the fields and columns of the tables above need. */
+const REQUIRED: readonly Scope[] = SCOPES.filter((scope) =>
+  Object.values(FIELD_SCOPES).some((fields) => Object.values(fields).includes(scope)) ||
+  Object.values(COLUMN_SCOPES).some((columns) => Object.values(columns).includes(scope)))
+
+/** What a scope lets its holder read: the requirements of the fields and columns it satisfies. */
+function grantedBy (scope: Scope): Scope[] {
+  const access: Access = { scopes: [scope], user: false }
+  return REQUIRED.filter((requirement) => holds(access, requirement))
 }
 
 /**
