@@ -28,6 +28,11 @@ export interface Database {
    */
   readonly rowSecurity: boolean
   /**
+   * Whether the access audit is append-only for the role connected: it may insert, but neither
+   * read, change nor delete (README "Database roles"). False for a role that bypasses row security.
+   */
+  readonly auditAppendOnly: boolean
+  /**
    * Whether the server is a Citus coordinator (the citus extension is installed): a school's
    * statements then set the school in the form Citus passes on to its workers.
    */
@@ -115,6 +120,13 @@ const ROW_SECURITY_CHECK = `
       AND (NOT c.relrowsecurity OR NOT c.relforcerowsecurity OR pg_has_role(current_user, c.relowner, 'USAGE'))
   ) AS enforced
   FROM pg_roles r WHERE r.rolname = current_user`
+
+// Whether the connected role may only add to the access audit (the default privileges of "Database
+// roles" also grant SELECT, UPDATE and DELETE, which the REVOKE of that section takes back).
+const AUDIT_APPEND_ONLY_CHECK = `
+  SELECT to_regclass('access_audit') IS NOT NULL
+    AND NOT (has_table_privilege('access_audit', 'SELECT') OR has_table_privilege('access_audit', 'UPDATE')
+      OR has_table_privilege('access_audit', 'DELETE')) AS append_only`
 
 // A read of a school's rows that fails, rather than finding nothing, where the school's setting does
 // not reach the rows: an unset setting reads '' (or NULL), which is not a UUID. It fails whether the
@@ -309,9 +321,12 @@ async function wrap (
 ): Promise<Database> {
   const closeDriver = driver.close
   let rowSecurity: boolean
+  let auditAppendOnly: boolean
   try {
     const [row] = await prisma.$queryRawUnsafe<Array<{ enforced: boolean | null }>>(ROW_SECURITY_CHECK)
     rowSecurity = row?.enforced === true
+    const [audit] = await prisma.$queryRawUnsafe<Array<{ append_only: boolean | null }>>(AUDIT_APPEND_ONLY_CHECK)
+    auditAppendOnly = audit?.append_only === true
   } catch (err) {
     await prisma.$disconnect()
     await closeDriver()
@@ -323,6 +338,7 @@ async function wrap (
     prisma,
     migrationTarget,
     rowSecurity,
+    auditAppendOnly,
     citus: driver.citus === true,
     replicaStatus: () => driver.replicas?.status() ?? [],
     forSchool: (schoolId, reach) => schools.forSchool(schoolId, reach),

@@ -62,6 +62,10 @@ export default fp<DatabasePluginOptions>(async (app, { database }) => {
       throw new Error(message)
     }
     app.log.warn(message)
+  } else if (!db.auditAppendOnly) {
+    app.log.warn('The access audit is not append-only for the role DATABASE_URL connects as: it may read, change or ' +
+      'delete the audit. Take that back once, as the owner: REVOKE SELECT, UPDATE, DELETE ON access_audit FROM <service role> ' +
+      '(README, "Database roles")')
   }
   app.decorate('db', db)
   app.addHook('onClose', async () => { await db.close() })
