@@ -5,6 +5,14 @@ export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 
 export const isUuid = (text: string): boolean => UUID.test(text)
 
+/**
+ * A UUID in the one form the service compares and stores (lower case; RFC 9562 §4: UUIDs are read
+ * in any case), or undefined for text that is not one. Every id taken from outside goes through it.
+ */
+export function parseUuid (text: string): string | undefined {
+  return UUID.test(text) ? text.toLowerCase() : undefined
+}
+
 /** An HS256 key should be at least as long as the hash (RFC 7518 §3.2); counted in UTF-8 bytes. */
 export const MIN_SECRET_BYTES = 32
 

@@ -4,8 +4,8 @@
 import { randomToken, tokenDigest } from '../auth/opaque-tokens.js'
 import { isScope, normalizeScopes, SCOPES, type Scope } from '../auth/scopes.js'
 import type { Database } from '../db/client.js'
-import { isUuid } from '../validators.js'
-import { AdminError, requireSchool, requireText } from './records.js'
+
+import { AdminError, requireId, requireSchool, requireText } from './records.js'
 
 /** How long a rotated secret keeps working by default: a day for every deployment to take the new one. */
 export const DEFAULT_OVERLAP_HOURS = 24
@@ -38,9 +38,9 @@ function requireScopes (scopes: readonly string[]): Scope[] {
 }
 
 async function requireClient (db: Database, clientId: string): Promise<{ id: string, scopes: string[], revokedAt: Date | null }> {
-  if (!isUuid(clientId)) throw new AdminError(`Client id "${clientId}" is not a UUID`)
-  const client = await db.prisma.client.findUnique({ where: { id: clientId.toLowerCase() }, select: { id: true, scopes: true, revokedAt: true } })
-  if (client === null) throw new AdminError(`Client ${clientId} does not exist`)
+  const id = requireId('Client', clientId)
+  const client = await db.prisma.client.findUnique({ where: { id }, select: { id: true, scopes: true, revokedAt: true } })
+  if (client === null) throw new AdminError(`Client ${id} does not exist`)
   return client
 }
 
@@ -60,10 +60,9 @@ export async function createClient (
 }
 
 export async function listClients (db: Database, { schoolId }: { schoolId?: string | undefined } = {}): Promise<ClientSummary[]> {
-  if (schoolId !== undefined && !isUuid(schoolId)) throw new AdminError(`School id "${schoolId}" is not a UUID`)
   const now = new Date()
   const rows = await db.prisma.client.findMany({
-    where: schoolId === undefined ? {} : { schoolId: schoolId.toLowerCase() },
+    where: schoolId === undefined ? {} : { schoolId: requireId('School', schoolId) },
     orderBy: { id: 'asc' },
     select: {
       id: true,

@@ -6,7 +6,7 @@ import { hashPassword } from '../auth/passwords.js'
 import type { Database } from '../db/client.js'
 import { Prisma } from '../generated/prisma/client.js'
 import { GradeLevel, StudentStatus, TeacherRole, TeacherStatus, UserRole } from '../generated/prisma/enums.js'
-import { isUuid } from '../validators.js'
+import { parseUuid } from '../validators.js'
 
 export class AdminError extends Error {
   override name = 'AdminError'
@@ -21,10 +21,18 @@ export function requireText (label: string, value: string, max = 200): string {
   return text
 }
 
+/** An id an operator gave (`label`: School, Teacher...), in its one form (lower case). */
+export function requireId (label: string, text: string): string {
+  const id = parseUuid(text)
+  if (id === undefined) throw new AdminError(`${label} id "${text}" is not a UUID`)
+  return id
+}
+
+/** The id of an existing school, in its one form. */
 export async function requireSchool (db: Database, schoolId: string): Promise<string> {
-  if (!isUuid(schoolId)) throw new AdminError(`School id "${schoolId}" is not a UUID`)
-  const school = await db.prisma.school.findUnique({ where: { id: schoolId }, select: { id: true } })
-  if (school === null) throw new AdminError(`School ${schoolId} does not exist`)
+  const id = requireId('School', schoolId)
+  const school = await db.prisma.school.findUnique({ where: { id }, select: { id: true } })
+  if (school === null) throw new AdminError(`School ${id} does not exist`)
   return school.id
 }
 
@@ -79,9 +87,9 @@ function requireRole (value: string): UserRole {
  * cannot (users are global, teachers a tenant table: no foreign key).
  */
 async function requireTeacherOf (db: Database, schoolId: string, teacherId: string): Promise<string> {
-  if (!isUuid(teacherId)) throw new AdminError(`Teacher id "${teacherId}" is not a UUID`)
-  const teacher = await db.forSchool(schoolId).teacher.findFirst({ where: { id: teacherId.toLowerCase() }, select: { id: true } })
-  if (teacher === null) throw new AdminError(`Teacher ${teacherId} is not a teacher of school ${schoolId}`)
+  const id = requireId('Teacher', teacherId)
+  const teacher = await db.forSchool(schoolId).teacher.findFirst({ where: { id }, select: { id: true } })
+  if (teacher === null) throw new AdminError(`Teacher ${id} is not a teacher of school ${schoolId}`)
   return teacher.id
 }
 
@@ -200,9 +208,8 @@ export interface UserSummary {
 
 /** Users (never a password hash), by username; only those of `schoolId` when given. */
 export async function listUsers (db: Database, { schoolId }: { schoolId?: string | undefined } = {}): Promise<UserSummary[]> {
-  if (schoolId !== undefined && !isUuid(schoolId)) throw new AdminError(`School id "${schoolId}" is not a UUID`)
   const users = await db.prisma.user.findMany({
-    where: schoolId === undefined ? {} : { schoolId: schoolId.toLowerCase() },
+    where: schoolId === undefined ? {} : { schoolId: requireId('School', schoolId) },
     orderBy: { username: 'asc' },
     select: { id: true, username: true, schoolId: true, role: true, teacherId: true, disabledAt: true, createdAt: true }
   })
@@ -347,8 +354,8 @@ export interface StudentInput extends Names {
 }
 
 export async function createStudent (db: Database, input: StudentInput): Promise<string> {
-  const { schoolId } = input
-  const tenant = db.forSchool(await requireSchool(db, schoolId))
+  const schoolId = await requireSchool(db, input.schoolId)
+  const tenant = db.forSchool(schoolId)
   const data: Prisma.StudentUncheckedCreateInput = { schoolId, ...names(input) }
   if (input.sourcedId !== undefined) data.sourcedId = requireText('Sourced id', input.sourcedId, 255)
   if (input.studentNumber !== undefined) data.studentNumber = requireText('Student number', input.studentNumber, 64)
@@ -388,8 +395,8 @@ export interface TeacherInput extends Names {
 }
 
 export async function createTeacher (db: Database, input: TeacherInput): Promise<string> {
-  const { schoolId } = input
-  const tenant = db.forSchool(await requireSchool(db, schoolId))
+  const schoolId = await requireSchool(db, input.schoolId)
+  const tenant = db.forSchool(schoolId)
   const data: Prisma.TeacherUncheckedCreateInput = { schoolId, ...names(input) }
   if (input.sourcedId !== undefined) data.sourcedId = requireText('Sourced id', input.sourcedId, 255)
   if (input.email !== undefined) data.email = requireEmail(input.email)

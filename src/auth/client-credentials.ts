@@ -3,7 +3,7 @@
 // rotation, the previous ones until their overlap ends. The presented secret's digest is compared
 // with each live one in constant time, and an unknown client costs the same comparison.
 import type { PrismaClient } from '../generated/prisma/client.js'
-import { isUuid } from '../validators.js'
+import { parseUuid } from '../validators.js'
 import { OPAQUE_TOKEN, sameDigest, tokenDigest } from './opaque-tokens.js'
 import { isScope, normalizeScopes, type Scope } from './scopes.js'
 
@@ -18,9 +18,10 @@ const DECOY = tokenDigest('decoy client secret')
 /** The client, when `secret` is one of its live secrets and it is not revoked; else null. */
 export async function authenticateClient (prisma: PrismaClient, clientId: string, secret: string): Promise<AuthenticatedClient | null> {
   const presented = tokenDigest(secret)
-  const client = isUuid(clientId) && OPAQUE_TOKEN.test(secret)
+  const id = parseUuid(clientId)
+  const client = id !== undefined && OPAQUE_TOKEN.test(secret)
     ? await prisma.client.findUnique({
-      where: { id: clientId.toLowerCase() },
+      where: { id },
       select: {
         id: true,
         schoolId: true,

@@ -12,6 +12,7 @@ import {
   disableUser,
   enableUser,
   listUsers,
+  requireId,
   setUserRole,
   USER_ROLES
 } from '../admin/records.js'
@@ -24,7 +25,6 @@ import { applyMigrations } from '../db/migrations/index.js'
 import { buildSdlSchema } from '../graphql/schema.js'
 import { startServer } from '../server.js'
 import { readPassword } from './read-password.js'
-import { isUuid } from '../validators.js'
 
 async function withDatabase<T> (run: (db: Database) => Promise<T>): Promise<T> {
   const config = loadConfig(process.env, { needsSecret: false })
@@ -336,9 +336,9 @@ export function buildProgram (): Command {
 const ISO_TIME = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/
 
 function auditQuery (options: { school: string, user?: string, client?: string, since?: string, limit: string }) {
-  if (!isUuid(options.school)) throw new Error(`School id "${options.school}" is not a UUID`)
-  if (options.user !== undefined && !isUuid(options.user)) throw new Error(`User id "${options.user}" is not a UUID`)
-  if (options.client !== undefined && !isUuid(options.client)) throw new Error(`Client id "${options.client}" is not a UUID`)
+  const schoolId = requireId('School', options.school)
+  const userId = options.user === undefined ? undefined : requireId('User', options.user)
+  const clientId = options.client === undefined ? undefined : requireId('Client', options.client)
   let since: Date | undefined
   if (options.since !== undefined) {
     since = new Date(options.since)
@@ -348,7 +348,7 @@ function auditQuery (options: { school: string, user?: string, client?: string, 
   }
   const limit = Number(options.limit)
   if (!/^\d+$/.test(options.limit) || limit < 1 || limit > 10_000) throw new Error(`--limit must be a whole number from 1 to 10000 (got "${options.limit}")`)
-  return { schoolId: options.school.toLowerCase(), userId: options.user?.toLowerCase(), clientId: options.client?.toLowerCase(), since, limit }
+  return { schoolId, userId, clientId, since, limit }
 }
 
 export async function main (argv: string[]): Promise<number> {

@@ -183,7 +183,9 @@ export function schoolClients (prisma: PrismaClient, options: Omit<SchoolClientO
     const rows = await forSchool(schoolId).teacherClassroom.findMany({ where: { teacherId }, select: { classroomId: true } })
     return rows.map((row) => row.classroomId)
   })
-  function forSchool (schoolId: string, reach: Reach = {}): SchoolDb {
+  function forSchool (given: string, reach: Reach = {}): SchoolDb {
+    // A UUID's one form: the walls compare it, the store and the caches key by it.
+    const schoolId = given.toLowerCase()
     // Per request: the key is two strings joined; whether the reach needs a step of its own is
     // asked once, when the client is built.
     const key = `${schoolId}|${reachKey(reach)}`

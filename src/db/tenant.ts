@@ -68,6 +68,11 @@ function checkNoPrivateRelation (value: unknown, privateRelations: ReadonlySet<s
   }
 }
 
+/** Whether `value` is the id `schoolId` (in its one form, lower case), written in any case (RFC 9562). */
+function isSchool (value: unknown, schoolId: string): boolean {
+  return typeof value === 'string' && value.toLowerCase() === schoolId
+}
+
 /** Refuses any schoolId other than the caller's in a filter, cursor or written data, at any depth. */
 function checkSchoolIds (value: unknown, schoolId: string): void {
   if (Array.isArray(value)) {
@@ -76,7 +81,7 @@ function checkSchoolIds (value: unknown, schoolId: string): void {
   }
   if (!isPlainObject(value)) return
   for (const [key, inner] of Object.entries(value)) {
-    if (key === 'schoolId' && inner !== undefined && inner !== schoolId) {
+    if (key === 'schoolId' && inner !== undefined && !isSchool(inner, schoolId)) {
       throw new TenantViolationError("A schoolId other than the caller's school is refused")
     }
     checkSchoolIds(inner, schoolId)
@@ -85,7 +90,7 @@ function checkSchoolIds (value: unknown, schoolId: string): void {
 
 function withFilter (where: unknown, field: string, schoolId: string): Record<string, unknown> {
   const current = (where ?? {}) as Record<string, unknown>
-  if (field in current && current[field] !== undefined && current[field] !== schoolId) {
+  if (field in current && current[field] !== undefined && !isSchool(current[field], schoolId)) {
     throw new TenantViolationError(`A filter on ${field} other than the caller's school is refused`)
   }
   return { ...current, [field]: schoolId }
@@ -106,7 +111,7 @@ function checkScalarWrite (data: unknown, model: string, info: TenantModelInfo):
 
 function withSchool (data: unknown, model: string, schoolId: string, info: TenantModelInfo): Record<string, unknown> {
   const row = checkScalarWrite(data, model, info)
-  if ('schoolId' in row && row.schoolId !== schoolId) {
+  if ('schoolId' in row && !isSchool(row.schoolId, schoolId)) {
     throw new TenantViolationError('Writing a row of another school is refused')
   }
   return { ...row, schoolId }
@@ -114,10 +119,10 @@ function withSchool (data: unknown, model: string, schoolId: string, info: Tenan
 
 function checkNoMove (data: unknown, model: string, schoolId: string, info: TenantModelInfo): Record<string, unknown> {
   const row = checkScalarWrite(data, model, info)
-  if ('schoolId' in row && row.schoolId !== schoolId) {
+  if ('schoolId' in row && !isSchool(row.schoolId, schoolId)) {
     throw new TenantViolationError('Moving a row to another school is refused')
   }
-  return row
+  return 'schoolId' in row ? { ...row, schoolId } : row
 }
 
 /** The arguments an operation runs with on the client of `schoolId`; throws when it may not run. */

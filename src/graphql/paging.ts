@@ -4,7 +4,7 @@
 // written as `k1 >= v1 AND ((k1, k2, id) > (v1, v2, id0))` (spelled out with OR, which Prisma
 // can express), so PostgreSQL starts an index range scan on (school_id, k1, k2, id) at the cursor
 // and reads only the page (and the ties of k1). Each order has that index (schema.prisma).
-import { isStorableText, isUuid, parseTimestamp } from '../validators.js'
+import { isStorableText, parseTimestamp, parseUuid } from '../validators.js'
 import { badUserInput } from './errors.js'
 
 export const DEFAULT_LIMIT = 100
@@ -76,8 +76,9 @@ function decodeCursor (cursor: string, argument: string): CursorBody {
 function keyValue (spec: ListSpec<string>, field: string, value: unknown): string | Date {
   if (typeof value !== 'string') throw notOurs('after')
   if (field === 'id') {
-    if (!isUuid(value)) throw notOurs('after')
-    return value.toLowerCase()
+    const id = parseUuid(value)
+    if (id === undefined) throw notOurs('after')
+    return id
   }
   if (spec.dates.has(field)) {
     const date = parseTimestamp(value)

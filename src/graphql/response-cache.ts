@@ -21,7 +21,7 @@ import { accessOf } from '../auth/identity.js'
 import type { Listener } from '../db/listen.js'
 import { DATA_CHANGED_CHANNEL } from '../db/replicas.js'
 import { asksPersistedDocument } from './persisted-documents.js'
-import { isUuid } from '../validators.js'
+import { parseUuid } from '../validators.js'
 
 export interface ResponseCacheOptions {
   maxBytes: number
@@ -88,7 +88,8 @@ export async function registerResponseCache (app: FastifyInstance, options: Resp
 
   const listener: Listener = await app.db.listen(DATA_CHANGED_CHANNEL, {
     notify (payload) {
-      if (isUuid(payload)) invalidate(payload.toLowerCase())
+      const schoolId = parseUuid(payload)
+      if (schoolId !== undefined) invalidate(schoolId)
     },
     // Anything may have changed while not listening.
     async listening () { invalidateAll() },

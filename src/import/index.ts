@@ -5,7 +5,7 @@ import { readBundle } from './bundle.js'
 import { inSchoolTransaction, type ConnectionOptions } from './connection.js'
 import { planImport } from './oneroster.js'
 import { readExisting, rowsToWrite, writePlan, type WriteSummary } from './write.js'
-import { isUuid } from '../validators.js'
+import { parseUuid } from '../validators.js'
 
 export { ImportError } from './bundle.js'
 export { SchoolNotFoundError } from './connection.js'
@@ -27,8 +27,8 @@ export interface ImportSummary extends WriteSummary {
 
 
 export async function importOneRoster (options: ImportOptions): Promise<ImportSummary> {
-  if (!isUuid(options.schoolId)) throw new Error(`School id "${options.schoolId}" is not a UUID`)
-  const schoolId = options.schoolId.toLowerCase()
+  const schoolId = parseUuid(options.schoolId)
+  if (schoolId === undefined) throw new Error(`School id "${options.schoolId}" is not a UUID`)
   const bar = options.progress?.isTTY === true
     ? new cliProgress.SingleBar({
       stream: options.progress,

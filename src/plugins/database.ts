@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { openDatabase, type Database } from '../db/client.js'
 import { DATA_CHANGED_CHANNEL } from '../db/replicas.js'
-import { isUuid } from '../validators.js'
+import { parseUuid } from '../validators.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -23,7 +23,8 @@ async function keepTeacherRooms (app: FastifyInstance, db: Database): Promise<vo
   const rooms = db.teacherRooms
   const listener = await db.listen(DATA_CHANGED_CHANNEL, {
     notify (payload) {
-      if (isUuid(payload)) rooms.invalidate(payload.toLowerCase())
+      const schoolId = parseUuid(payload)
+      if (schoolId !== undefined) rooms.invalidate(schoolId)
     },
     async listening () { rooms.invalidateAll() },
     lost () { rooms.invalidateAll() }
