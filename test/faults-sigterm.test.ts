@@ -9,7 +9,7 @@
 // is closed after the grace. Runs the built server (npm run build).
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { Agent, request } from 'node:http'
 import { connect } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -22,7 +22,7 @@ const SERVER = fileURLToPath(new URL('../dist/server.js', import.meta.url))
 const skip = serverUrl === undefined
   ? 'needs PostgreSQL (a second process cannot open the in-memory embedded database of the test)'
   : !existsSync(SERVER) ? 'needs the built server: npm run build' : false
-const skipStop = process.platform === 'win32' ? 'needs SIGSTOP and SIGCONT' : false
+const skipStop = process.platform !== 'linux' ? 'needs Linux (SIGSTOP, and /proc to see the process stopped)' : false
 
 interface Server {
   child: ChildProcess
@@ -91,6 +91,15 @@ function post (port: number, payload: object, agent: Agent | false = false): Pro
     req.on('error', (err: NodeJS.ErrnoException) => { resolve({ error: err.code ?? err.message }) })
     req.end(body)
   })
+}
+
+/** Resolves once the process is stopped: a signal takes effect a moment after kill() returns. */
+async function stopped (pid: number): Promise<void> {
+  const state = (): string => {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3)
+  }
+  while (state() !== 'T') await new Promise((resolve) => setImmediate(resolve))
 }
 
 const REQUEST_BODY = JSON.stringify({ query: '{ __typename }' })
@@ -285,16 +294,19 @@ t.test('SIGTERM: connections the kernel queued while the process could not accep
 
   server.child.kill('SIGTERM')
   await server.logged((l) => l.msg === 'draining: readiness fails, every answer closes its connection')
-  // The process stops; only its kernel goes on. It completes the handshakes of new connections and
-  // queues them, as it does while the event loop is busy, and keeps the bytes sent to it.
+  // The process stops, waiting for events; only its kernel goes on. It completes the handshakes of
+  // new connections and queues them, as it does while the event loop is busy, and keeps the bytes
+  // sent to the process.
   server.child.kill('SIGSTOP')
+  await stopped(server.child.pid!)
   idle.send()
   const queued = Array.from({ length: 5 }, () => rawConnection(server.port))
   await Promise.all(queued.map(async (connection) => { await connection.connected }))
   for (const connection of queued) connection.send()
   // A stopped process writes no log line to wait for: this wait outlasts the drain, which began
-  // before its line was written. Resumed, the process ends the drain before it reads or accepts
-  // anything: the moment when closing the listener resets the queued connections.
+  // before its line was written. Resumed, the process finds the drain's end overdue and runs it
+  // before it reads or accepts anything: the moment the unfixed server closed its listener (and
+  // the idle connections) with these connections queued.
   await sleep(DRAIN_MS + 100)
   server.child.kill('SIGCONT')
 
