@@ -332,6 +332,7 @@ t.test('SIGTERM: a connection accepted during the drain is answered whenever its
   const after = await post(server.port, { query: '{ __typename }' })
   t.ok(after.status === 200 || after.status === 503, `a connection opened after them is answered (${after.error ?? after.status})`)
 
+  // Sent as the line arrives: well inside the 500 ms a connection that has sent nothing is kept.
   await server.logged((l) => l.msg === 'stopped listening')
   for (const connection of waiting) connection.send()
   for (const connection of waiting) {
