@@ -1,8 +1,8 @@
 // The server entry: the only place that listens. On SIGTERM it drains for SHUTDOWN_DRAIN_MS
-// (readiness fails, every answer closes its keep-alive connection), then stops listening, refuses
-// requests still arriving on open connections with a coded 503 and `Connection: close`, lets the
-// requests in flight finish, closes the database, and exits 0 (src/plugins/shutdown.ts); if that
-// takes longer than SHUTDOWN_TIMEOUT_MS it exits 1. SIGINT (Ctrl-C at a terminal) skips the drain.
+// (readiness fails, every answer closes its keep-alive connection), then refuses every request
+// with a coded 503 and `Connection: close` and stops listening a moment later, lets the requests
+// in flight finish, closes the database, and exits 0 (src/plugins/shutdown.ts); if that takes
+// longer than SHUTDOWN_TIMEOUT_MS it exits 1. SIGINT (Ctrl-C at a terminal) skips the drain.
 import { buildApp } from './app.js'
 import { loadConfig, type Config } from './config.js'
 
@@ -17,7 +17,7 @@ export async function startServer (config: Config): Promise<void> {
       app.log.error({ timeoutMs: config.shutdownTimeoutMs }, 'shutdown did not finish in time; exiting')
       process.exit(1)
     }, config.shutdownTimeoutMs).unref()
-    app.shutdown.drain(signal === 'SIGTERM' ? config.shutdownDrainMs : 0).then(async () => { await app.close() }).then(() => {
+    app.shutdown.run(signal === 'SIGTERM' ? config.shutdownDrainMs : 0).then(() => {
       app.log.info('shut down')
       process.exit(0)
     }, (err: unknown) => {

@@ -1,13 +1,18 @@
 // SIGTERM to a real server process under load: the requests in flight finish, every acknowledged
 // write is in the database, new requests are refused, and the process exits 0; a request that
-// never ends makes it exit 1 after SHUTDOWN_TIMEOUT_MS. Under keep-alive clients sending back to
-// back, every request sent gets a whole answer (served, or a coded 503) with `Connection: close`,
-// none is reset. Runs the built server (npm run build).
+// never ends makes it exit 1 after SHUTDOWN_TIMEOUT_MS. A connection the server's kernel accepted
+// is never reset while its request may be on the way: under keep-alive clients that reconnect
+// after each `Connection: close`, with connections the kernel queued while the process could not
+// accept them (the process stopped across the end of the drain), with a keep-alive connection's
+// next request arriving then, or a first request after the listener closed, every request gets a
+// whole answer (served, or a coded 503) with `Connection: close`; a connection that sends nothing
+// is closed after the grace. Runs the built server (npm run build).
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { Agent, request } from 'node:http'
 import { connect } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { createSchool, createUser } from '../src/admin/records.js'
@@ -17,6 +22,7 @@ const SERVER = fileURLToPath(new URL('../dist/server.js', import.meta.url))
 const skip = serverUrl === undefined
   ? 'needs PostgreSQL (a second process cannot open the in-memory embedded database of the test)'
   : !existsSync(SERVER) ? 'needs the built server: npm run build' : false
+const skipStop = process.platform !== 'linux' ? 'needs Linux (SIGSTOP, and /proc to see the process stopped)' : false
 
 interface Server {
   child: ChildProcess
@@ -87,6 +93,75 @@ function post (port: number, payload: object, agent: Agent | false = false): Pro
   })
 }
 
+/** Resolves once the process is stopped: a signal takes effect a moment after kill() returns. */
+async function stopped (pid: number): Promise<void> {
+  const state = (): string => {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3)
+  }
+  while (state() !== 'T') await new Promise((resolve) => setImmediate(resolve))
+}
+
+const REQUEST_BODY = JSON.stringify({ query: '{ __typename }' })
+const REQUEST = `POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(REQUEST_BODY)}\r\n\r\n${REQUEST_BODY}`
+
+interface RawAnswer { status: number, headers: Record<string, string>, body: any }
+
+interface RawConnection {
+  /** Resolves once the TCP handshake is done (by the server's kernel: the process may not know yet). */
+  connected: Promise<void>
+  /** Writes one `{ __typename }` request. */
+  send: () => void
+  /** The next whole answer; or, when the connection ends without one, why (`ECONNRESET`...). */
+  next: () => Promise<RawAnswer | { error: string }>
+}
+
+/** A connection of its own, written by hand: answers are read whole (by Content-Length) in order. */
+function rawConnection (port: number): RawConnection {
+  const socket = connect(port, '127.0.0.1')
+  // One character per byte: Content-Length counts bytes.
+  let buffer = ''
+  let error: string | undefined
+  let ended = false
+  let wake = (): void => {}
+  socket.setEncoding('latin1').on('data', (chunk: string) => { buffer += chunk; wake() })
+  socket.on('error', (err: NodeJS.ErrnoException) => { error = err.code ?? err.message })
+  socket.on('close', () => { ended = true; wake() })
+  const connected = new Promise<void>((resolve, reject) => {
+    socket.once('connect', resolve)
+    socket.once('error', reject)
+  })
+  const take = (): RawAnswer | undefined => {
+    const end = buffer.indexOf('\r\n\r\n')
+    if (end === -1) return undefined
+    const [statusLine = '', ...lines] = buffer.slice(0, end).split('\r\n')
+    const headers = Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]))
+    const length = Number(headers['content-length'])
+    if (buffer.length < end + 4 + length) return undefined
+    const body = buffer.slice(end + 4, end + 4 + length)
+    buffer = buffer.slice(end + 4 + length)
+    return { status: Number(statusLine.split(' ')[1]), headers, body: JSON.parse(body) }
+  }
+  const next = async (): Promise<RawAnswer | { error: string }> => {
+    for (;;) {
+      const answer = take()
+      if (answer !== undefined) return answer
+      if (ended) return { error: error ?? (buffer === '' ? 'closed without an answer' : `closed in the middle of an answer: ${buffer}`) }
+      await new Promise<void>((resolve) => { wake = resolve })
+    }
+  }
+  return { connected, send: () => { socket.write(REQUEST) }, next }
+}
+
+/** A whole answer closing its connection: served, or refused with a coded 503. */
+const answeredWhole = (answer: RawAnswer | { error: string }): boolean =>
+  'status' in answer && answer.headers.connection === 'close' && (
+    (answer.status === 200 && answer.body?.data?.__typename === 'Query') ||
+    (answer.status === 503 && answer.body?.errors?.[0]?.extensions?.code === 'SERVICE_UNAVAILABLE'))
+
+const describe = (answer: RawAnswer | { error: string }): string =>
+  'status' in answer ? `${answer.status} ${answer.body?.errors?.[0]?.extensions?.code ?? ''}, connection: ${answer.headers.connection}` : answer.error
+
 t.test('SIGTERM under load: in-flight requests finish, acknowledged writes are kept, new requests are refused, exit 0', { skip }, async (t) => {
   const db = await testDatabase()
   const schoolId = await createSchool(db, 'Shutdown School')
@@ -136,7 +211,7 @@ t.test('SIGTERM under load: in-flight requests finish, acknowledged writes are k
   t.equal(stored, usernames.length, 'every issued refresh token is stored')
 })
 
-t.test('SIGTERM under keep-alive load: every request sent is answered whole, none is reset; readiness fails first', { skip }, async (t) => {
+t.test('SIGTERM under keep-alive clients that reconnect: every request sent is answered whole, none is reset; readiness fails first', { skip }, async (t) => {
   const server = await startServer({
     DATABASE_URL: (await testDatabaseUrl())!,
     SHUTDOWN_DRAIN_MS: '1500',
@@ -150,23 +225,26 @@ t.test('SIGTERM under keep-alive load: every request sent is answered whole, non
   t.teardown(() => { for (const agent of agents) agent.destroy() })
   let signalled = false
   const sent = { before: 0, after: 0 }
+  let warmedUp: () => void
+  const warm = new Promise<void>((resolve) => { warmedUp = resolve })
   const answers: Answer[] = []
-  // Each client sends back to back on its connection until the server tells it to go (an answer
-  // with Connection: close: a client behind a load balancer goes to another node) or refuses
-  // the connection (nothing was sent on it).
+  // Each client sends back to back. After an answer with Connection: close it opens a new
+  // connection at once and goes on, as real clients do: through the drain the node sees a stream of
+  // new connections, some always waiting in its kernel's queue. It stops when refused (503: a client
+  // behind a load balancer goes to another node) or when the port is closed (nothing was sent).
   const clients = agents.map(async (agent): Promise<string> => {
     for (;;) {
       const after = signalled
       const answer = await post(server.port, { query: '{ __typename }' }, agent)
       if (answer.error === 'ECONNREFUSED') return 'connection refused'
       if (after) sent.after++
-      else sent.before++
+      else if (++sent.before === CLIENTS * 5) warmedUp()
       if (after) answers.push(answer)
       if (answer.error !== undefined) return answer.error
-      if (after && answer.connection === 'close') return 'told to close'
+      if (answer.status === 503) return 'refused'
     }
   })
-  while (sent.before < CLIENTS * 5) await new Promise((resolve) => setTimeout(resolve, 10))
+  await warm
   signalled = true
   server.child.kill('SIGTERM')
   await server.logged((l) => l.msg === 'draining: readiness fails, every answer closes its connection')
@@ -174,15 +252,15 @@ t.test('SIGTERM under keep-alive load: every request sent is answered whole, non
   t.equal(ready.status, 503, 'readiness fails while draining')
   t.match(await ready.json(), { reason: 'shutting down' })
 
-  // A request being sent as the node stops listening: its headers begin during the drain and end
-  // after; the connection is busy, so it is answered (a coded 503), not cut.
+  // A request being sent as the node stops listening: its headers begin before and end after; the
+  // connection is busy, so it is answered (a coded 503), not cut.
   const late = connect(server.port, '127.0.0.1')
   let lateAnswer = ''
   late.setEncoding('utf8').on('data', (chunk: string) => { lateAnswer += chunk })
   const lateClosed = new Promise((resolve) => { late.on('close', resolve) })
   late.on('error', () => {})
   late.write('POST / HTTP/1.1\r\nHost: x\r\n')
-  await server.logged((l) => l.msg === 'refusing new requests')
+  await server.logged((l) => l.msg === 'stopped listening')
   late.write('Content-Type: application/json\r\nContent-Length: 25\r\n\r\n{"query":"{ __typename }"}')
   await lateClosed
   t.match(lateAnswer, /^HTTP\/1\.1 503 /, 'a request arriving after the listener closed is refused with 503')
@@ -191,15 +269,79 @@ t.test('SIGTERM under keep-alive load: every request sent is answered whole, non
 
   const ends = await Promise.all(clients)
   t.equal(await server.exit, 0, 'exit status 0')
-  t.same(ends.filter((end) => end !== 'told to close' && end !== 'connection refused'), [], 'every client was told to close, or found the port closed')
-  t.ok(ends.includes('told to close'), `clients told to close: ${ends.filter((end) => end === 'told to close').length} of ${CLIENTS}`)
-  t.ok(sent.after > 0, `requests sent after SIGTERM: ${sent.after}`)
+  t.same(ends.filter((end) => end !== 'refused' && end !== 'connection refused'), [], 'every client was refused, or found the port closed')
+  t.ok(ends.includes('refused'), `clients refused: ${ends.filter((end) => end === 'refused').length} of ${CLIENTS}`)
+  t.ok(sent.after > CLIENTS, `requests sent after SIGTERM: ${sent.after}`)
   const reset = answers.filter((a) => a.error !== undefined)
   t.same(reset, [], 'no request sent was reset or left unanswered')
   for (const answer of answers) {
     if (answer.status === 200) t.same(answer.body, { data: { __typename: 'Query' } })
-    else t.match(answer, { status: 503, body: { errors: [{ extensions: { code: 'SERVICE_UNAVAILABLE' } }] } }, 'a refusal is coded')
+    else t.match(answer, { status: 503, connection: 'close', body: { errors: [{ extensions: { code: 'SERVICE_UNAVAILABLE' } }] } }, 'a refusal is coded')
   }
+})
+
+t.test('SIGTERM: connections the kernel queued while the process could not accept them, and a keep-alive connection\'s next request, at the end of the drain: answered whole, none reset', { skip: skip || skipStop }, async (t) => {
+  const DRAIN_MS = 1000
+  const server = await startServer({ DATABASE_URL: (await testDatabaseUrl())!, SHUTDOWN_DRAIN_MS: String(DRAIN_MS), SHUTDOWN_TIMEOUT_MS: '20000', LOG_LEVEL: 'info' })
+  t.teardown(() => { server.child.kill('SIGKILL') })
+  // Answered before the signal, and kept alive: idle since.
+  const idle = rawConnection(server.port)
+  await idle.connected
+  idle.send()
+  const first = await idle.next()
+  t.match(first, { status: 200, body: { data: { __typename: 'Query' } } }, 'served before the signal')
+  t.not('headers' in first && first.headers.connection, 'close', 'and kept alive')
+
+  server.child.kill('SIGTERM')
+  await server.logged((l) => l.msg === 'draining: readiness fails, every answer closes its connection')
+  // The process stops, waiting for events; only its kernel goes on. It completes the handshakes of
+  // new connections and queues them, as it does while the event loop is busy, and keeps the bytes
+  // sent to the process.
+  server.child.kill('SIGSTOP')
+  await stopped(server.child.pid!)
+  idle.send()
+  const queued = Array.from({ length: 5 }, () => rawConnection(server.port))
+  await Promise.all(queued.map(async (connection) => { await connection.connected }))
+  for (const connection of queued) connection.send()
+  // A stopped process writes no log line to wait for: this wait outlasts the drain, which began
+  // before its line was written. Resumed, the process finds the drain's end overdue and runs it
+  // before it reads or accepts anything: the moment the unfixed server closed its listener (and
+  // the idle connections) with these connections queued.
+  await sleep(DRAIN_MS + 100)
+  server.child.kill('SIGCONT')
+
+  const idleAnswer = await idle.next()
+  t.ok(answeredWhole(idleAnswer), `the idle keep-alive connection's next request is answered whole (${describe(idleAnswer)})`)
+  for (const connection of queued) {
+    const answer = await connection.next()
+    t.ok(answeredWhole(answer), `a queued connection's request is answered whole (${describe(answer)})`)
+  }
+  t.equal(await server.exit, 0, 'exit status 0')
+})
+
+t.test('SIGTERM: a connection accepted during the drain is answered whenever its first request comes; one that sends nothing is closed after the grace; exit 0', { skip }, async (t) => {
+  const server = await startServer({ DATABASE_URL: (await testDatabaseUrl())!, SHUTDOWN_DRAIN_MS: '1000', SHUTDOWN_TIMEOUT_MS: '20000', LOG_LEVEL: 'info' })
+  t.teardown(() => { server.child.kill('SIGKILL') })
+  server.child.kill('SIGTERM')
+  await server.logged((l) => l.msg === 'draining: readiness fails, every answer closes its connection')
+  const waiting = Array.from({ length: 3 }, () => rawConnection(server.port))
+  const silent = rawConnection(server.port)
+  await Promise.all([...waiting, silent].map(async (connection) => { await connection.connected }))
+  // The process has accepted them: the kernel hands connections over in order, and one opened
+  // after them is answered.
+  const after = await post(server.port, { query: '{ __typename }' })
+  t.ok(after.status === 200 || after.status === 503, `a connection opened after them is answered (${after.error ?? after.status})`)
+
+  // Sent as the line arrives: well inside the 500 ms a connection that has sent nothing is kept.
+  await server.logged((l) => l.msg === 'stopped listening')
+  for (const connection of waiting) connection.send()
+  for (const connection of waiting) {
+    const answer = await connection.next()
+    t.match(answer, { status: 503, headers: { connection: 'close' }, body: { errors: [{ extensions: { code: 'SERVICE_UNAVAILABLE' } }] } }, 'a first request after the listener closed: a whole coded 503')
+  }
+  t.same(await silent.next(), { error: 'closed without an answer' }, 'a connection that sends nothing is closed, not reset')
+  t.equal(await server.exit, 0, 'exit status 0')
+  t.ok(server.lines.some((l) => l.msg === 'closed connections that sent nothing' && l.connections === 1), 'after the grace')
 })
 
 t.test('a request that never ends: the process still exits, with status 1, after SHUTDOWN_TIMEOUT_MS', { skip }, async (t) => {
