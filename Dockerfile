@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # Multi-stage: build with dev dependencies, run with production dependencies only, as a non-root user.
 
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # Scripts run after the sources are there (prepare generates the Prisma client and compiles).
@@ -12,12 +12,12 @@ COPY schema ./schema
 COPY src ./src
 RUN npm run db:generate && npm run build
 
-FROM node:20-bookworm-slim AS deps
+FROM node:24-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production \
     SCHOOL_DATA_ENV=production \
     HOST=0.0.0.0 \

@@ -2,8 +2,10 @@
 // on the PostgreSQL server of TEST_DATABASE_URL (or DATABASE_URL) when set, else on an
 // in-memory PGlite. Every test creates the schools and users it needs.
 import { createHash, randomBytes } from 'node:crypto'
-import { readdir, readFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { PGlite } from '@electric-sql/pglite'
 import pg from 'pg'
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
@@ -115,15 +117,20 @@ const SERVICE_GRANTS = `
   REVOKE INSERT, UPDATE, DELETE ON _prisma_migrations FROM ${SERVICE_ROLE};
   REVOKE SELECT, UPDATE, DELETE ON access_audit FROM ${SERVICE_ROLE};`
 
-/** A template database migrated once per version of the migrations; copies of it are cheap. */
-async function templateDatabase (): Promise<string> {
+/** What a migrated test database holds: the migrations and the grants, hashed. */
+async function migrationsHash (): Promise<string> {
   const hash = createHash('sha256')
   hash.update(SERVICE_GRANTS)
   for (const name of (await readdir(migrationsDir)).sort()) {
     hash.update(name)
     if (!name.endsWith('.toml')) hash.update(await readFile(join(migrationsDir, name, 'migration.sql')))
   }
-  const template = `sds_template_${hash.digest('hex').slice(0, 16)}`
+  return hash.digest('hex').slice(0, 16)
+}
+
+/** A template database migrated once per version of the migrations; copies of it are cheap. */
+async function templateDatabase (): Promise<string> {
+  const template = `sds_template_${await migrationsHash()}`
   await admin(async (client) => {
     // One test file builds it; the others wait on the lock, then find it there.
     await client.query('SELECT pg_advisory_lock(727401)')
@@ -144,6 +151,30 @@ async function templateDatabase (): Promise<string> {
     }
   })
   return template
+}
+
+/**
+ * The embedded database migrated once per version of the migrations, as PGlite dumps it (in
+ * node_modules/.cache): each test file loads a copy in a fraction of a second instead of migrating
+ * a new one for seconds. Written whole or not at all (a rename), so files running at once at worst
+ * each make one.
+ */
+async function embeddedTemplate (): Promise<Blob> {
+  const file = fileURLToPath(new URL(`../node_modules/.cache/school-data-tests/pglite-${await migrationsHash()}.tar`, import.meta.url))
+  try {
+    return new Blob([await readFile(file)])
+  } catch {}
+  const db = await openDatabase({ migrate: true, serviceRole: false })
+  try {
+    const dump = await (db.migrationTarget as { pglite: PGlite }).pglite.dumpDataDir('none')
+    await mkdir(dirname(file), { recursive: true })
+    const partial = `${file}.${process.pid}`
+    await writeFile(partial, Buffer.from(await dump.arrayBuffer()))
+    await rename(partial, file)
+    return dump
+  } finally {
+    await db.close()
+  }
 }
 
 let cluster: Promise<CitusNode[] | null> | undefined
@@ -193,7 +224,7 @@ export interface TestDatabase extends Database {
 export async function createTestDatabase (options: TestDatabaseOptions = {}): Promise<TestDatabase> {
   const role = options.role ?? 'service'
   if (serverUrl === undefined) {
-    const db = await openDatabase({ migrate: true, serviceRole: role === 'service', tenantFilter: options.tenantFilter })
+    const db = await openDatabase({ loadDataDir: await embeddedTemplate(), migrate: true, serviceRole: role === 'service', tenantFilter: options.tenantFilter })
     t.teardown(() => db.close())
     return Object.assign(db, { ownerUrl: undefined })
   }

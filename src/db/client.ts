@@ -83,6 +83,11 @@ export interface DatabaseOptions {
   url?: string | undefined
   /** Folder of the embedded database; undefined means in memory (tests). */
   dataDir?: string | undefined
+  /**
+   * The embedded database's starting contents: a dump of another (PGlite's `dumpDataDir`), e.g. one
+   * already migrated, which the tests copy instead of migrating a database each.
+   */
+  loadDataDir?: Blob | undefined
   /** Apply pending migrations on open (the embedded default does). */
   migrate?: boolean
   /** Connections in the pool (PostgreSQL only). */
@@ -242,7 +247,7 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
   try {
     // The embedded database loads only when used.
     const { PGlite } = await import('@electric-sql/pglite')
-    pglite = new PGlite(dataPath)
+    pglite = new PGlite({ dataDir: dataPath, ...(options.loadDataDir !== undefined && { loadDataDir: options.loadDataDir }) })
     await pglite.waitReady
     // Starting the schema engine takes seconds; a plain read tells whether it is needed.
     if (options.migrate !== false && (await pendingMigrations({ pglite })).length > 0) {

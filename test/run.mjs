@@ -1,0 +1,59 @@
+// `npm test`'s suites, after the checks and the build (package.json): every test file on the
+// PostgreSQL server of TEST_DATABASE_URL (or DATABASE_URL) when one is named, then again on the
+// embedded PGlite the files whose behaviour depends on the database; with no server, every file on
+// PGlite. Files given as arguments narrow both runs. Exits non-zero when any run failed.
+import { spawnSync } from 'node:child_process'
+import { existsSync, readdirSync } from 'node:fs'
+
+/**
+ * Test files whose behaviour does not depend on the database engine (HTTP, GraphQL over HTTP,
+ * clients and browsers, the schema, configuration, documentation, counters in memory or Redis):
+ * run once, on PostgreSQL when there is one. Every other file runs on both.
+ */
+const ENGINE_INDEPENDENT = [
+  'test/clients.test.ts',
+  'test/config.test.ts',
+  'test/cors-browser.test.ts',
+  'test/docs.test.ts',
+  'test/example-consumer.test.ts',
+  'test/graphiql.test.ts',
+  'test/graphql-over-http.test.ts',
+  'test/graphql-route-hooks.test.ts',
+  'test/http-refusals.test.ts',
+  'test/login-throttle.test.ts',
+  'test/logs.test.ts',
+  'test/metrics.test.ts',
+  'test/persisted-queries.test.ts',
+  'test/query-limits.test.ts',
+  'test/rate-limit.test.ts',
+  'test/scalars.test.ts',
+  'test/schema-compat.test.ts',
+  'test/schema-descriptions.test.ts',
+  'test/schema-route.test.ts',
+  'test/server-flags.test.ts'
+]
+
+function run (name, files, env) {
+  if (files.length === 0) return true
+  console.log(`\n# ${name}: ${files.length} test files`)
+  const tap = spawnSync('npx', ['tap', ...files], { stdio: 'inherit', env: { ...process.env, ...env } })
+  return tap.status === 0
+}
+
+const missing = ENGINE_INDEPENDENT.filter((file) => !existsSync(file))
+if (missing.length > 0) {
+  console.error(`test/run.mjs lists test files that do not exist: ${missing.join(', ')}`)
+  process.exit(1)
+}
+const given = process.argv.slice(2)
+const all = readdirSync('test', { recursive: true }).map((file) => `test/${file}`).filter((file) => file.endsWith('.test.ts')).sort()
+const files = given.length > 0 ? given : all
+const server = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || undefined
+const embedded = { TEST_DATABASE_URL: '', DATABASE_URL: '' }
+const results = server === undefined
+  ? [run('PGlite (no TEST_DATABASE_URL)', files, embedded)]
+  : [
+      run('PostgreSQL', files, { TEST_DATABASE_URL: server }),
+      run('PGlite', files.filter((file) => !ENGINE_INDEPENDENT.includes(file)), embedded)
+    ]
+process.exit(results.every(Boolean) ? 0 : 1)
