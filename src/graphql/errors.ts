@@ -3,7 +3,7 @@
 import { GraphQLError, type ExecutionResult, type FormattedExecutionResult, type GraphQLFormattedError } from 'graphql'
 import mercurius, { type MercuriusContext } from 'mercurius'
 import { documentErrorStatus } from './http.js'
-import type { LimitName } from './limits.js'
+import { QUERY_LIMIT_EXCEEDED, tokenLimitError } from './limits.js'
 import type { OutOfScopeField } from './scope-check.js'
 
 const { ErrorWithProps } = mercurius
@@ -17,8 +17,8 @@ export type ErrorCode =
   | 'BAD_USER_INPUT'
   | 'TOO_MANY_REQUESTS'
   | 'INTERNAL_SERVER_ERROR'
-  // Refusals of a request before execution (HTTP 4xx or 503).
-  | 'QUERY_LIMIT_EXCEEDED'
+  // Refusals of a request before execution (HTTP 4xx or 503); a query limit's is limits.ts's.
+  | typeof QUERY_LIMIT_EXCEEDED
   | 'BAD_REQUEST'
   | 'METHOD_NOT_ALLOWED'
   | 'PAYLOAD_TOO_LARGE'
@@ -74,26 +74,6 @@ export const trustedDocumentRequired = (): Error =>
 /** A refusal by a limit; a response whose data is null because of it is a 429. */
 export const tooManyRequests = (message: string, retryAfter: number): Error =>
   new ErrorWithProps(message, { code: 'TOO_MANY_REQUESTS', retryAfter }, 429)
-
-const QUERY_LIMIT_EXCEEDED: ErrorCode = 'QUERY_LIMIT_EXCEEDED'
-
-/** The extensions of a refusal by a query limit (limits.ts): the code, and which limit. */
-export function queryLimitExtensions (limit: LimitName): { code: ErrorCode, limit: LimitName } {
-  return { code: QUERY_LIMIT_EXCEEDED, limit }
-}
-
-const TOKEN_LIMIT = /^Syntax Error: Document contains more that? (\d+) tokens\. Parsing aborted\.$/
-
-/** graphql-js's refusal of a document with too many tokens, in the form of the other limits. */
-function tokenLimitError (error: GraphQLFormattedError): GraphQLFormattedError | undefined {
-  const match = TOKEN_LIMIT.exec(error.message)
-  if (match === null) return undefined
-  return {
-    message: `Token limit of ${match[1]} exceeded.`,
-    ...(error.locations && { locations: error.locations }),
-    extensions: queryLimitExtensions('tokens')
-  }
-}
 
 const INTERNAL_MESSAGE = 'Internal server error'
 

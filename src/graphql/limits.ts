@@ -18,9 +18,16 @@ import {
   type ValidationContext,
   type ValidationRule
 } from 'graphql'
-import { queryLimitExtensions } from './errors.js'
 
 export type LimitName = 'depth' | 'aliases' | 'directives' | 'tokens' | 'cost' | 'size'
+
+/** The code of a refusal by a query limit: one of the ErrorCodes of errors.ts, which imports it. */
+export const QUERY_LIMIT_EXCEEDED = 'QUERY_LIMIT_EXCEEDED'
+
+/** The extensions of a refusal by a query limit: the code, and which limit. */
+function queryLimitExtensions (limit: LimitName): { code: typeof QUERY_LIMIT_EXCEEDED, limit: LimitName } {
+  return { code: QUERY_LIMIT_EXCEEDED, limit }
+}
 
 export interface QueryLimits {
   /** Nesting of fields; fragments count for the fields they hold, not as levels of their own. */
@@ -87,5 +94,18 @@ export function sizeLimitError (query: string, limits: QueryLimits): GraphQLForm
   return {
     message: `Query size limit of ${limits.maxBytes} bytes exceeded, found ${bytes}.`,
     extensions: queryLimitExtensions('size')
+  }
+}
+
+const TOKEN_LIMIT = /^Syntax Error: Document contains more that? (\d+) tokens\. Parsing aborted\.$/
+
+/** graphql-js's refusal of a document with too many tokens, in the form of the other limits. */
+export function tokenLimitError (error: GraphQLFormattedError): GraphQLFormattedError | undefined {
+  const match = TOKEN_LIMIT.exec(error.message)
+  if (match === null) return undefined
+  return {
+    message: `Token limit of ${match[1]} exceeded.`,
+    ...(error.locations && { locations: error.locations }),
+    extensions: queryLimitExtensions('tokens')
   }
 }
