@@ -3,6 +3,7 @@
 // and the client of a caller without a scope reads none of the columns it guards.
 import t, { type Test } from 'tap'
 import { createSchool, createStudent, createTeacher } from '../src/admin/records.js'
+import { deniedColumns } from '../src/auth/scopes.js'
 import { createClassroomAssignment } from './fixtures.js'
 import { createTestDatabase } from './helper.js'
 
@@ -28,7 +29,7 @@ async function teacherAlone (t: Test, kept: boolean): Promise<void> {
   await createClassroomAssignment(db, schoolId, colleague, 'Mine', 'ASSISTANT')
   const other = await createClassroomAssignment(db, schoolId, colleague, 'Theirs')
   await createClassroomAssignment(db, schoolId, stranger, 'Theirs')
-  const tdb = db.forSchool(schoolId, { teacherId: me, scopes: ['roster-core.readonly', 'roster.readonly'] })
+  const tdb = db.forSchool(schoolId, { teacherId: me, deniedColumns: deniedColumns(['roster-core.readonly', 'roster.readonly']) })
   const ids = (rows: Array<{ id: string }>): string[] => rows.map((r) => r.id).sort()
 
   t.same(ids(await tdb.student.findMany({ select: { id: true } })), [mine], 'findMany: her students')
@@ -89,7 +90,7 @@ t.test('a client with the core scope only: the columns of other scopes stay unre
   const schoolId = await createSchool(db, 'Columns Alone')
   await createStudent(db, { schoolId, fullName: 'Dee Birth', classroom: 'Room' })
   await db.forSchool(schoolId).student.updateMany({ data: { email: 'dee@example.org', dateOfBirth: new Date('2015-04-01'), studentNumber: 'S-1' } })
-  const cdb = db.forSchool(schoolId, { scopes: ['roster-core.readonly'] })
+  const cdb = db.forSchool(schoolId, { deniedColumns: deniedColumns(['roster-core.readonly']) })
   const [row] = await cdb.student.findMany({})
   t.ok(row !== undefined, 'the student is read')
   t.notOk('dateOfBirth' in row!, 'a read naming no columns omits the date of birth')
@@ -105,6 +106,6 @@ t.test('a client with the core scope only: the columns of other scopes stay unre
   await t.rejects(cdb.classroom.findFirst({ select: { students: { select: { dateOfBirth: true } } } }), /dateOfBirth/, 'selecting it below another row: refused')
   await t.rejects(cdb.student.updateMany({ data: { fullName: 'X' } }), /only read/, 'clients only read')
   t.equal(await cdb.student.count(), 1, 'the whole school\'s rows are its own: only columns are narrowed')
-  const full = await db.forSchool(schoolId, { scopes: ['roster-core.readonly', 'roster.readonly', 'roster-demographics.readonly'] }).student.findFirst({})
+  const full = await db.forSchool(schoolId, { deniedColumns: deniedColumns(['roster-core.readonly', 'roster.readonly', 'roster-demographics.readonly']) }).student.findFirst({})
   t.ok(full?.dateOfBirth instanceof Date, 'control: with every scope, the date of birth is read')
 })

@@ -13,6 +13,8 @@
 // that the table and the schema list the same fields, and that README's table is this one), and an
 // operation selecting a field outside the caller's scopes is refused before it runs
 // (src/graphql/scope-check.ts).
+import type { DeniedColumns } from '../db/reach.js'
+
 export const SCOPES = ['roster-core.readonly', 'roster.readonly', 'roster-demographics.readonly'] as const
 export type Scope = typeof SCOPES[number]
 
@@ -137,6 +139,29 @@ export const COLUMN_SCOPES: Readonly<Record<string, Readonly<Record<string, Scop
   Teacher: { email: FULL, title: FULL },
   Change: { studentNumber: FULL },
   TeacherChange: { studentNumber: FULL }
+}
+
+/** One map per set of scopes held: wall 1 keys its clients by the map (src/db/reach.ts). */
+const deniedBySet = new Map<string, DeniedColumns>()
+
+/**
+ * The columns of COLUMN_SCOPES a caller holding `scopes` may not read, each with the scope it
+ * needs: what wall 1's reach step refuses and leaves unread (Reach.deniedColumns, src/db/reach.ts).
+ */
+export function deniedColumns (scopes: readonly Scope[]): DeniedColumns {
+  const set = scopes.join(' ')
+  let denied = deniedBySet.get(set)
+  if (denied === undefined) {
+    const access: Access = { scopes, user: false }
+    const byModel = new Map<string, ReadonlyMap<string, Scope>>()
+    for (const [model, columns] of Object.entries(COLUMN_SCOPES)) {
+      const out = new Map(Object.entries(columns).filter(([, scope]) => !holds(access, scope)))
+      if (out.size > 0) byModel.set(model, out)
+    }
+    denied = byModel
+    deniedBySet.set(set, denied)
+  }
+  return denied
 }
 
 /** The scopes the fields and columns of the tables above need. */

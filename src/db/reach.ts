@@ -11,24 +11,33 @@
 //   (a student's classroom is one of the teacher's; an assignment in reach is in one of the
 //   teacher's classrooms, so its teacher is a colleague). The school's change feed is not in a
 //   teacher's reach; their own feed (TeacherChange) is, and only theirs.
-// - A caller without a scope (COLUMN_SCOPES in src/auth/scopes.ts) may not select, filter, order,
-//   group or aggregate by the columns it guards; a read that names no columns omits them.
+// - A caller without a scope may not select, filter, order, group or aggregate by the columns it
+//   guards; a read that names no columns omits them. Which columns those are is the caller's to say
+//   (Reach.deniedColumns, from COLUMN_SCOPES in src/auth/scopes.ts): this layer knows no scopes.
 // - Teachers and clients only read: every write is refused.
 //
 // Wall 2 holds the same rows on its own (row-level security with app.teacher_id, migration
 // teacher_role); the GraphQL layer refuses out-of-scope fields before execution
 // (src/graphql/scope-check.ts), so a refusal here means a resolver asked for more than it should.
 import { Prisma } from '../generated/prisma/client.js'
-import { COLUMN_SCOPES, holds, SCOPES, type Scope } from '../auth/scopes.js'
 import { RELATIONS, type Relation } from './data-model.js'
 import { isPlainObject, TenantViolationError } from './tenant.js'
+
+/**
+ * Columns a caller may not read: by model, each column with what its refusal says the caller lacks
+ * (`Student.email needs the scope <label>`).
+ */
+export type DeniedColumns = ReadonlyMap<string, ReadonlyMap<string, string>>
 
 /** Who the caller is inside the school, beyond the school itself. */
 export interface Reach {
   /** The teacher record of a TEACHER user; undefined for everyone else. */
   readonly teacherId?: string | undefined
-  /** The scopes the caller holds; every scope when undefined. */
-  readonly scopes?: readonly Scope[] | undefined
+  /**
+   * The columns the caller may not read; none when undefined. Give the same map for the same
+   * caller's rights (src/auth/scopes.ts keeps one per set of scopes): clients are keyed by it.
+   */
+  readonly deniedColumns?: DeniedColumns | undefined
 }
 
 type Args = Record<string, unknown>
@@ -38,7 +47,7 @@ interface Rules {
   /** The teacher's classrooms, when this node keeps them (teacher-rooms.ts); else reached by relation. */
   readonly rooms?: readonly string[] | undefined
   /** Columns the caller may not read, by model, with the scope each needs. */
-  readonly denied: ReadonlyMap<string, ReadonlyMap<string, Scope>>
+  readonly denied: DeniedColumns
 }
 
 const READS = new Set([
@@ -50,19 +59,11 @@ const RELATION_OF: ReadonlyMap<string, ReadonlyMap<string, Relation>> = new Map(
   [...RELATIONS].map(([model, relations]) => [model, new Map(relations.map((relation) => [relation[0], relation]))])
 )
 
-function deniedColumns (scopes: readonly Scope[]): Map<string, Map<string, Scope>> {
-  const access = { scopes, user: false }
-  const denied = new Map<string, Map<string, Scope>>()
-  for (const [model, columns] of Object.entries(COLUMN_SCOPES)) {
-    const out = new Map(Object.entries(columns).filter(([, scope]) => !holds(access, scope)))
-    if (out.size > 0) denied.set(model, out)
-  }
-  return denied
-}
+const NONE: DeniedColumns = new Map()
 
 /** The caller's rules; null for one who reaches the whole school (an administrator, a client with every scope). */
 function rulesOf (reach: Reach): Rules | null {
-  const denied = deniedColumns(reach.scopes ?? SCOPES)
+  const denied = reach.deniedColumns ?? NONE
   if (reach.teacherId === undefined && denied.size === 0) return null
   return { teacherId: reach.teacherId, denied }
 }
@@ -72,13 +73,25 @@ export function narrowsReach (reach: Reach): boolean {
   return rulesOf(reach) !== null
 }
 
+/** The denied columns as text, by map: worked out once per map, which callers reuse. */
+const deniedKeys = new WeakMap<DeniedColumns, string>()
+
+function deniedKey (denied: DeniedColumns | undefined): string {
+  if (denied === undefined || denied.size === 0) return ''
+  let key = deniedKeys.get(denied)
+  if (key === undefined) {
+    key = [...denied].flatMap(([model, columns]) => [...columns.keys()].map((column) => `${model}.${column}`)).sort().join(' ')
+    deniedKeys.set(denied, key)
+  }
+  return key
+}
+
 /**
- * A key of a reach, for caching clients (one per school and reach): the teacher and the scopes as
- * given (callers pass normalized scopes: tokens carry them so, roles list them so; the same reach
- * under two keys would only cost a second client).
+ * A key of a reach, for caching clients (one per school and reach): the teacher and the columns
+ * denied (two sets of scopes that deny the same columns share a client).
  */
 export function reachKey (reach: Reach): string {
-  return `${reach.teacherId ?? ''}|${reach.scopes === undefined ? '*' : reach.scopes.join(' ')}`
+  return `${reach.teacherId ?? ''}|${deniedKey(reach.deniedColumns)}`
 }
 
 /** The `where` that confines `model` to a teacher's reach; null when the whole model (in the school) is. */

@@ -3,6 +3,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { AuthService } from '../auth/auth-service.js'
 import { accessOf, type Identity } from '../auth/identity.js'
+import { deniedColumns } from '../auth/scopes.js'
 import type { SchoolDb } from '../db/school-client.js'
 import { forbidden, unauthenticated } from './errors.js'
 
@@ -41,7 +42,7 @@ export function buildContext (app: FastifyInstance, request: FastifyRequest) {
       // Wall 1 confines the client to the caller's reach as well (src/db/reach.ts): a teacher's
       // classrooms, and the columns of the caller's scopes.
       const teacherId = identity.kind === 'user' ? identity.teacherId : null
-      const db = app.db.forSchool(identity.schoolId, { teacherId: teacherId ?? undefined, scopes: accessOf(identity)!.scopes })
+      const db = app.db.forSchool(identity.schoolId, { teacherId: teacherId ?? undefined, deniedColumns: deniedColumns(accessOf(identity)!.scopes) })
       return { schoolId: identity.schoolId, teacherId, db }
     }
   }
