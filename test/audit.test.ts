@@ -8,10 +8,11 @@ import pg from 'pg'
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { createSchool, createStudent, createTeacher, createUser } from '../src/admin/records.js'
-import { requestAccess, RequestAccess } from '../src/audit/access.js'
+import { RequestAccess } from '../src/audit/access.js'
 import { buildApp } from '../src/app.js'
 import type { Config } from '../src/config.js'
 import { openDatabase, type Database } from '../src/db/client.js'
+import { operationObserver } from '../src/db/operation-observer.js'
 import { PASSWORD, login, seedSchool, serverUrl, testConfig, testDatabase, testDatabaseUrl, unique, type TestDatabase } from './helper.js'
 import { runCli, type CliRun } from './fixtures/cli.js'
 import { clientToken, seedClient } from './fixtures/oauth.js'
@@ -144,7 +145,7 @@ t.test('students and teachers nested in a relation read are counted, per record 
   await createTeacher(db, { schoolId: school.schoolId, fullName: 'Gus Teacher' })
   const access = new RequestAccess()
   // The counting client the app hands to resolvers, in a request's context.
-  await requestAccess.run(access, async () => {
+  await operationObserver.run(access, async () => {
     const scoped = app.db.forSchool(school.schoolId)
     await scoped.classroom.findMany({ select: { name: true, students: { select: { id: true } } } })
     await scoped.teacher.findMany({ select: { id: true } })
@@ -162,7 +163,7 @@ t.test('change feed entries of students and teachers count as reads of those rec
   const school = await seedSchool(unique('Feed School'), [['Ray Twenty', 'Room F']])
   await createTeacher(db, { schoolId: school.schoolId, fullName: 'Sol TwentyOne' })
   const access = new RequestAccess()
-  await requestAccess.run(access, async () => {
+  await operationObserver.run(access, async () => {
     await app.db.forSchool(school.schoolId).change.findMany({})
   })
   const counts = Object.fromEntries(access.counts.map((c) => [`${c.recordType} ${c.action}`, c.count]))
@@ -173,7 +174,7 @@ t.test('writes are counted, inside interactive transactions too, once each', asy
   const app = await appWith(t)
   const school = await seedSchool(unique('Write School'))
   const access = new RequestAccess()
-  await requestAccess.run(access, async () => {
+  await operationObserver.run(access, async () => {
     const scoped = app.db.forSchool(school.schoolId)
     const created = await scoped.student.create({ data: { schoolId: school.schoolId, fullName: 'Hal Seven' }, select: { id: true } })
     await scoped.student.updateMany({ where: { id: created.id }, data: { fullName: 'Hal Eight' } })

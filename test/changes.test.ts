@@ -4,7 +4,7 @@
 import pg from 'pg'
 import t from 'tap'
 import { createStudent, createTeacher } from '../src/admin/records.js'
-import { schoolSettings } from '../src/db/school-session.js'
+import { setLocalStatements } from '../src/db/school-session.js'
 import { createClassroomAssignment } from './fixtures.js'
 import { build, gql, login, seedSchool, serverUrl, serviceConnection, testDatabase } from './helper.js'
 
@@ -150,7 +150,7 @@ t.test('two concurrent writers of one school: no reader skips a change', {
   const { citus } = await testDatabase()
   const begin = async (client: pg.Client): Promise<void> => {
     await client.query('BEGIN')
-    for (const statement of schoolSettings({ schoolId: school.schoolId }, citus)) await client.query(statement)
+    for (const statement of setLocalStatements({ schoolId: school.schoolId }, citus)) await client.query(statement)
   }
   for (const client of [one, two]) await begin(client)
   const first = (await insert(one, 'Written First')).rows[0].id

@@ -1,8 +1,8 @@
 // The school client on a Citus coordinator (school-client.ts): relations are loaded by queries of
-// their own (step 0), never by Prisma's LATERAL joins, which Citus refuses under row-level security
-// ("Distributed queries with outer joins and pseudoconstant quals are not supported"); and a
-// committed write is announced by the client (step 2d), since the triggers' notices fire on the
-// workers.
+// their own (its relationsByQuery step), never by Prisma's LATERAL joins, which Citus refuses under
+// row-level security ("Distributed queries with outer joins and pseudoconstant quals are not
+// supported"); and a committed write is announced by the client (its changeAnnounced step), since
+// the triggers' notices fire on the workers.
 // The statements are read from Prisma's query log; the results must be those of plain PostgreSQL's
 // form.
 import t from 'tap'

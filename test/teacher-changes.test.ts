@@ -7,7 +7,7 @@ import fc from 'fast-check'
 import t from 'tap'
 import { createSchool, createStudent, createTeacher } from '../src/admin/records.js'
 import type { Database } from '../src/db/client.js'
-import { schoolSettings } from '../src/db/school-session.js'
+import { setLocalStatements } from '../src/db/school-session.js'
 import { createClassroomAssignment } from './fixtures.js'
 import { serverUrl, serviceConnection, testDatabase, unique } from './helper.js'
 
@@ -34,7 +34,7 @@ async function inSession<T> (db: Database, schoolId: string, teacherId: string |
 /** The settings of such a transaction; `writer`, as the feed's trigger functions write. */
 function settings (db: Database, schoolId: string, teacherId: string | null, writer = false): string[] {
   return [
-    ...schoolSettings({ schoolId, teacherId: teacherId ?? undefined }, db.citus),
+    ...setLocalStatements({ schoolId, teacherId: teacherId ?? undefined }, db.citus),
     ...(writer ? ["SET LOCAL app.writing_teacher_feed = 'on'"] : [])
   ]
 }

@@ -4,7 +4,7 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { createSchool, createStudent, createTeacher, createUser } from '../src/admin/records.js'
-import { schoolSettings } from '../src/db/school-session.js'
+import { setLocalStatements } from '../src/db/school-session.js'
 import { createClassroomAssignment } from './fixtures.js'
 import { build, gql, login, PASSWORD, testConfig, testDatabase, unique } from './helper.js'
 
@@ -164,7 +164,7 @@ t.test("cursors: a teacher's belong to her feed; another feed's, a malformed one
 
   // Age her feed past 90 days (as the feed's writer); the next write prunes all but the mark.
   await db.prisma.$transaction(async (tx) => {
-    for (const statement of [...schoolSettings({ schoolId }, db.citus), "SET LOCAL app.writing_teacher_feed = 'on'"]) await tx.$executeRawUnsafe(statement)
+    for (const statement of [...setLocalStatements({ schoolId }, db.citus), "SET LOCAL app.writing_teacher_feed = 'on'"]) await tx.$executeRawUnsafe(statement)
     await tx.$executeRawUnsafe("UPDATE teacher_changes SET at = now() - interval '92 days' WHERE teacher_id = $1::uuid", teacherId)
   })
   const eve = await createStudent(db, { schoolId, fullName: 'Eve New', classroom: 'Own Room' })

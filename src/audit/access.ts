@@ -1,16 +1,16 @@
 // What a request did to student and teacher records, counted where the records leave the database:
-// the school-scoped client (the only way resolvers reach tenant data) gets one more Prisma client
-// extension on top that counts, per request, the Student and Teacher rows each operation returned
-// or changed, including rows nested in relation reads. Counting at the database rather than in the
+// the school-scoped client (the only way resolvers reach tenant data) shows every operation's result
+// to the request's observer (src/db/operation-observer.ts), and the request's tally, the observer,
+// counts the Student and Teacher rows each operation returned or changed, including rows nested in
+// relation reads. Counting at the database rather than in the
 // GraphQL result means no resolver, loader or nested selection can be missed, whatever the schema
 // grows into; the count is what the database handed over (a page read with one row of look-ahead
 // counts that row too).
 //
-// The request's tally travels in an AsyncLocalStorage set around the GraphQL handler (plugin.ts).
-// Operations outside a request (the CLI, tests) are not counted.
-import { AsyncLocalStorage } from 'node:async_hooks'
-import { Prisma } from '../generated/prisma/client.js'
+// The request's tally is set as the observer around the GraphQL handler (plugin.ts). Operations
+// outside a request (the CLI, tests) are not counted.
 import { RELATIONS } from '../db/data-model.js'
+import type { OperationObserver } from '../db/operation-observer.js'
 
 export type RecordType = 'Student' | 'Teacher'
 export type AccessAction = 'read' | 'write'
@@ -23,10 +23,14 @@ export interface AccessCount {
   count: number
 }
 
-/** The tally of one request; a handful of entries at most. */
-export class RequestAccess {
+/** The tally of one request (a handful of entries at most), observing its school clients' operations. */
+export class RequestAccess implements OperationObserver {
   readonly at = new Date()
   readonly counts: AccessCount[] = []
+
+  observe (schoolId: string, model: string, operation: string, result: unknown): void {
+    record(this, schoolId, RELATIONS, model, operation, result)
+  }
 
   add (schoolId: string, recordType: RecordType, action: AccessAction, count: number): void {
     if (count <= 0) return
@@ -39,8 +43,6 @@ export class RequestAccess {
     this.counts.push({ schoolId, recordType, action, count })
   }
 }
-
-export const requestAccess = new AsyncLocalStorage<RequestAccess>()
 
 const AUDITED: ReadonlySet<string> = new Set<RecordType>(['Student', 'Teacher'])
 
@@ -112,25 +114,4 @@ export function record (
     const count = (result as { count?: unknown } | null)?.count
     if (typeof count === 'number') access.add(schoolId, model as RecordType, 'write', count)
   }
-}
-
-/**
- * The access count as a Prisma client extension: every operation's records go into the current
- * request's tally (none outside a request). Step of the school client (src/db/school-client.ts),
- * which also applies it to the clients of its interactive transactions.
- */
-export function accessCounting (schoolId: string, relations: Relations = RELATIONS) {
-  return Prisma.defineExtension({
-    name: 'access-counting',
-    query: {
-      $allOperations ({ model, operation, args, query }) {
-        const access = requestAccess.getStore()
-        if (access === undefined || model === undefined) return query(args)
-        return query(args).then((result) => {
-          record(access, schoolId, relations, model, operation, result)
-          return result
-        })
-      }
-    }
-  })
 }

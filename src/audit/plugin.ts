@@ -2,9 +2,9 @@
 // or client, school), what (GraphQL operation, record type, read or write, how many; the request id) and
 // when, kept in PostgreSQL (access_audit) and read with `school-data audit`.
 //
-// - Counted at the database (access.ts): the school client (src/db/school-client.ts) counts the
-//   Student and Teacher rows of every operation into the request's tally, which `scope` below sets
-//   up per request.
+// - Counted at the database (access.ts): the school client (src/db/school-client.ts) shows every
+//   operation's result to the request's tally, which `scope` below sets up per request as the
+//   operations' observer (src/db/operation-observer.ts).
 // - Recorded when the answer is sent (onSend): one row per request, school, record type and
 //   action, pushed onto the writer's queue; nothing on the request path waits for the database.
 // - Answers served from the response cache ran no query: the tally of the answer that filled the
@@ -17,7 +17,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { parse, type OperationDefinitionNode } from 'graphql'
 import { LRUCache } from 'lru-cache'
-import { requestAccess, RequestAccess, type AccessCount } from './access.js'
+import { operationObserver } from '../db/operation-observer.js'
+import { RequestAccess, type AccessCount } from './access.js'
 import { insertAuditRows } from './store.js'
 import { AuditWriter, type AuditStats } from './writer.js'
 
@@ -135,5 +136,5 @@ function scope (request: AuditedRequest, _reply: FastifyReply, done: () => void)
   // An answer the response cache may keep: its tally (filled as the resolvers run) goes with it.
   const slot = request.responseCacheSlot
   if (slot !== undefined) slot.tally = access.counts
-  requestAccess.run(access, done)
+  operationObserver.run(access, done)
 }

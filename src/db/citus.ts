@@ -14,7 +14,7 @@
 //   cannot see: the school's feed is written by row-level triggers instead (record_change_row,
 //   below), numbered from the feed itself under a per-school lock on the school's worker.
 // - The notice triggers would notify on the workers, where no service listens: the service
-//   announces committed writes from the coordinator instead (src/db/school-client.ts, step 2d).
+//   announces committed writes from the coordinator instead (src/db/school-client.ts, its changeAnnounced step).
 // - The teachers' row-level security reads a teacher's assignments through teacher_classroom_ids()
 //   and teacher_colleague_ids(). Read from the distributed table, that is a distributed query from
 //   a shard, which Citus refuses; and Citus refuses the policies' scalar subquery. So the functions
@@ -37,7 +37,7 @@
 import pg from 'pg'
 import { TENANT_TABLES as DISTRIBUTED_TABLES } from './client.js'
 import { pendingMigrations } from './migrations/index.js'
-import { CITUS_CHECK } from './pg-school-pool.js'
+import { CITUS_CHECK } from './session-pool.js'
 
 /** Tables on the coordinator whose key to schools becomes a check trigger. */
 const COORDINATOR_TABLES = ['users', 'clients'] as const

@@ -11,11 +11,11 @@ import { applyMigrations, pendingMigrations, type MigrationTarget } from './migr
 import { lockDataDir } from './embedded-lock.js'
 import { listenPostgres, type Listener, type ListenHandlers } from './listen.js'
 import { DATA_CHANGED_CHANNEL, openReplicas, type Replicas, type ReplicaStatus } from './replicas.js'
-import { openSchoolPool } from './pg-school-pool.js'
+import { openSessionPool } from './session-pool.js'
 import type { Reach } from './reach.js'
-import { schoolClients, type SchoolDb } from './school-client.js'
+import { schoolClientCache, type SchoolDb } from './school-client.js'
 import type { TeacherRooms } from './teacher-rooms.js'
-import { outsideSchool, schoolSession, withSchoolSessions } from './school-session.js'
+import { outsideSchoolSession, schoolSession, sessionAdapter } from './school-session.js'
 
 export interface Database {
   readonly kind: 'postgresql' | 'embedded'
@@ -168,7 +168,7 @@ function preparedStatements (): (query: { sql: string, args: unknown[] }) => str
 export async function openDatabase (options: DatabaseOptions): Promise<Database> {
   if (options.url !== undefined) {
     const target: MigrationTarget = { url: options.url }
-    const schoolPool = openSchoolPool({
+    const schoolPool = openSessionPool({
       connectionString: options.url,
       max: options.poolSize ?? 10,
       // Fail fast instead of queueing forever when the server is gone or every connection is busy.
@@ -178,7 +178,7 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
     })
     // A school's statement is sent with its school by the pool itself, in one round trip.
     const { forPrisma, pool } = schoolPool
-    const adapter = withSchoolSessions(
+    const adapter = sessionAdapter(
       new PrismaPg(forPrisma, { disposeExternalPool: true, statementNameGenerator: preparedStatements() }),
       { driverSetsSchool: true, citus: () => schoolPool.citus })
     const prisma = new PrismaClient({ adapter })
@@ -260,7 +260,7 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
     throw err
   }
   const { PrismaPGlite } = await import('pglite-prisma-adapter')
-  const prisma = new PrismaClient({ adapter: withSchoolSessions(new PrismaPGlite(pglite), { driverSetsSchool: false }) })
+  const prisma = new PrismaClient({ adapter: sessionAdapter(new PrismaPGlite(pglite), { driverSetsSchool: false }) })
   const driver = pglite
   return await wrap('embedded', prisma, { pglite }, options, {
     async listen (channel, handlers) {
@@ -337,7 +337,7 @@ async function wrap (
     await closeDriver()
     throw err
   }
-  const schools = schoolClients(prisma, { filter: options.tenantFilter !== false, reads: driver.replicas, citus: driver.citus === true })
+  const schools = schoolClientCache(prisma, { filter: options.tenantFilter !== false, reads: driver.replicas, citus: driver.citus === true })
   return {
     kind,
     prisma,
@@ -351,7 +351,7 @@ async function wrap (
     listen: driver.listen,
     poolStats: () => driver.poolStats?.() ?? null,
     runStatement: driver.runStatement ?? (async (_name, sql, values) => {
-      await outsideSchool(async () => await prisma.$executeRawUnsafe(sql, ...values))
+      await outsideSchoolSession(async () => await prisma.$executeRawUnsafe(sql, ...values))
     }),
     async ping () {
       await prisma.$queryRaw`SELECT 1`

@@ -18,8 +18,8 @@ import { PrismaPg } from '@prisma/adapter-pg'
 import { Prisma, PrismaClient } from '../generated/prisma/client.js'
 import { delegateOf } from './data-model.js'
 import type { Listener, ListenHandlers } from './listen.js'
-import { openSchoolPool } from './pg-school-pool.js'
-import { withSchoolSessions } from './school-session.js'
+import { openSessionPool } from './session-pool.js'
+import { sessionAdapter } from './school-session.js'
 
 export const DATA_CHANGED_CHANNEL = 'school_data_changed'
 
@@ -92,7 +92,7 @@ const INFINITE = (1n << 64n)
 export async function openReplicas (options: ReplicaOptions): Promise<Replicas> {
   const pollMs = options.pollMs ?? 200
   const replicas: Replica[] = options.urls.map((url, index) => {
-    const { forPrisma, pool } = openSchoolPool({
+    const { forPrisma, pool } = openSessionPool({
       connectionString: url,
       max: options.poolSize,
       connectionTimeoutMillis: options.connectTimeoutMs,
@@ -100,7 +100,7 @@ export async function openReplicas (options: ReplicaOptions): Promise<Replicas> 
     })
     // A dropped connection of an idle pool must not crash the process; the poll notices.
     pool.on('error', () => {})
-    const adapter = withSchoolSessions(new PrismaPg(forPrisma, { disposeExternalPool: true, statementNameGenerator: options.statementNames() }), { driverSetsSchool: true })
+    const adapter = sessionAdapter(new PrismaPg(forPrisma, { disposeExternalPool: true, statementNameGenerator: options.statementNames() }), { driverSetsSchool: true })
     return { index, client: new PrismaClient({ adapter }), up: false, replayed: 0n, warned: false }
   })
 

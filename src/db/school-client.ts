@@ -1,44 +1,45 @@
 // The school client: the only database handle resolvers get (`ctx.school().db`), confined to one
-// school. It is composed here and nowhere else, from named steps, each a Prisma client extension.
-// Prisma runs the query hooks of `a.$extends(x).$extends(y)` outermost first: x, then y, then the
-// database. An operation of the school client passes, in this order:
+// school. It is composed here and nowhere else, from named steps, each a Prisma client extension
+// with query hooks only. Prisma runs the query hooks of `a.$extends(x).$extends(y)` outermost first:
+// x, then y, then the database; SCHOOL_CLIENT_STEPS below lists the steps in that order, and the
+// client is that list folded with `$extends` (README, "Tenant isolation", tests the table against it):
 //
-//   0. relationsByQuery, on a Citus coordinator only: loads an operation's relations by a query of
-//      their own each ('query' strategy) instead of Prisma's LATERAL joins, which Citus refuses
-//      under row-level security (outer joins with quals that depend on no row).
-//   1. accessCounting (src/audit/access.ts): counts the Student and Teacher records the operation
-//      hands over into the request's tally (the access audit); outermost but for step 0, so it
-//      counts what the operation returned wherever it ran.
-//   2. schoolFilter (src/db/tenant.ts), wall 1: adds the school to the operation's filter and
-//      written data, or refuses the operation.
-//   2b. callerReach (src/db/reach.ts), wall 1 inside the school, for a caller narrower than a school
-//      administrator only: confines a teacher to their reach, keeps columns outside the caller's
-//      scopes unread, refuses writes.
-//      A teacher's classrooms come from the node's store (teacher-rooms.ts) when it keeps them.
-//   2c. roomsChanged, with that store only: a write of this client drops the school's kept
-//      classrooms once it has run (writes only: reads pass no hook of it).
-//   2d. changeAnnounced, on a Citus coordinator only: once a write of this client has committed,
-//      tells every node the school changed (NOTIFY school_data_changed), which the triggers do on
-//      plain PostgreSQL but cannot from a worker's shard (no API node listens there).
-//   3. readRouting (src/db/replicas.ts), with read replicas only: runs a read on a replica that has
-//      replayed the school's last change (through that replica's step 4), a write on the primary.
-//   4. schoolSetting (src/db/school-session.ts), wall 2's application half: runs the operation in
-//      the school's session (with the teacher, for a teacher), which the driver adapter turns into
-//      `SET LOCAL app.school_id = ...` (and `app.teacher_id`) for row-level security (withSchoolSessions; on PostgreSQL in the same round trip,
-//      src/db/pg-school-pool.ts).
+//   relationsByQuery, on a Citus coordinator only: loads an operation's relations by a query of
+//     their own each ('query' strategy) instead of Prisma's LATERAL joins, which Citus refuses
+//     under row-level security (outer joins with quals that depend on no row).
+//   operationsObserved (operation-observer.ts): shows what the operation returned to the request's
+//     observer, the access audit's tally; outermost but for relationsByQuery, so that it sees what
+//     the operation returned wherever it ran.
+//   schoolFilter (tenant.ts), wall 1: adds the school to the operation's filter and written data,
+//     or refuses the operation.
+//   callerReach (reach.ts), wall 1 inside the school, for a caller narrower than a school
+//     administrator only: confines a teacher to their reach, keeps columns outside the caller's
+//     rights unread, refuses writes. A teacher's classrooms come from the node's store
+//     (teacher-rooms.ts) when it keeps them.
+//   roomsChanged, with that store only: a write of this client drops the school's kept classrooms
+//     once it has run (writes only: reads pass no hook of it).
+//   changeAnnounced, on a Citus coordinator only: once a write of this client has committed, tells
+//     every node the school changed (NOTIFY school_data_changed), which the triggers do on plain
+//     PostgreSQL but cannot from a worker's shard (no API node listens there).
+//   readRouting (replicas.ts), with read replicas only: runs a read on a replica that has replayed
+//     the school's last change (through that replica's enterSchoolSession), a write on the primary.
+//   enterSchoolSession (school-session.ts), wall 2's application half: runs the operation in the
+//     school session (with the teacher, for a teacher), which the driver adapter turns into
+//     `SET LOCAL app.school_id = ...` (and `app.teacher_id`) for row-level security (sessionAdapter;
+//     on PostgreSQL in the same round trip, session-pool.ts).
 //
-// An interactive transaction ($transaction(async (tx) => ...)) begins in the school's session, so
-// the driver adapter sets the school once after BEGIN; its client `tx` runs steps 0 to 2c (a
-// transaction runs on the primary, and its statements need no setting of their own); step 2d's
-// notice follows its commit.
+// An interactive transaction ($transaction(async (tx) => ...)) begins in the school session, so the
+// driver adapter sets the school once after BEGIN; its client `tx` runs the steps marked
+// `inTransactions`, the first ones of the list (a transaction runs on the primary, and its
+// statements need no session of their own); changeAnnounced's notice follows its commit.
 //
-// Clients are built per school and reach (teacher, scopes), and reused.
+// Clients are built per school and reach (teacher, denied columns), and reused.
 import { LRUCache } from 'lru-cache'
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js'
-import { accessCounting } from '../audit/access.js'
+import { operationsObserved } from './operation-observer.js'
 import { callerReach, narrowsReach, reachKey, type Reach } from './reach.js'
 import { DATA_CHANGED_CHANNEL, readRouting, type ReadRouter } from './replicas.js'
-import { outsideSchool, schoolSession, schoolSetting, type SchoolSession } from './school-session.js'
+import { enterSchoolSession, outsideSchoolSession, schoolSession, type SchoolSession } from './school-session.js'
 import { teacherRooms, type TeacherRooms } from './teacher-rooms.js'
 import { schoolFilter, TenantViolationError } from './tenant.js'
 
@@ -49,7 +50,7 @@ export interface SchoolClientOptions {
   reads?: ReadRouter | undefined
   /** Teachers' classrooms kept on this node; without it a teacher's reach is filtered by relation. */
   rooms?: TeacherRooms | undefined
-  /** The database is a Citus coordinator (steps 0 and 2d). */
+  /** The database is a Citus coordinator (relationsByQuery and changeAnnounced). */
   citus?: boolean
 }
 
@@ -60,7 +61,7 @@ type Operation = (params: { args: unknown, query: (args: unknown) => Promise<unk
 const LOADING_RELATIONS = ['findUnique', 'findUniqueOrThrow', 'findFirst', 'findFirstOrThrow', 'findMany', 'create', 'update', 'upsert', 'delete'] as const
 
 /**
- * Step 0, on Citus: relations loaded by queries of their own, whatever strategy the caller chose
+ * relationsByQuery, on Citus: relations loaded by queries of their own, whatever strategy the caller chose
  * for plain PostgreSQL. Each is a read of one school's rows, which Citus routes to the school's shard.
  */
 const relationsByQuery = Prisma.defineExtension({
@@ -81,7 +82,7 @@ function onWrites (name: string, write: Operation) {
   })
 }
 
-/** Step 2c: after a write of the school's client, the school's kept classrooms are loaded again. */
+/** roomsChanged: after a write of the school's client, the school's kept classrooms are loaded again. */
 function roomsChanged (schoolId: string, rooms: TeacherRooms) {
   return onWrites('rooms-changed', async ({ args, query }) => {
     try {
@@ -95,17 +96,107 @@ function roomsChanged (schoolId: string, rooms: TeacherRooms) {
 /** Tells every node that `schoolId` changed, as the triggers do on plain PostgreSQL. */
 function announcer (prisma: PrismaClient, schoolId: string): () => Promise<void> {
   return async () => {
-    await outsideSchool(async () => await prisma.$executeRaw`SELECT pg_notify(${DATA_CHANGED_CHANNEL}, ${schoolId})`)
+    await outsideSchoolSession(async () => await prisma.$executeRaw`SELECT pg_notify(${DATA_CHANGED_CHANNEL}, ${schoolId})`)
   }
 }
 
-/** Step 2d, on Citus: a committed write of the school's client is announced. */
+/** changeAnnounced, on Citus: a committed write of the school's client is announced. */
 function changeAnnounced (announce: () => Promise<void>) {
   return onWrites('change-announced', async ({ args, query }) => {
     const result = await query(args)
     await announce()
     return result
   })
+}
+
+/**
+ * A step of the school client: a Prisma client extension with query hooks only. Every such
+ * extension has this one type, and `$extends` with one keeps the client's type: the steps fold
+ * without a cast.
+ */
+type QueryStep = typeof relationsByQuery
+
+/** What the steps of one school client are built from. */
+interface StepInput {
+  /** The primary's unscoped client. */
+  readonly prisma: PrismaClient
+  readonly schoolId: string
+  readonly session: SchoolSession
+  readonly reach: Reach
+  readonly options: SchoolClientOptions
+  /** Tells every node the school changed (on Citus only). */
+  readonly announce: (() => Promise<void>) | undefined
+}
+
+interface StepDefinition {
+  readonly name: string
+  /** Also a step of the client of the school's interactive transactions. */
+  readonly inTransactions: boolean
+  /** The step for this client, or undefined where it does not apply. */
+  readonly make: (input: StepInput) => QueryStep | undefined
+}
+
+/** The school client's steps, outermost first: the order Prisma runs their query hooks in. */
+const STEPS = [
+  { name: 'relationsByQuery', inTransactions: true, make: ({ options }) => options.citus === true ? relationsByQuery : undefined },
+  { name: 'operationsObserved', inTransactions: true, make: ({ schoolId }) => operationsObserved(schoolId) },
+  { name: 'schoolFilter', inTransactions: true, make: ({ schoolId, options }) => options.filter === false ? undefined : schoolFilter(schoolId) },
+  {
+    name: 'callerReach',
+    inTransactions: true,
+    make: ({ schoolId, reach, options: { filter, rooms } }) => {
+      if (filter === false || !narrowsReach(reach)) return undefined
+      const teacherId = reach.teacherId
+      return callerReach(reach, rooms === undefined || teacherId === undefined ? undefined : () => rooms.of(schoolId, teacherId))
+    }
+  },
+  { name: 'roomsChanged', inTransactions: true, make: ({ schoolId, options: { rooms } }) => rooms === undefined ? undefined : roomsChanged(schoolId, rooms) },
+  { name: 'changeAnnounced', inTransactions: false, make: ({ announce }) => announce === undefined ? undefined : changeAnnounced(announce) },
+  {
+    name: 'readRouting',
+    inTransactions: false,
+    make: ({ schoolId, session, options: { reads } }) => {
+      if (reads === undefined) return undefined
+      const onReplica = new Map<PrismaClient, object>()
+      return readRouting(schoolId, reads, (replica) => {
+        let client = onReplica.get(replica)
+        if (client === undefined) {
+          client = replica.$extends(enterSchoolSession(session, replica))
+          onReplica.set(replica, client)
+        }
+        return client
+      })
+    }
+  },
+  { name: 'enterSchoolSession', inTransactions: false, make: ({ session, prisma }) => enterSchoolSession(session, prisma) }
+] as const satisfies readonly StepDefinition[]
+
+export type StepName = typeof STEPS[number]['name']
+
+/** The steps' names in order, outermost first (README's table of the school client lists them so). */
+export const SCHOOL_CLIENT_STEPS: readonly StepName[] = STEPS.map((step) => step.name)
+
+/** The steps of the client of the school's interactive transactions: the list's first ones. */
+export const SCHOOL_TRANSACTION_STEPS: readonly StepName[] = STEPS.filter((step) => step.inTransactions).map((step) => step.name)
+
+interface BuiltStep { name: StepName, inTransactions: boolean, step: QueryStep }
+
+/** The steps a client gets, in order, each built. */
+function buildSteps (input: StepInput): BuiltStep[] {
+  const built: BuiltStep[] = []
+  for (const { name, inTransactions, make } of STEPS) {
+    const step = make(input)
+    if (step !== undefined) built.push({ name, inTransactions, step })
+  }
+  return built
+}
+
+/** The names of the steps a client of `prisma` built with these options and this reach runs, in order. */
+export function schoolClientSteps (prisma: PrismaClient, options: SchoolClientOptions = {}, reach: Reach = {}): StepName[] {
+  const schoolId = '00000000-0000-0000-0000-000000000000'
+  // Building the steps sends nothing: a step's hooks run only with an operation.
+  const steps = buildSteps({ prisma, schoolId, session: { schoolId }, reach, options, announce: options.citus === true ? announcer(prisma, schoolId) : undefined })
+  return steps.map(({ name }) => name)
 }
 
 type Transaction = (work: unknown, options?: unknown) => Promise<unknown>
@@ -116,62 +207,52 @@ type Transaction = (work: unknown, options?: unknown) => Promise<unknown>
  */
 export function schoolClient (prisma: PrismaClient, schoolId: string, options: SchoolClientOptions = {}, reach: Reach = {}) {
   const session: SchoolSession = reach.teacherId === undefined ? { schoolId } : { schoolId, teacherId: reach.teacherId }
-  // Step 0 outermost: the school's interactive transactions load relations the same way.
-  const counted = (options.citus === true ? prisma.$extends(relationsByQuery) as unknown as PrismaClient : prisma).$extends(accessCounting(schoolId))
-  // Steps 1, 2 and 2b: also the client of the school's interactive transactions.
-  const schooled = options.filter === false ? counted : counted.$extends(schoolFilter(schoolId))
-  // Query hooks only: the client's API is the same, but each $extends gives it a type of its own.
-  const rooms = options.rooms
-  const teacherId = reach.teacherId
-  const reached = options.filter === false || !narrowsReach(reach)
-    ? schooled
-    : schooled.$extends(callerReach(reach, rooms === undefined || teacherId === undefined ? undefined : () => rooms.of(schoolId, teacherId))) as unknown as typeof schooled
-  const filtered = rooms === undefined ? reached : reached.$extends(roomsChanged(schoolId, rooms)) as unknown as typeof schooled
   const announce = options.citus === true ? announcer(prisma, schoolId) : undefined
-  const announcing = announce === undefined ? filtered : filtered.$extends(changeAnnounced(announce)) as unknown as typeof filtered
-  const reads = options.reads
-  let routed = announcing
-  if (reads !== undefined) {
-    const onReplica = new Map<PrismaClient, object>()
-    routed = announcing.$extends(readRouting(schoolId, reads, (replica) => {
-      let client = onReplica.get(replica)
-      if (client === undefined) {
-        client = replica.$extends(schoolSetting(session, replica))
-        onReplica.set(replica, client)
-      }
-      return client
-    })) as unknown as typeof filtered
+  const steps = buildSteps({ prisma, schoolId, session, reach, options, announce })
+  // Folded in order; the client of interactive transactions is the fold of the steps up to the
+  // last one marked `inTransactions`, which come first.
+  const [first, ...others] = steps
+  if (first === undefined || !first.inTransactions) throw new Error('The school client begins with the steps of its transactions')
+  let client = prisma.$extends(first.step)
+  let transactional = client
+  let previous = first
+  for (const next of others) {
+    if (next.inTransactions && !previous.inTransactions) throw new Error(`School client step ${next.name}: a step of transactions after ${previous.name}, which is not one`)
+    client = client.$extends(next.step)
+    if (next.inTransactions) transactional = client
+    previous = next
   }
-  return routed
-    .$extends(schoolSetting(session, prisma))
-    .$extends({
-      name: 'school-transactions',
-      client: {
-        /** Interactive transactions only, begun in the school's session (the school set after BEGIN). */
-        $transaction (work: unknown, ...rest: unknown[]): Promise<unknown> {
-          if (typeof work !== 'function') {
-            throw new TenantViolationError('A school-scoped client runs interactive transactions only: $transaction(async (tx) => ...)')
-          }
-          // $transaction's overloads take a typed callback or array; `work` is checked above, the rest passed on as given.
-          const begin = filtered.$transaction as unknown as Transaction
-          const run = schoolSession.run(session, async () => await begin.call(filtered, work, ...rest))
-          const done = announce === undefined ? run : run.then(async (result) => { await announce(); return result })
-          // A transaction may have written: the school's next reads go to the primary, and its
-          // teachers' classrooms are loaded again.
-          return done.finally(() => {
-            reads?.changed(schoolId)
-            rooms?.invalidate(schoolId)
-          })
+  const reads = options.reads
+  const rooms = options.rooms
+  return client.$extends({
+    name: 'school-transactions',
+    client: {
+      /** Interactive transactions only, begun in the school session (the school set after BEGIN). */
+      $transaction (work: unknown, ...rest: unknown[]): Promise<unknown> {
+        if (typeof work !== 'function') {
+          throw new TenantViolationError('A school-scoped client runs interactive transactions only: $transaction(async (tx) => ...)')
         }
+        // The one cast of the composition: $transaction's overloads take a typed callback or an
+        // array; `work` is checked above to be a function, and it and the rest are passed on as given.
+        const begin = transactional.$transaction as unknown as Transaction
+        const run = schoolSession.run(session, async () => await begin.call(transactional, work, ...rest))
+        const done = announce === undefined ? run : run.then(async (result) => { await announce(); return result })
+        // A transaction may have written: the school's next reads go to the primary, and its
+        // teachers' classrooms are loaded again.
+        return done.finally(() => {
+          reads?.changed(schoolId)
+          rooms?.invalidate(schoolId)
+        })
       }
-    })
+    }
+  })
 }
 
 /** The only database handle resolvers get: every query confined to one school. */
 export type SchoolDb = ReturnType<typeof schoolClient>
 
 /** School clients over one database, built once per school and reach, and reused. */
-export function schoolClients (prisma: PrismaClient, options: Omit<SchoolClientOptions, 'rooms'>): {
+export function schoolClientCache (prisma: PrismaClient, options: Omit<SchoolClientOptions, 'rooms'>): {
   forSchool (schoolId: string, reach?: Reach): SchoolDb
   /** Teachers' classrooms, kept while the owner of the store hears the schools' changes. */
   readonly rooms: TeacherRooms

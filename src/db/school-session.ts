@@ -1,26 +1,29 @@
 // Wall 2 of tenant isolation, the application's half. Every statement of a school's client runs in
 // a transaction that first sets `app.school_id` for that transaction only (set_config(..., true) or
-// SET LOCAL);
-// the row-level security policies of the tenant tables (migration tenant_walls) then admit that
-// school's rows only. The setting never outlives its transaction, so a pooled connection carries
-// no school from one request to the next.
+// SET LOCAL); the row-level security policies of the tenant tables (migration tenant_walls) then
+// admit that school's rows only. The setting never outlives its transaction, so a pooled connection
+// carries no school from one request to the next.
 //
-// Two public interfaces carry it:
-// - schoolSetting, a Prisma client extension (the innermost step of the school client,
-//   school-client.ts), runs each operation inside `schoolSession.run(session, ...)`, an
-//   AsyncLocalStorage: the operation is awaited inside run(), so its statements start in the
-//   school's async context whether Prisma starts a query when it is created or when it is awaited.
-//   findUnique runs as findFirst: Prisma's documented dataloader merges the findUnique calls of one
-//   tick into one statement, which cannot hold two schools' settings; findFirst is never merged.
-// - withSchoolSessions, a wrapper of the driver adapter (SqlDriverAdapterFactory), reads the
-//   school of each statement from that storage and runs the statement in a transaction that sets
-//   it. An interactive transaction of a school sets it once, after BEGIN.
+// Names, one per thing:
+// - the school session (`schoolSession`, `SchoolSession`): the school, and a teacher, whose
+//   statements are being sent; an AsyncLocalStorage around each operation of a school's client.
+// - the school setting: `app.school_id` (and `app.teacher_id`) as PostgreSQL sees it in a
+//   transaction; sent as `setConfigQuery` (set_config) or as the `setLocalStatements` (SET LOCAL).
+// - enterSchoolSession: the school client's innermost step (a Prisma client extension) that runs
+//   each operation in the school session. The operation is awaited inside run(), so its statements
+//   start in the school's async context whether Prisma starts a query when it is created or when
+//   it is awaited. findUnique runs as findFirst: Prisma's documented dataloader merges the
+//   findUnique calls of one tick into one statement, which cannot hold two schools' settings.
+// - sessionAdapter: the wrapper of the driver adapter (SqlDriverAdapterFactory) that reads the
+//   school session of each statement and runs the statement in a transaction that sets it (its
+//   `ownTransaction`, on PGlite; on PostgreSQL the pool's pipelined one, session-pool.ts). An
+//   interactive transaction of a school sets it once, after BEGIN (a SessionTransaction).
 // - On a Citus coordinator the statements run on the workers too, which see only what Citus
 //   passes on: SET LOCAL, once `citus.propagate_set_commands = 'local'` is set in the transaction
 //   (set_config is a function call, never passed on). There both paths send that form.
 //
 // Cost, in round trips to PostgreSQL: none per statement. There the pool itself sends a school's
-// statement between `BEGIN; SET LOCAL` and `COMMIT`, written together (pg-school-pool.ts, the one
+// statement between `BEGIN; SET LOCAL` and `COMMIT`, written together (session-pool.ts, the one
 // place that relies on how @prisma/adapter-pg uses its pool); a transaction's set_config goes out
 // with its first statement. On the embedded PGlite (no network) a statement is BEGIN, set_config,
 // the statement, COMMIT, through the adapter's own transactions.
@@ -47,11 +50,11 @@ export interface SchoolSession {
   readonly teacherId?: string | undefined
 }
 
-/** The session of the operation being run, set by schoolSetting. */
+/** The session of the operation being run, set by enterSchoolSession. */
 export const schoolSession = new AsyncLocalStorage<SchoolSession>()
 
 /** The session of the statement being sent, if any (its ids always UUIDs). */
-export function currentSession (): SchoolSession | undefined {
+export function currentSchoolSession (): SchoolSession | undefined {
   const session = schoolSession.getStore()
   if (session !== undefined && (!isUuid(session.schoolId) || (session.teacherId !== undefined && !isUuid(session.teacherId)))) {
     throw new Error('A school or teacher id must be a UUID')
@@ -60,7 +63,7 @@ export function currentSession (): SchoolSession | undefined {
 }
 
 /** Runs `work` outside any school's session (the service's own statements). */
-export function outsideSchool<T> (work: () => Promise<T>): Promise<T> {
+export function outsideSchoolSession<T> (work: () => Promise<T>): Promise<T> {
   return schoolSession.exit(async () => await work())
 }
 
@@ -82,10 +85,10 @@ function uniqueAsFilter (where: unknown, scalars: ReadonlySet<string> | undefine
  * `client` is the client being extended (its findFirst serves findUnique without running this
  * step twice).
  */
-export function schoolSetting (session: SchoolSession, client: PrismaClient) {
-  // (The ids are checked to be UUIDs where they are sent: currentSession().)
+export function enterSchoolSession (session: SchoolSession, client: PrismaClient) {
+  // (The ids are checked to be UUIDs where they are sent: currentSchoolSession().)
   return Prisma.defineExtension({
-    name: 'school-setting',
+    name: 'enter-school-session',
     query: {
       $allOperations ({ model, operation, args, query }) {
         if (model !== undefined && (operation === 'findUnique' || operation === 'findUniqueOrThrow')) {
@@ -103,7 +106,7 @@ export function schoolSetting (session: SchoolSession, client: PrismaClient) {
 const COMMIT: SqlQuery = { sql: 'COMMIT', args: [], argTypes: [] }
 const ROLLBACK: SqlQuery = { sql: 'ROLLBACK', args: [], argTypes: [] }
 
-function setSchool ({ schoolId, teacherId }: SchoolSession): SqlQuery {
+function setConfigQuery ({ schoolId, teacherId }: SchoolSession): SqlQuery {
   if (teacherId === undefined) {
     return { sql: "SELECT set_config('app.school_id', $1, true)", args: [schoolId], argTypes: [{ scalarType: 'string', arity: 'scalar' }] }
   }
@@ -118,10 +121,10 @@ function setSchool ({ schoolId, teacherId }: SchoolSession): SqlQuery {
  * The SET LOCAL statements of a school's session, in order: on a Citus coordinator first the one
  * that tells Citus to pass the transaction's SET LOCALs on to the workers (set_config, a function
  * call, is never passed on). The one source of this form, for the pool's single statements
- * (pg-school-pool.ts), interactive transactions on Citus (below) and the import. The ids must be
- * validated UUIDs (currentSession, the import's check): they go in as literals.
+ * (session-pool.ts), interactive transactions on Citus (below) and the import. The ids must be
+ * validated UUIDs (currentSchoolSession, the import's check): they go in as literals.
  */
-export function schoolSettings ({ schoolId, teacherId }: SchoolSession, citus: boolean): string[] {
+export function setLocalStatements ({ schoolId, teacherId }: SchoolSession, citus: boolean): string[] {
   return [
     ...(citus ? ["SET LOCAL citus.propagate_set_commands = 'local'"] : []),
     `SET LOCAL app.school_id = '${schoolId}'`,
@@ -155,7 +158,7 @@ async function finish (tx: Transaction, outcome: 'commit' | 'rollback'): Promise
  * A school's interactive transaction: set_config was sent after BEGIN; with a pipelining driver
  * the first statement goes out right behind it (same round trip), else after it has answered.
  */
-class SchoolTransaction implements Transaction {
+class SessionTransaction implements Transaction {
   readonly provider: Transaction['provider']
   readonly adapterName: string
   readonly options: Transaction['options']
@@ -219,10 +222,10 @@ class SchoolTransaction implements Transaction {
   }
 }
 
-export interface SchoolSessionOptions {
+export interface SessionAdapterOptions {
   /**
    * The driver sets the school around a statement sent outside a transaction by itself
-   * (pg-school-pool.ts), and pipelines: statements of one connection go out without waiting for
+   * (session-pool.ts), and pipelines: statements of one connection go out without waiting for
    * the previous answer. Without it (PGlite), each statement of a school is a transaction of its own.
    */
   driverSetsSchool: boolean
@@ -233,27 +236,27 @@ export interface SchoolSessionOptions {
   citus?: () => boolean
 }
 
-class SchoolSessionAdapter implements SqlDriverAdapter {
+class SessionAdapter implements SqlDriverAdapter {
   readonly provider: SqlDriverAdapter['provider']
   readonly adapterName: string
 
-  constructor (private readonly inner: SqlDriverAdapter, private readonly options: SchoolSessionOptions) {
+  constructor (private readonly inner: SqlDriverAdapter, private readonly options: SessionAdapterOptions) {
     this.provider = inner.provider
     this.adapterName = inner.adapterName
   }
 
   queryRaw (query: SqlQuery): Promise<SqlResultSet> {
-    if (this.options.driverSetsSchool || currentSession() === undefined) return this.inner.queryRaw(query)
-    return this.inSchool((tx) => tx.queryRaw(query))
+    if (this.options.driverSetsSchool || currentSchoolSession() === undefined) return this.inner.queryRaw(query)
+    return this.ownTransaction((tx) => tx.queryRaw(query))
   }
 
   executeRaw (query: SqlQuery): Promise<number> {
-    if (this.options.driverSetsSchool || currentSession() === undefined) return this.inner.executeRaw(query)
-    return this.inSchool((tx) => tx.executeRaw(query))
+    if (this.options.driverSetsSchool || currentSchoolSession() === undefined) return this.inner.executeRaw(query)
+    return this.ownTransaction((tx) => tx.executeRaw(query))
   }
 
   executeScript (script: string): Promise<void> {
-    if (currentSession() !== undefined) {
+    if (currentSchoolSession() !== undefined) {
       return Promise.reject(new Error('Scripts are not available to a school-scoped client'))
     }
     return this.inner.executeScript(script)
@@ -261,16 +264,16 @@ class SchoolSessionAdapter implements SqlDriverAdapter {
 
   /** Every transaction begun for a school (Prisma's, or one statement's) sets the school first. */
   async startTransaction (isolationLevel?: IsolationLevel): Promise<Transaction> {
-    const session = currentSession()
+    const session = currentSchoolSession()
     if (session === undefined) return await this.inner.startTransaction(isolationLevel)
     // BEGIN (and SET TRANSACTION ISOLATION LEVEL, which must come first) outside the school's
     // session: the driver must not wrap them as a school's single statement.
-    const tx = await outsideSchool(() => this.inner.startTransaction(isolationLevel))
+    const tx = await outsideSchoolSession(() => this.inner.startTransaction(isolationLevel))
     const setting = this.options.citus?.() === true
       // Unnamed (client.ts): a name per school would be a prepared statement per school.
-      ? Promise.all(schoolSettings(session, true).map(async (sql) => await tx.executeRaw({ sql, args: [], argTypes: [] })))
-      : tx.queryRaw(setSchool(session))
-    return new SchoolTransaction(tx, setting, this.options.driverSetsSchool)
+      ? Promise.all(setLocalStatements(session, true).map(async (sql) => await tx.executeRaw({ sql, args: [], argTypes: [] })))
+      : tx.queryRaw(setConfigQuery(session))
+    return new SessionTransaction(tx, setting, this.options.driverSetsSchool)
   }
 
   getConnectionInfo (): ReturnType<NonNullable<SqlDriverAdapter['getConnectionInfo']>> {
@@ -282,7 +285,7 @@ class SchoolSessionAdapter implements SqlDriverAdapter {
   }
 
   /** One statement of a school: a short transaction of its own. */
-  private async inSchool<T> (work: (tx: Transaction) => Promise<T>): Promise<T> {
+  private async ownTransaction<T> (work: (tx: Transaction) => Promise<T>): Promise<T> {
     const tx = await this.startTransaction()
     let result: T
     try {
@@ -297,12 +300,12 @@ class SchoolSessionAdapter implements SqlDriverAdapter {
 }
 
 /** Wraps a driver adapter factory so that a school's statements run under row-level security. */
-export function withSchoolSessions (factory: SqlDriverAdapterFactory, options: SchoolSessionOptions): SqlDriverAdapterFactory {
+export function sessionAdapter (factory: SqlDriverAdapterFactory, options: SessionAdapterOptions): SqlDriverAdapterFactory {
   return {
     provider: factory.provider,
     adapterName: factory.adapterName,
     async connect () {
-      return new SchoolSessionAdapter(await factory.connect(), options)
+      return new SessionAdapter(await factory.connect(), options)
     }
   }
 }

@@ -6,9 +6,9 @@ import { join } from 'node:path'
 import pg from 'pg'
 import { lockDataDir } from '../db/embedded-lock.js'
 import { applyMigrations, pendingMigrations } from '../db/migrations/index.js'
-import { CITUS_CHECK } from '../db/pg-school-pool.js'
+import { CITUS_CHECK } from '../db/session-pool.js'
 import { DATA_CHANGED_CHANNEL } from '../db/replicas.js'
-import { schoolSettings } from '../db/school-session.js'
+import { setLocalStatements } from '../db/school-session.js'
 import { isUuid } from '../validators.js'
 import type { Sql } from './write.js'
 
@@ -44,7 +44,7 @@ export async function inSchoolTransaction<T> (
       if (citus) {
         // Citus passes SET LOCAL on to the workers once told to; set_config never (school-session.ts).
         // The school is a UUID (checked above), safe as a literal.
-        for (const setting of schoolSettings({ schoolId }, true)) await sql.query(setting)
+        for (const setting of setLocalStatements({ schoolId }, true)) await sql.query(setting)
       } else {
         await sql.query("SELECT set_config('app.school_id', $1, true)", [schoolId])
       }

@@ -3,7 +3,7 @@
 // checks: read the failure before touching the isolation suite.
 // - Prisma calls the driver adapter in the async context of the client call (school-session.ts
 //   reads the school there), for many concurrent calls of different schools.
-// - src/db/pg-school-pool.ts: PrismaPg takes the pool Proxy, sends a statement outside a
+// - src/db/session-pool.ts: PrismaPg takes the pool Proxy, sends a statement outside a
 //   transaction through `pool.query` (where the school is set) and a transaction's through
 //   `pool.connect`; the school's BEGIN, the statement and COMMIT cost one round trip together.
 import { randomUUID } from 'node:crypto'
@@ -12,8 +12,8 @@ import { PrismaPg } from '@prisma/adapter-pg'
 import pg from 'pg'
 import t from 'tap'
 import { PrismaClient } from '../../src/generated/prisma/client.js'
-import { openSchoolPool } from '../../src/db/pg-school-pool.js'
-import { schoolSession, withSchoolSessions } from '../../src/db/school-session.js'
+import { openSessionPool } from '../../src/db/session-pool.js'
+import { schoolSession, sessionAdapter } from '../../src/db/school-session.js'
 import { serverUrl, testDatabase, testDatabaseUrl, unlessCitus } from '../helper.js'
 
 const SETTING = "SELECT current_setting('app.school_id', true) AS school"
@@ -39,7 +39,7 @@ t.test('Prisma calls the driver adapter in the async context of each client call
   t.equal(inTransaction, schools[0], 'a transaction begun in a school\'s session runs with its school')
 })
 
-const onServer = serverUrl === undefined ? 'the pool of pg-school-pool.ts is PostgreSQL only (set TEST_DATABASE_URL)' : false
+const onServer = serverUrl === undefined ? 'the pool of session-pool.ts is PostgreSQL only (set TEST_DATABASE_URL)' : false
 
 /** A TCP proxy to PostgreSQL that delays every chunk, each way, by `delayMs`. */
 async function delayingProxy (target: URL, delayMs: number): Promise<{ url: string, close: () => Promise<void> }> {
@@ -71,10 +71,10 @@ async function delayingProxy (target: URL, delayMs: number): Promise<{ url: stri
   }
 }
 
-t.test('pg-school-pool.ts: what it relies on in PrismaPg and pg', { skip: onServer }, async (t) => {
+t.test('session-pool.ts: what it relies on in PrismaPg and pg', { skip: onServer }, async (t) => {
   const url = (await testDatabaseUrl())!
   const calls: string[] = []
-  const { forPrisma, pool } = openSchoolPool({ connectionString: url, max: 2 })
+  const { forPrisma, pool } = openSessionPool({ connectionString: url, max: 2 })
   t.ok(forPrisma instanceof pg.Pool, 'the Proxy passes for a pg.Pool')
   // A spy in front of the school pool: which of its methods PrismaPg calls.
   const spied = new Proxy(forPrisma, {
@@ -89,7 +89,7 @@ t.test('pg-school-pool.ts: what it relies on in PrismaPg and pg', { skip: onServ
       return value
     }
   })
-  const prisma = new PrismaClient({ adapter: withSchoolSessions(new PrismaPg(spied, { disposeExternalPool: true }), { driverSetsSchool: true }) })
+  const prisma = new PrismaClient({ adapter: sessionAdapter(new PrismaPg(spied, { disposeExternalPool: true }), { driverSetsSchool: true }) })
   t.teardown(() => prisma.$disconnect())
   const school = randomUUID()
 
@@ -113,12 +113,12 @@ t.test('pg-school-pool.ts: what it relies on in PrismaPg and pg', { skip: onServ
   t.equal(await schoolSession.run({ schoolId: school }, async () => await settingOf(prisma)), school, 'and the pool goes on serving schools')
 })
 
-t.test('pg-school-pool.ts: a school\'s statement costs one round trip, a transaction no more than BEGIN, its statements and COMMIT', { skip: onServer }, async (t) => {
+t.test('session-pool.ts: a school\'s statement costs one round trip, a transaction no more than BEGIN, its statements and COMMIT', { skip: onServer }, async (t) => {
   const delayMs = 60
   const proxy = await delayingProxy(new URL((await testDatabaseUrl())!), delayMs)
   t.teardown(() => proxy.close())
-  const { forPrisma } = openSchoolPool({ connectionString: proxy.url, max: 1 })
-  const prisma = new PrismaClient({ adapter: withSchoolSessions(new PrismaPg(forPrisma, { disposeExternalPool: true }), { driverSetsSchool: true }) })
+  const { forPrisma } = openSessionPool({ connectionString: proxy.url, max: 1 })
+  const prisma = new PrismaClient({ adapter: sessionAdapter(new PrismaPg(forPrisma, { disposeExternalPool: true }), { driverSetsSchool: true }) })
   t.teardown(() => prisma.$disconnect())
   const school = randomUUID()
   // Connected, and the statement planned, before timing.
@@ -151,18 +151,18 @@ t.test('pg-school-pool.ts: a school\'s statement costs one round trip, a transac
 // On a real coordinator the citus settings are Citus's own (test/citus.test.ts shows the forms there).
 const plainServer = onServer || await unlessCitus('it reads back, from a plain server, what the Citus form sends')
 
-t.test('pg-school-pool.ts and school-session.ts: on a Citus coordinator, both paths set the school with SET LOCAL, after telling Citus to pass it on', { skip: plainServer }, async (t) => {
+t.test('session-pool.ts and school-session.ts: on a Citus coordinator, both paths set the school with SET LOCAL, after telling Citus to pass it on', { skip: plainServer }, async (t) => {
   // A plain server takes `citus.propagate_set_commands` as a placeholder setting: what is sent can
   // be read back. (That Citus then passes the school on to its workers is shown on a cluster:
   // README, "Sharding by school (Citus)".)
   const url = (await testDatabaseUrl())!
-  const { forPrisma, citus, detect } = openSchoolPool({ connectionString: url, max: 2 }, { citus: true })
+  const { forPrisma, citus, detect } = openSessionPool({ connectionString: url, max: 2 }, { citus: true })
   t.equal(citus, true)
   t.equal(await detect(), true, 'told, it does not ask the server')
-  const plain = openSchoolPool({ connectionString: url, max: 1 })
+  const plain = openSessionPool({ connectionString: url, max: 1 })
   t.equal(await plain.detect(), false, 'a server without the citus extension is not a coordinator')
   await plain.pool.end()
-  const prisma = new PrismaClient({ adapter: withSchoolSessions(new PrismaPg(forPrisma, { disposeExternalPool: true }), { driverSetsSchool: true, citus: () => true }) })
+  const prisma = new PrismaClient({ adapter: sessionAdapter(new PrismaPg(forPrisma, { disposeExternalPool: true }), { driverSetsSchool: true, citus: () => true }) })
   t.teardown(() => prisma.$disconnect())
   const SENT = "SELECT current_setting('app.school_id', true) AS school, current_setting('app.teacher_id', true) AS teacher, current_setting('citus.propagate_set_commands', true) AS propagate"
   type Sent = Array<{ school: string | null, teacher: string | null, propagate: string | null }>

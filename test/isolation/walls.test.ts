@@ -4,7 +4,7 @@
 import pg from 'pg'
 import t from 'tap'
 import type { PGlite } from '@electric-sql/pglite'
-import { schoolSettings } from '../../src/db/school-session.js'
+import { setLocalStatements } from '../../src/db/school-session.js'
 import { createTestDatabase, testDatabase, type TestDatabaseOptions } from '../helper.js'
 import { foreignIds, gql, mirror, outOfReachIds, type Mirror, type MirrorSchool } from './mirror.js'
 
@@ -134,7 +134,7 @@ async function serviceSql (): Promise<Sql> {
     },
     async setSchool (schoolId, teacherId) {
       if (db.citus) {
-        for (const statement of schoolSettings({ schoolId, teacherId }, true)) await client.query(statement)
+        for (const statement of setLocalStatements({ schoolId, teacherId }, true)) await client.query(statement)
         return
       }
       await client.query("SELECT set_config('app.school_id', $1, true), set_config('app.teacher_id', $2, true)", [schoolId, teacherId ?? ''])

@@ -26,9 +26,9 @@
 // message sets that first: `BEGIN; SET LOCAL citus.propagate_set_commands = 'local'; SET LOCAL
 // app.school_id = ...`. Whether the server is one is asked once, when the pool opens (`detect`).
 import pg from 'pg'
-import { currentSession, schoolSettings, type SchoolSession } from './school-session.js'
+import { currentSchoolSession, setLocalStatements, type SchoolSession } from './school-session.js'
 
-export interface SchoolPool {
+export interface SessionPool {
   /** The pool to give PrismaPg: its `query` runs a school's statement with the school set. */
   readonly forPrisma: pg.Pool
   /** The pool itself: for statements outside any school (the audit's bulk writes) and statistics. */
@@ -37,7 +37,7 @@ export interface SchoolPool {
   readonly citus: boolean
   /**
    * Asks the server whether it is a Citus coordinator, and sends the school in the form it needs
-   * (unless `openSchoolPool` was told: the tests send Citus's form to a plain server).
+   * (unless `openSessionPool` was told: the tests send Citus's form to a plain server).
    */
   detect (): Promise<boolean>
 }
@@ -45,19 +45,19 @@ export interface SchoolPool {
 /** Whether the database has the citus extension, i.e. tables may be distributed to workers. */
 export const CITUS_CHECK = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS citus"
 
-function beginFor (session: SchoolSession, citus: boolean): string {
-  return ['BEGIN', ...schoolSettings(session, citus)].join('; ')
+function beginStatement (session: SchoolSession, citus: boolean): string {
+  return ['BEGIN', ...setLocalStatements(session, citus)].join('; ')
 }
 
 /** The result of one statement of a school, sent between the school's BEGIN and COMMIT. */
-async function inSchool (pool: pg.Pool, session: SchoolSession, citus: boolean, config: pg.QueryConfig): Promise<pg.QueryResult> {
+async function pipelinedTransaction (pool: pg.Pool, session: SchoolSession, citus: boolean, config: pg.QueryConfig): Promise<pg.QueryResult> {
   const client = await pool.connect()
   // A checked-out client reports a lost connection as an 'error' event, which its holder must
   // listen to (pg-pool); the queries in flight fail with it and are handled below.
   const lost = (): void => {}
   client.on('error', lost)
   // Written together (pipeline mode): no answer is awaited before the next query is sent.
-  const begin = client.query(beginFor(session, citus))
+  const begin = client.query(beginStatement(session, citus))
   const statement = client.query(config)
   const commit = client.query('COMMIT')
   const [began, ran, committed] = await Promise.allSettled([begin, statement, commit])
@@ -71,15 +71,15 @@ async function inSchool (pool: pg.Pool, session: SchoolSession, citus: boolean, 
   return ran.value
 }
 
-export function openSchoolPool (config: pg.PoolConfig, known: { citus?: boolean } = {}): SchoolPool {
+export function openSessionPool (config: pg.PoolConfig, known: { citus?: boolean } = {}): SessionPool {
   const pool = new pg.Pool({ ...config, pipeline: true })
   let citus = known.citus ?? false
   function query (config: unknown, ...rest: unknown[]): unknown {
-    const session = currentSession()
+    const session = currentSchoolSession()
     if (session === undefined || rest.length > 0 || typeof config !== 'object' || config === null) {
       return (pool.query as (...args: unknown[]) => unknown)(config, ...rest)
     }
-    return inSchool(pool, session, citus, config as pg.QueryConfig)
+    return pipelinedTransaction(pool, session, citus, config as pg.QueryConfig)
   }
   const bound = new Map<PropertyKey, unknown>()
   const forPrisma = new Proxy(pool, {
