@@ -1,6 +1,7 @@
 import t from 'tap'
 import { createSchool, createStudent } from '../src/admin/records.js'
-import { PRIVATE_MODELS, TENANT_MODELS } from '../src/db/tenant.js'
+import { SCALARS, TENANT_MODELS, TENANT_TABLE_OF, TENANT_TABLES } from '../src/db/data-model.js'
+import { PRIVATE_MODELS } from '../src/db/tenant.js'
 import { Prisma } from '../src/generated/prisma/client.js'
 import { createTestDatabase, testDatabase } from './helper.js'
 import type { Database } from '../src/db/client.js'
@@ -17,6 +18,22 @@ async function twoSchools (database?: Database) {
 t.test('every model is either a tenant model, a private model or School', async (t) => {
   for (const model of Object.values(Prisma.ModelName)) {
     t.ok(TENANT_MODELS.has(model) || PRIVATE_MODELS.has(model) || model === 'School', model)
+  }
+})
+
+t.test('the tenant tables are the tables with a school_id under row-level security, each its model\'s', async (t) => {
+  const { prisma } = await testDatabase()
+  const rows = await prisma.$queryRawUnsafe<Array<{ table: string }>>(`
+    SELECT c.relname AS table FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND c.relrowsecurity
+      AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'school_id' AND NOT a.attisdropped)`)
+  t.same(rows.map((r) => r.table).sort(), [...TENANT_TABLES].sort(), 'the catalog and the list agree')
+  t.same([...TENANT_MODELS], Object.keys(TENANT_TABLE_OF), 'the models are the list\'s')
+  for (const [model, table] of Object.entries(TENANT_TABLE_OF)) {
+    const columns = await prisma.$queryRawUnsafe<Array<{ name: string }>>(
+      'SELECT attname AS name FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped', table)
+    const fields = [...SCALARS.get(model)!].map((field) => field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`))
+    t.same(columns.map((c) => c.name).sort(), fields.sort(), `${table} holds ${model}'s fields`)
   }
 })
 

@@ -35,7 +35,7 @@
 //
 // Everything happens in one transaction: a failure leaves the database as it was.
 import pg from 'pg'
-import { TENANT_TABLES as DISTRIBUTED_TABLES } from './client.js'
+import { TENANT_TABLES as DISTRIBUTED_TABLES } from './data-model.js'
 import { pendingMigrations } from './migrations/index.js'
 import { CITUS_CHECK } from './session-pool.js'
 

@@ -7,6 +7,7 @@ import type { PGlite } from '@electric-sql/pglite'
 import { PrismaPg } from '@prisma/adapter-pg'
 import { LRUCache } from 'lru-cache'
 import { PrismaClient } from '../generated/prisma/client.js'
+import { TENANT_TABLES } from './data-model.js'
 import { applyMigrations, pendingMigrations, type MigrationTarget } from './migrations/index.js'
 import { lockDataDir } from './embedded-lock.js'
 import { listenPostgres, type Listener, type ListenHandlers } from './listen.js'
@@ -113,9 +114,6 @@ export interface DatabaseOptions {
 
 /** The role the embedded database runs the service as; a server's role is the operator's choice. */
 export const EMBEDDED_SERVICE_ROLE = 'school_data_service'
-
-/** The records' tables, each with school_id in every key (on Citus: distributed by it, co-located with the first). */
-export const TENANT_TABLES = ['classrooms', 'students', 'teachers', 'teacher_classrooms', 'changes', 'teacher_changes'] as const
 
 // Whether the connected role is subject to row-level security on every tenant table.
 const ROW_SECURITY_CHECK = `

@@ -51,6 +51,29 @@ const SCALAR_TABLE: { readonly [M in ModelName]: Readonly<Record<string, string>
 
 export const MODEL_NAMES: readonly ModelName[] = Object.values(Prisma.ModelName)
 
+/**
+ * The tenant models and their tables: the one list of them. A tenant row belongs to one school:
+ * school_id leads every key (on Citus every table is distributed by it, co-located with the first)
+ * and row-level security admits the school's rows only (a test checks this list against the
+ * catalog).
+ */
+export const TENANT_TABLE_OF = {
+  Classroom: 'classrooms',
+  Student: 'students',
+  Teacher: 'teachers',
+  TeacherClassroom: 'teacher_classrooms',
+  Change: 'changes',
+  TeacherChange: 'teacher_changes'
+} as const satisfies Partial<Record<ModelName, string>>
+
+export type TenantModel = keyof typeof TENANT_TABLE_OF
+
+/** The tenant models (wall 1 adds the school to every operation of theirs). */
+export const TENANT_MODELS: ReadonlySet<string> = new Set(Object.keys(TENANT_TABLE_OF))
+
+/** The tenant tables, in the list's order. */
+export const TENANT_TABLES: ReadonlyArray<typeof TENANT_TABLE_OF[TenantModel]> = Object.values(TENANT_TABLE_OF)
+
 /** A relation field: the model it leads to, and whether it holds a list of them (to-many). */
 export type Relation = readonly [field: string, model: ModelName, many: boolean]
 

@@ -3,17 +3,7 @@
 // their filter and written data, School is readable only as the caller's own row, and anything
 // else (users, tokens, raw SQL, unknown operations) is refused.
 import { Prisma } from '../generated/prisma/client.js'
-import { RELATIONS } from './data-model.js'
-
-/** Models whose rows belong to one school (primary key leads with schoolId). */
-export const TENANT_MODELS: ReadonlySet<string> = new Set<Prisma.ModelName>([
-  'Classroom',
-  'Student',
-  'Teacher',
-  'TeacherClassroom',
-  'Change',
-  'TeacherChange'
-])
+import { RELATIONS, TENANT_MODELS } from './data-model.js'
 
 /** Models the scoped client never reaches; only authentication and administration code does. */
 export const PRIVATE_MODELS: ReadonlySet<string> = new Set<Prisma.ModelName>(['User', 'RefreshToken', 'Client', 'ClientSecret', 'UserAccessChange', 'AuditEvent'])
