@@ -4,7 +4,7 @@
 // (same user, trust authentication, as in the other suites), and drops them at the end.
 //
 // The database is distributed by the service's own command (`school-data citus distribute`,
-// src/db/citus.ts), and the suite shows that a school's statements, transactions, nested reads,
+// src/admin/citus.ts), and the suite shows that a school's statements, transactions, nested reads,
 // import upserts, notices and change feed work there, that each wall alone keeps a school to its
 // rows, that the school-setting check tells a school not passed on to the workers, and that a
 // teacher's own change feed is written on the shards.
@@ -17,7 +17,7 @@ import { openDatabase, SCHOOL_SETTING_PROBE } from '../src/db/client.js'
 import { applyMigrations } from '../src/db/migrations/index.js'
 import type { Prisma } from '../src/generated/prisma/client.js'
 import { DATA_CHANGED_CHANNEL } from '../src/db/replicas.js'
-import { CitusError, distributeOnCitus } from '../src/db/citus.js'
+import { CitusError, distributeOnCitus } from '../src/admin/citus.js'
 import { inSchoolTransaction } from '../src/import/connection.js'
 import { writePlan } from '../src/import/write.js'
 import { PASSWORD, gql, login, testConfig } from './helper.js'

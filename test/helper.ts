@@ -14,7 +14,7 @@ import { buildApp } from '../src/app.js'
 import type { Config } from '../src/config.js'
 import { openDatabase, type Database } from '../src/db/client.js'
 import { applyMigrations, migrationsDir } from '../src/db/migrations/index.js'
-import { distributeOnCitus } from '../src/db/citus.js'
+import { distributeOnCitus } from '../src/admin/citus.js'
 import { citusWorkers, createCitusDatabase, createCitusRole, dropCitusDatabase, type CitusNode } from './fixtures/citus.js'
 
 /** Admin URL of the PostgreSQL server tests create their databases on; undefined means PGlite. */

@@ -77,7 +77,7 @@ export function buildProgram (): Command {
     .action(async () => {
       const config = loadConfig(process.env, { needsSecret: false })
       if (config.databaseUrl === undefined) throw new Error('Set DATABASE_URL to the database on the Citus coordinator (the embedded database cannot be distributed)')
-      const { distributeOnCitus } = await import('../db/citus.js')
+      const { distributeOnCitus } = await import('../admin/citus.js')
       const result = await distributeOnCitus(config.databaseUrl)
       process.stderr.write(result.distributed
         ? `Distributed by school over ${result.workers} worker(s): ${result.tables.join(', ')}\n`

@@ -35,7 +35,7 @@ const KEPT_MS = 90 * 86_400_000
 
 /**
  * The school's newest change number. Its counter (schools.change_seq) on PostgreSQL; on Citus,
- * where the shards' triggers number changes from the feed itself (src/db/citus.ts), the newest
+ * where the shards' triggers number changes from the feed itself (src/admin/citus.ts), the newest
  * change kept, which pruning never takes, or the counter the school had when it was distributed.
  */
 async function latestSeq (db: ReturnType<MercuriusContext['school']>['db']): Promise<bigint> {

@@ -35,9 +35,9 @@
 //
 // Everything happens in one transaction: a failure leaves the database as it was.
 import pg from 'pg'
-import { TENANT_TABLES as DISTRIBUTED_TABLES } from './data-model.js'
-import { pendingMigrations } from './migrations/index.js'
-import { CITUS_CHECK } from './session-pool.js'
+import { TENANT_TABLES as DISTRIBUTED_TABLES } from '../db/data-model.js'
+import { pendingMigrations } from '../db/migrations/index.js'
+import { CITUS_CHECK } from '../db/session-pool.js'
 
 /** Tables on the coordinator whose key to schools becomes a check trigger. */
 const COORDINATOR_TABLES = ['users', 'clients'] as const
