@@ -7,7 +7,7 @@
 // form.
 import t from 'tap'
 import { createSchool, createStudent } from '../src/admin/records.js'
-import { DATA_CHANGED_CHANNEL } from '../src/db/replicas.js'
+import { DATA_CHANGED_CHANNEL } from '../src/db/notifications.js'
 import { schoolClient } from '../src/db/school-client.js'
 import { randomUUID } from 'node:crypto'
 import { PrismaPg } from '@prisma/adapter-pg'

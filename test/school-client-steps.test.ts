@@ -34,7 +34,7 @@ t.test('README\'s table of the school client lists the steps in their order', as
 })
 
 const rooms = teacherRooms(async () => [])
-const reads: ReadRouter = { replicaFor: () => undefined, failed () {}, changed () {}, wrap: (handlers) => handlers }
+const reads: ReadRouter = { replicaFor: () => undefined, failed () {}, changed () {} }
 
 t.test('each client gets the steps it needs, in the list\'s order; those of transactions first', async (t) => {
   const { prisma } = await testDatabase()

@@ -10,10 +10,8 @@
 // changes for ACCESS_CHANGES_KEPT_DAYS, longer than the longest access-token lifetime
 // (MAX_ACCESS_TOKEN_TTL), so a node starting at any time reloads every change a live token predates.
 import type { Database } from '../db/client.js'
-import type { Listener } from '../db/listen.js'
+import { ACCESS_CHANGED_CHANNEL, type Subscription } from '../db/notifications.js'
 import type { PrismaClient } from '../generated/prisma/client.js'
-
-export const ACCESS_CHANNEL = 'user_access_changed'
 
 /** How long the users trigger keeps access changes (the prune in its migration). */
 export const ACCESS_CHANGES_KEPT_DAYS = 30
@@ -95,9 +93,9 @@ export async function watchAccessChanges (
   }, Math.min(windowMs, 60_000))
   sweep.unref()
 
-  let listener: Listener
+  let listener: Subscription
   try {
-    listener = await db.listen(ACCESS_CHANNEL, {
+    listener = await db.subscribe(ACCESS_CHANGED_CHANNEL, 'accessChanges', {
       notify (payload) {
         const change = parse(payload)
         if (change === null) log.warn({ payload }, 'ignored a malformed user access notification')

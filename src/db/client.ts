@@ -10,8 +10,8 @@ import { PrismaClient } from '../generated/prisma/client.js'
 import { TENANT_TABLES } from './data-model.js'
 import { applyMigrations, pendingMigrations, type MigrationTarget } from './migrations/index.js'
 import { lockDataDir } from './embedded-lock.js'
-import { listenPostgres, type Listener, type ListenHandlers } from './listen.js'
-import { DATA_CHANGED_CHANNEL, openReplicas, type Replicas, type ReplicaStatus } from './replicas.js'
+import { embeddedNotifications, postgresNotifications, type Notifications } from './notifications.js'
+import { openReplicas, type Replicas, type ReplicaStatus } from './replicas.js'
 import { openSessionPool } from './session-pool.js'
 import type { Reach } from './reach.js'
 import { schoolClientCache, type SchoolDb } from './school-client.js'
@@ -54,10 +54,10 @@ export interface Database {
    */
   checkSchoolSetting (): Promise<void>
   /**
-   * Notifications of `channel` (PostgreSQL LISTEN), on a connection of their own that reconnects
-   * by itself; `listening` runs on start and after every reconnection.
+   * Subscribes to a notification channel (PostgreSQL LISTEN, notifications.ts): one connection per
+   * channel, which reconnects by itself; `listening` runs on start and after every reconnection.
    */
-  listen (channel: string, handlers: ListenHandlers): Promise<Listener>
+  subscribe: Notifications['subscribe']
   /** Connections of the PostgreSQL pool (for metrics); null on the embedded database. */
   poolStats (): PoolStats | null
   /**
@@ -199,7 +199,7 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
       await prisma.$disconnect()
       throw err
     }
-    const url = options.url
+    const notifications = postgresNotifications(options.url)
     let replicas: Replicas | undefined
     if (options.replicaUrls !== undefined && options.replicaUrls.length > 0) {
       try {
@@ -210,20 +210,19 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
           statementTimeoutMs: options.statementTimeoutMs,
           pollMs: options.replicaPollMs,
           primary: prisma,
-          listen: (channel, handlers) => listenPostgres(url, channel, handlers),
+          notifications,
           statementNames: preparedStatements,
           warn: options.warn ?? (() => {})
         })
       } catch (err) {
+        await notifications.close()
         await prisma.$disconnect()
         throw err
       }
     }
-    const router = replicas
     return await wrap('postgresql', prisma, target, options, {
       citus: schoolPool.citus,
-      // The replicas hear of a school's change before anyone else on this node (the response cache).
-      listen: (channel, handlers) => listenPostgres(url, channel, router !== undefined && channel === DATA_CHANGED_CHANNEL ? router.wrap(handlers) : handlers),
+      notifications,
       replicas,
       poolStats: () => ({ max: pool.options.max, total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
       runStatement: async (name, sql, values) => {
@@ -261,19 +260,7 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
   const prisma = new PrismaClient({ adapter: sessionAdapter(new PrismaPGlite(pglite), { driverSetsSchool: false }) })
   const driver = pglite
   return await wrap('embedded', prisma, { pglite }, options, {
-    async listen (channel, handlers) {
-      const stop = await driver.listen(channel, (payload) => { handlers.notify(payload) })
-      let live = true
-      await handlers.listening()
-      return {
-        get live () { return live },
-        async close () {
-          live = false
-          // Nothing to stop once the database itself is closed.
-          if (!driver.closed) await stop().catch(() => {})
-        }
-      }
-    },
+    notifications: embeddedNotifications(driver),
     async close () {
       await driver.close()
       unlock()
@@ -314,7 +301,7 @@ async function wrap (
   migrationTarget: MigrationTarget,
   options: DatabaseOptions,
   driver: {
-    listen: Database['listen']
+    notifications: Notifications
     close: () => Promise<void>
     poolStats?: () => PoolStats
     runStatement?: Database['runStatement']
@@ -331,6 +318,7 @@ async function wrap (
     const [audit] = await prisma.$queryRawUnsafe<Array<{ append_only: boolean | null }>>(AUDIT_APPEND_ONLY_CHECK)
     auditAppendOnly = audit?.append_only === true
   } catch (err) {
+    await driver.notifications.close()
     await prisma.$disconnect()
     await closeDriver()
     throw err
@@ -346,7 +334,7 @@ async function wrap (
     replicaStatus: () => driver.replicas?.status() ?? [],
     forSchool: (schoolId, reach) => schools.forSchool(schoolId, reach),
     teacherRooms: schools.rooms,
-    listen: driver.listen,
+    subscribe: (channel, subscriber, handlers) => driver.notifications.subscribe(channel, subscriber, handlers),
     poolStats: () => driver.poolStats?.() ?? null,
     runStatement: driver.runStatement ?? (async (_name, sql, values) => {
       await outsideSchoolSession(async () => await prisma.$executeRawUnsafe(sql, ...values))
@@ -361,6 +349,7 @@ async function wrap (
     async close () {
       schools.clear()
       await driver.replicas?.close()
+      await driver.notifications.close()
       await prisma.$disconnect()
       await closeDriver()
     }

@@ -7,7 +7,8 @@
 // - a write of this process to a school pins the school to the primary at once (before the write's
 //   answer returns, so a request that wrote reads its own writes, and so do later requests);
 // - a change from anywhere else (another node, the CLI, SQL) arrives as the notification the
-//   triggers send (school_data_changed, as for the response cache) and pins the school likewise;
+//   triggers send (school_data_changed, as for the response cache) and pins the school likewise,
+//   before any other subscriber on the node hears of it (notifications.ts, SUBSCRIBERS);
 // - the pin holds until the replica's replay position (pg_last_wal_replay_lsn(), polled) has passed
 //   the primary's WAL insert position read after the change (pg_current_wal_insert_lsn(), which
 //   is past the change's commit record even with synchronous_commit off);
@@ -17,11 +18,9 @@
 import { PrismaPg } from '@prisma/adapter-pg'
 import { Prisma, PrismaClient } from '../generated/prisma/client.js'
 import { delegateOf } from './data-model.js'
-import type { Listener, ListenHandlers } from './listen.js'
+import { DATA_CHANGED_CHANNEL, type Notifications } from './notifications.js'
 import { openSessionPool } from './session-pool.js'
 import { sessionAdapter } from './school-session.js'
-
-export const DATA_CHANGED_CHANNEL = 'school_data_changed'
 
 /** What the read-routing step asks before and after an operation of a school. */
 export interface ReadRouter {
@@ -31,8 +30,6 @@ export interface ReadRouter {
   failed (replica: PrismaClient): void
   /** The school's data changed: read it from the primary until the replicas have replayed the change. */
   changed (schoolId: string): void
-  /** Handlers of a school_data_changed listener that tell this router first (see client.ts). */
-  wrap (handlers: ListenHandlers): ListenHandlers
 }
 
 export interface ReplicaStatus {
@@ -60,8 +57,8 @@ export interface ReplicaOptions {
   pollMs?: number
   /** The primary's client: its WAL position marks where a change ends. */
   primary: PrismaClient
-  /** LISTEN on the primary. */
-  listen: (channel: string, handlers: ListenHandlers) => Promise<Listener>
+  /** The primary's notifications. */
+  notifications: Pick<Notifications, 'subscribe'>
   /** Statement names for PrismaPg (prepared statements), one generator per replica. */
   statementNames: () => (query: { sql: string, args: unknown[] }) => string
   warn: (message: string, err?: unknown) => void
@@ -178,7 +175,7 @@ export async function openReplicas (options: ReplicaOptions): Promise<Replicas> 
   const timer = setInterval(() => { void poll() }, pollMs)
   timer.unref()
 
-  const listener = await options.listen(DATA_CHANGED_CHANNEL, {
+  const listener = await options.notifications.subscribe(DATA_CHANGED_CHANNEL, 'readRouting', {
     notify (payload) { changed(payload) },
     async listening () {
       // Anything may have changed while not listening: wait for the primary's current position.
@@ -216,16 +213,6 @@ export async function openReplicas (options: ReplicaOptions): Promise<Replicas> 
     failed (client) {
       const replica = replicas.find((r) => r.client === client)
       if (replica !== undefined) replica.up = false
-    },
-    wrap (handlers) {
-      return {
-        notify (payload) {
-          changed(payload)
-          handlers.notify(payload)
-        },
-        listening: handlers.listening,
-        lost: handlers.lost
-      }
     },
     status: () => replicas.map((r) => ({ index: r.index, up: r.up, replayed: r.up ? lsnText(r.replayed) : null })),
     polled: async () => { await polling; await poll() },

@@ -18,8 +18,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { parse, type OperationDefinitionNode } from 'graphql'
 import { LRUCache } from 'lru-cache'
 import { accessOf } from '../auth/identity.js'
-import type { Listener } from '../db/listen.js'
-import { DATA_CHANGED_CHANNEL } from '../db/replicas.js'
+import { DATA_CHANGED_CHANNEL, type Subscription } from '../db/notifications.js'
 import { asksPersistedDocument } from './persisted-documents.js'
 import { parseUuid } from '../validators.js'
 
@@ -86,7 +85,7 @@ export async function registerResponseCache (app: FastifyInstance, options: Resp
     answers.clear()
   }
 
-  const listener: Listener = await app.db.listen(DATA_CHANGED_CHANNEL, {
+  const listener: Subscription = await app.db.subscribe(DATA_CHANGED_CHANNEL, 'responseCache', {
     notify (payload) {
       const schoolId = parseUuid(payload)
       if (schoolId !== undefined) invalidate(schoolId)

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { openDatabase, type Database } from '../db/client.js'
-import { DATA_CHANGED_CHANNEL } from '../db/replicas.js'
+import { DATA_CHANGED_CHANNEL } from '../db/notifications.js'
 import { parseUuid } from '../validators.js'
 
 declare module 'fastify' {
@@ -21,7 +21,7 @@ export interface DatabasePluginOptions {
  */
 async function keepTeacherRooms (app: FastifyInstance, db: Database): Promise<void> {
   const rooms = db.teacherRooms
-  const listener = await db.listen(DATA_CHANGED_CHANNEL, {
+  const listener = await db.subscribe(DATA_CHANGED_CHANNEL, 'teacherRooms', {
     notify (payload) {
       const schoolId = parseUuid(payload)
       if (schoolId !== undefined) rooms.invalidate(schoolId)
