@@ -1,22 +1,17 @@
-// Opens the database the service runs on: the PostgreSQL server of DATABASE_URL, or the
-// embedded PGlite under the data folder. Both run the same migrations and the same SQL.
+// The database the service runs on: the PostgreSQL server of DATABASE_URL (with its read replicas),
+// or the embedded PGlite under the data folder, opened by open.ts. Both run the same migrations and
+// the same SQL; what the rest of the service gets is the same Database.
 import { randomUUID } from 'node:crypto'
-import { mkdirSync } from 'node:fs'
-import { join } from 'node:path'
-import type { PGlite } from '@electric-sql/pglite'
-import { PrismaPg } from '@prisma/adapter-pg'
-import { LRUCache } from 'lru-cache'
-import { PrismaClient } from '../generated/prisma/client.js'
+import type { PrismaClient } from '../generated/prisma/client.js'
 import { TENANT_TABLES } from './data-model.js'
 import { applyMigrations, pendingMigrations, type MigrationTarget } from './migrations/index.js'
-import { lockDataDir } from './embedded-lock.js'
 import { embeddedNotifications, postgresNotifications, type Notifications } from './notifications.js'
+import { embeddedClient, openEmbedded, openPostgresClient, PendingMigrationsError } from './open.js'
 import { openReplicas, type Replicas, type ReplicaStatus } from './replicas.js'
-import { openSessionPool } from './session-pool.js'
 import type { Reach } from './reach.js'
 import { schoolClientCache, type SchoolDb } from './school-client.js'
 import type { TeacherRooms } from './teacher-rooms.js'
-import { outsideSchoolSession, schoolSession, sessionAdapter } from './school-session.js'
+import { outsideSchoolSession, schoolSession } from './school-session.js'
 
 export interface Database {
   readonly kind: 'postgresql' | 'embedded'
@@ -112,9 +107,6 @@ export interface DatabaseOptions {
   warn?: (message: string, err?: unknown) => void
 }
 
-/** The role the embedded database runs the service as; a server's role is the operator's choice. */
-export const EMBEDDED_SERVICE_ROLE = 'school_data_service'
-
 // Whether the connected role is subject to row-level security on every tenant table.
 const ROW_SECURITY_CHECK = `
   SELECT NOT (r.rolsuper OR r.rolbypassrls) AND NOT EXISTS (
@@ -139,49 +131,15 @@ const AUDIT_APPEND_ONLY_CHECK = `
 export const SCHOOL_SETTING_PROBE = `SELECT count(*)::int AS n FROM "students"
   WHERE "school_id" = $1::uuid AND "school_id" = coalesce(current_setting('app.school_id', true), '')::uuid`
 
-export class PendingMigrationsError extends Error {
-  override name = 'PendingMigrationsError'
-}
-
-/**
- * Names for the statements Prisma sends, so that each connection parses and plans a statement once
- * and then only binds and executes it.
- */
-function preparedStatements (): (query: { sql: string, args: unknown[] }) => string {
-  const names = new LRUCache<string, string>({ max: 2_000 })
-  let next = 0
-  return (query) => {
-    // SET LOCAL carries its value as a literal (Citus's form): unnamed, not one statement per school.
-    if (query.sql.startsWith('SET ')) return ''
-    let name = names.get(query.sql)
-    if (name === undefined) {
-      next += 1
-      name = `sds_${next}`
-      names.set(query.sql, name)
-    }
-    return name
-  }
-}
-
 export async function openDatabase (options: DatabaseOptions): Promise<Database> {
   if (options.url !== undefined) {
     const target: MigrationTarget = { url: options.url }
-    const schoolPool = openSessionPool({
-      connectionString: options.url,
-      max: options.poolSize ?? 10,
-      // Fail fast instead of queueing forever when the server is gone or every connection is busy.
-      connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
-      // Sent at connection start: a runaway statement is cancelled by the server itself.
-      ...(options.statementTimeoutMs !== undefined && options.statementTimeoutMs > 0 && { statement_timeout: options.statementTimeoutMs })
-    })
+    const poolSize = options.poolSize ?? 10
+    const connectTimeoutMs = options.connectTimeoutMs ?? 5_000
     // A school's statement is sent with its school by the pool itself, in one round trip.
-    const { forPrisma, pool } = schoolPool
-    const adapter = sessionAdapter(
-      new PrismaPg(forPrisma, { disposeExternalPool: true, statementNameGenerator: preparedStatements() }),
-      { driverSetsSchool: true, citus: () => schoolPool.citus })
-    const prisma = new PrismaClient({ adapter })
+    const { prisma, pool } = openPostgresClient({ url: options.url, poolSize, connectTimeoutMs, statementTimeoutMs: options.statementTimeoutMs })
     // Prisma loads and compiles its query compiler (WebAssembly) while the migrations are read.
-    const [migrations, connected, detected] = await Promise.allSettled([pendingMigrations(target), prisma.$connect(), schoolPool.detect()])
+    const [migrations, connected, detected] = await Promise.allSettled([pendingMigrations(target), prisma.$connect(), pool.detect()])
     try {
       // The migrations' error first: it names the database and what failed.
       if (migrations.status === 'rejected') throw migrations.reason
@@ -191,9 +149,7 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
       if (options.migrate === true) {
         if (pending.length > 0) await applyMigrations(target)
       } else if (pending.length > 0) {
-        throw new PendingMigrationsError(
-          `The database has ${pending.length} pending migration(s) (${pending.join(', ')}): run \`school-data migrate\` first`
-        )
+        throw new PendingMigrationsError(pending)
       }
     } catch (err) {
       await prisma.$disconnect()
@@ -205,13 +161,12 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
       try {
         replicas = await openReplicas({
           urls: options.replicaUrls,
-          poolSize: options.poolSize ?? 10,
-          connectTimeoutMs: options.connectTimeoutMs ?? 5_000,
+          poolSize,
+          connectTimeoutMs,
           statementTimeoutMs: options.statementTimeoutMs,
           pollMs: options.replicaPollMs,
           primary: prisma,
           notifications,
-          statementNames: preparedStatements,
           warn: options.warn ?? (() => {})
         })
       } catch (err) {
@@ -220,79 +175,26 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
         throw err
       }
     }
+    const { pool: pgPool } = pool
     return await wrap('postgresql', prisma, target, options, {
-      citus: schoolPool.citus,
+      citus: pool.citus,
       notifications,
       replicas,
-      poolStats: () => ({ max: pool.options.max, total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+      poolStats: () => ({ max: pgPool.options.max, total: pgPool.totalCount, idle: pgPool.idleCount, waiting: pgPool.waitingCount }),
       runStatement: async (name, sql, values) => {
         // Straight to the pool, never through a school's session.
-        await pool.query({ name, text: sql, values })
+        await pgPool.query({ name, text: sql, values })
       },
       close: async () => {}
     })
   }
 
-  let dataPath: string | undefined
-  let unlock = (): void => {}
-  if (options.dataDir !== undefined) {
-    dataPath = join(options.dataDir, 'pglite')
-    mkdirSync(dataPath, { recursive: true })
-    unlock = lockDataDir(options.dataDir)
-  }
-  let pglite: PGlite | undefined
-  try {
-    // The embedded database loads only when used.
-    const { PGlite } = await import('@electric-sql/pglite')
-    pglite = new PGlite({ dataDir: dataPath, ...(options.loadDataDir !== undefined && { loadDataDir: options.loadDataDir }) })
-    await pglite.waitReady
-    // Starting the schema engine takes seconds; a plain read tells whether it is needed.
-    if (options.migrate !== false && (await pendingMigrations({ pglite })).length > 0) {
-      await applyMigrations({ pglite })
-    }
-    if (options.serviceRole !== false) await becomeServiceRole(pglite)
-  } catch (err) {
-    await pglite?.close()
-    unlock()
-    throw err
-  }
-  const { PrismaPGlite } = await import('pglite-prisma-adapter')
-  const prisma = new PrismaClient({ adapter: sessionAdapter(new PrismaPGlite(pglite), { driverSetsSchool: false }) })
-  const driver = pglite
-  return await wrap('embedded', prisma, { pglite }, options, {
-    notifications: embeddedNotifications(driver),
-    async close () {
-      await driver.close()
-      unlock()
-    }
+  const embedded = await openEmbedded(options)
+  const prisma = await embeddedClient(embedded.pglite)
+  return await wrap('embedded', prisma, { pglite: embedded.pglite }, options, {
+    notifications: embeddedNotifications(embedded.pglite),
+    close: embedded.close
   })
-}
-
-/**
- * The embedded database runs as a superuser; the service drops to an unprivileged role for the
- * rest of the session, so that row-level security applies as it does on a server.
- */
-async function becomeServiceRole (pglite: PGlite): Promise<void> {
-  const role = EMBEDDED_SERVICE_ROLE
-  await pglite.exec(`
-    DO $$ BEGIN
-      IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${role}') THEN
-        CREATE ROLE ${role} NOLOGIN NOSUPERUSER NOBYPASSRLS;
-      END IF;
-    END $$;
-    GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role};
-    GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO ${role};
-    DO $$ BEGIN
-      IF to_regclass('_prisma_migrations') IS NOT NULL THEN
-        REVOKE INSERT, UPDATE, DELETE ON "_prisma_migrations" FROM ${role};
-      END IF;
-      -- The access audit is append-only for the service (README "Access audit").
-      IF to_regclass('access_audit') IS NOT NULL THEN
-        REVOKE SELECT, UPDATE, DELETE ON access_audit FROM ${role};
-      END IF;
-    END $$;
-    SET ROLE ${role};
-  `)
 }
 
 async function wrap (

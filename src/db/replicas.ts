@@ -15,12 +15,10 @@
 // - while the notifications are not being received, every read goes to the primary.
 // A replica that fails a read, or does not answer the poll, gets no reads until it answers again;
 // the failed read is run again on the primary.
-import { PrismaPg } from '@prisma/adapter-pg'
-import { Prisma, PrismaClient } from '../generated/prisma/client.js'
+import { Prisma, type PrismaClient } from '../generated/prisma/client.js'
 import { delegateOf } from './data-model.js'
 import { DATA_CHANGED_CHANNEL, type Notifications } from './notifications.js'
-import { openSessionPool } from './session-pool.js'
-import { sessionAdapter } from './school-session.js'
+import { openPostgresClient } from './open.js'
 
 /** What the read-routing step asks before and after an operation of a school. */
 export interface ReadRouter {
@@ -59,8 +57,6 @@ export interface ReplicaOptions {
   primary: PrismaClient
   /** The primary's notifications. */
   notifications: Pick<Notifications, 'subscribe'>
-  /** Statement names for PrismaPg (prepared statements), one generator per replica. */
-  statementNames: () => (query: { sql: string, args: unknown[] }) => string
   warn: (message: string, err?: unknown) => void
 }
 
@@ -89,16 +85,10 @@ const INFINITE = (1n << 64n)
 export async function openReplicas (options: ReplicaOptions): Promise<Replicas> {
   const pollMs = options.pollMs ?? 200
   const replicas: Replica[] = options.urls.map((url, index) => {
-    const { forPrisma, pool } = openSessionPool({
-      connectionString: url,
-      max: options.poolSize,
-      connectionTimeoutMillis: options.connectTimeoutMs,
-      ...(options.statementTimeoutMs !== undefined && options.statementTimeoutMs > 0 && { statement_timeout: options.statementTimeoutMs })
-    })
+    const { prisma, pool } = openPostgresClient({ url, poolSize: options.poolSize, connectTimeoutMs: options.connectTimeoutMs, statementTimeoutMs: options.statementTimeoutMs })
     // A dropped connection of an idle pool must not crash the process; the poll notices.
-    pool.on('error', () => {})
-    const adapter = sessionAdapter(new PrismaPg(forPrisma, { disposeExternalPool: true, statementNameGenerator: options.statementNames() }), { driverSetsSchool: true })
-    return { index, client: new PrismaClient({ adapter }), up: false, replayed: 0n, warned: false }
+    pool.pool.on('error', () => {})
+    return { index, client: prisma, up: false, replayed: 0n, warned: false }
   })
 
   const pins = new Map<string, Pin>()

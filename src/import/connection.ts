@@ -1,13 +1,10 @@
 // One connection and one transaction for an import, straight through `pg` (or the embedded PGlite),
-// not Prisma: bulk statements of thousands of rows each. The school is set for the transaction, so
-// that row-level security admits its rows when DATABASE_URL is the service role.
-import { mkdirSync } from 'node:fs'
-import { join } from 'node:path'
-import pg from 'pg'
-import { lockDataDir } from '../db/embedded-lock.js'
-import { applyMigrations, pendingMigrations } from '../db/migrations/index.js'
-import { CITUS_CHECK } from '../db/session-pool.js'
+// not Prisma: bulk statements of thousands of rows each. The connection is the database layer's
+// (openRawConnection, src/db/open.ts, which also migrates the embedded database). The school is set
+// for the transaction, so that row-level security admits its rows when DATABASE_URL is the service
+// role.
 import { DATA_CHANGED_CHANNEL } from '../db/notifications.js'
+import { openRawConnection } from '../db/open.js'
 import { setLocalStatements } from '../db/school-session.js'
 import { isUuid } from '../validators.js'
 import type { Sql } from './write.js'
@@ -65,34 +62,10 @@ export async function inSchoolTransaction<T> (
     }
   }
 
-  if (options.databaseUrl !== undefined) {
-    const pending = await pendingMigrations({ url: options.databaseUrl })
-    if (pending.length > 0) {
-      throw new Error(`The database has ${pending.length} pending migration(s) (${pending.join(', ')}): run \`school-data migrate\` first`)
-    }
-    const client = new pg.Client({ connectionString: options.databaseUrl })
-    await client.connect()
-    try {
-      const citus = options.citus ?? (await client.query<{ citus: boolean }>(CITUS_CHECK)).rows[0]?.citus === true
-      return await run({ query: async (text, params) => (await client.query(text, params)).rows }, citus)
-    } finally {
-      await client.end()
-    }
-  }
-
-  mkdirSync(join(options.dataDir, 'pglite'), { recursive: true })
-  const unlock = lockDataDir(options.dataDir)
+  const connection = await openRawConnection({ url: options.databaseUrl, dataDir: options.dataDir, citus: options.citus })
   try {
-    const { PGlite } = await import('@electric-sql/pglite')
-    const pglite = new PGlite(join(options.dataDir, 'pglite'))
-    try {
-      await pglite.waitReady
-      if ((await pendingMigrations({ pglite })).length > 0) await applyMigrations({ pglite })
-      return await run({ query: async <R>(text: string, params?: unknown[]) => (await pglite.query<R>(text, params)).rows }, false)
-    } finally {
-      await pglite.close()
-    }
+    return await run(connection, connection.citus)
   } finally {
-    unlock()
+    await connection.close()
   }
 }
