@@ -78,8 +78,10 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     return reply.code(statusCode).send({ statusCode, error: error.name, message: error.message })
   })
 
+  // In an order each plugin's `dependencies` allow (fastify-plugin checks them at registration): CORS
+  // before anything that may refuse a request, so that refusals carry its headers; the shutdown's
+  // refusal next; the database before what uses it, and closed after it (test/plugin-order.test.ts).
   await app.register(configPlugin, { config })
-  // Before anything that may refuse a request: refusals carry the CORS headers too.
   await app.register(corsPlugin)
   await app.register(shutdownPlugin)
   await app.register(handlerTimeoutPlugin)

@@ -13,6 +13,7 @@ import { existsSync, readdirSync } from 'node:fs'
 const ENGINE_INDEPENDENT = [
   'test/clients.test.ts',
   'test/config.test.ts',
+  'test/contracts/fastify-close-order.test.ts',
   'test/cors-browser.test.ts',
   'test/docs.test.ts',
   'test/example-consumer.test.ts',

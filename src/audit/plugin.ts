@@ -53,7 +53,9 @@ export default fp(async (app: FastifyInstance) => {
     stats: () => writer.stats(),
     scope
   })
-  // After the server has closed (Fastify closes it first) and before the database plugin's close.
+  // After the server has closed (Fastify closes it first) and before the database closes: Fastify
+  // runs onClose hooks in the reverse order of registration, and this plugin depends on 'database'
+  // (test/contracts/fastify-close-order.test.ts, test/plugin-order.test.ts).
   app.addHook('onClose', async () => { await writer.close() })
 
   const operationNames = new LRUCache<string, string>({ max: 1_000 })

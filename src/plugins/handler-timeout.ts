@@ -77,7 +77,7 @@ export default fp(async (app) => {
   app.decorateReply('inFlightNext', null)
 
   // Callback style, no promise per request (BENCHMARKS.md, "What changed since `1b26f99`", Hooks: no figure of its own).
-  app.addHook('onRequest', (_request, reply, done) => {
+  app.addHook('onRequest', function trackInFlight (_request, reply, done) {
     inFlight.add(reply)
     done()
   })
@@ -113,4 +113,4 @@ export default fp(async (app) => {
   const timer = setInterval(sweep, timeoutMs > 0 ? sweepInterval(timeoutMs) : 1_000)
   timer.unref()
   app.addHook('onClose', async () => { clearInterval(timer) })
-}, { name: 'handler-timeout', dependencies: ['config'] })
+}, { name: 'handler-timeout', dependencies: ['config', 'shutdown'] })

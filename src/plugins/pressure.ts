@@ -32,4 +32,4 @@ export default fp(async (app) => {
         : { statusCode: 503, error: 'Service Unavailable', message: refused.errors[0].message }
     }) as FastifyUnderPressureOptions['pressureHandler']
   })
-}, { name: 'pressure', dependencies: ['config', 'cors'] })
+}, { name: 'pressure', dependencies: ['config', 'cors', 'shutdown'] })

@@ -106,8 +106,10 @@ export default fp(async (app) => {
     }
     done()
   })
-  // Registered right after CORS (whose headers a refusal keeps): nothing else runs for a refused request.
-  app.addHook('onRequest', (_request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+  // The first onRequest hook after CORS's (whose headers a refusal keeps): nothing else runs for a
+  // refused request. This plugin depends on 'cors', and the other plugins with onRequest hooks on
+  // it (test/plugin-order.test.ts).
+  app.addHook('onRequest', function refuseWhenClosing (_request: FastifyRequest, reply: FastifyReply, done: () => void) {
     if (state !== 'closing') {
       done()
       return
@@ -121,4 +123,4 @@ export default fp(async (app) => {
     if (state !== 'serving') void reply.header('connection', 'close')
     done(null, payload)
   })
-}, { name: 'shutdown' })
+}, { name: 'shutdown', dependencies: ['cors'] })
