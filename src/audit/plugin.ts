@@ -60,7 +60,8 @@ export default fp(async (app: FastifyInstance) => {
 
   const operationNames = new LRUCache<string, string>({ max: 1_000 })
 
-  function operationOf (request: FastifyRequest): string {
+  /** The operation the request names: its operationName, else its document's only operation (parsed once per text). */
+  function documentOperationOf (request: FastifyRequest): string {
     const params = (request.method === 'GET' ? request.query : request.body) as { query?: unknown, operationName?: unknown } | undefined
     if (typeof params?.operationName === 'string' && OPERATION_NAME.test(params.operationName)) return params.operationName
     if (typeof params?.query !== 'string') return 'anonymous'
@@ -86,7 +87,7 @@ export default fp(async (app: FastifyInstance) => {
     }
     const userId = identity.kind === 'user' ? identity.userId : null
     const clientId = identity.kind === 'client' ? identity.clientId : null
-    const operation = operationOf(request)
+    const operation = documentOperationOf(request)
     for (const { schoolId, recordType, action, count } of counts) {
       writer.push({ at, schoolId, userId, clientId, requestId: request.id, operation, recordType, recordCount: count, action })
     }
