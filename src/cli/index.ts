@@ -304,7 +304,7 @@ export function buildProgram (): Command {
     .description('import a OneRoster 1.1/1.2 CSV bundle (folder or zip) into a school: all of it in one transaction, or nothing')
     .argument('<path>', 'folder or zip file with manifest.csv, users.csv, classes.csv, enrollments.csv, ...')
     .requiredOption('--school <schoolId>', 'school id')
-    .option('--dry-run', 'check and count everything, then write nothing')
+    .option('--dry-run', 'check and plan everything, write nothing: print what would be created, changed and removed')
     .option('--json', 'print the summary as one JSON object')
     .action(async (path: string, options: { school: string, dryRun?: boolean, json?: boolean }) => {
       // Loaded on use: the CSV, zip and progress libraries are not needed by other commands.
