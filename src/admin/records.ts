@@ -474,7 +474,7 @@ async function requireStudentOf (tenant: Tenant, schoolId: string, studentId: st
   return student
 }
 
-/** Writes a student's classroom if it is still `from` (another writer may have moved them since the read). */
+/** Writes a student's classroom if they are still in the one read (another writer may have moved them since). */
 async function moveStudent (tenant: Tenant, student: { id: string, classroomId: string | null }, to: string | null): Promise<void> {
   const { count } = await tenant.student.updateMany({ where: { id: student.id, classroomId: student.classroomId }, data: { classroomId: to } })
   if (count === 0) throw new AdminError(`Student ${student.id} changed classroom meanwhile: nothing was changed, run the command again`)
