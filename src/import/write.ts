@@ -139,13 +139,16 @@ export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, o
   // below); those made by hand keep theirs.
   const updatedStudents = new Set<string>()
   const leaving = removed.classrooms.map((c) => c.id)
+  // The transaction's now(), as the upserts stamp theirs, sent as a parameter (as Prisma sends
+  // updatedAt): the statement holds no function for Citus to evaluate.
+  const now = leaving.length === 0 ? undefined : (await sql.query<{ now: string }>('SELECT now()::text AS "now"'))[0]!.now
   for (let start = 0; start < leaving.length; start += CHUNK) {
     const rows = await sql.query<{ id: string }>(`
-      UPDATE "students" SET "classroom_id" = NULL, "updated_at" = now(),
+      UPDATE "students" SET "classroom_id" = NULL, "updated_at" = $3::timestamptz,
         "enrollment_start_date" = CASE WHEN "sourced_id" IS NULL THEN "enrollment_start_date" END,
         "enrollment_end_date" = CASE WHEN "sourced_id" IS NULL THEN "enrollment_end_date" END
       WHERE "school_id" = $1::uuid AND "classroom_id" = ANY($2::uuid[]) RETURNING "id"`,
-    [schoolId, leaving.slice(start, start + CHUNK)])
+    [schoolId, leaving.slice(start, start + CHUNK), now])
     for (const row of rows) updatedStudents.add(row.id)
     onProgress(Math.min(CHUNK, leaving.length - start))
   }
