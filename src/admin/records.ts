@@ -450,7 +450,8 @@ async function classroomNamed (tenant: Tenant, schoolId: string, name: string): 
 async function requireClassroomOf (tenant: Tenant, schoolId: string, classroom: string): Promise<{ id: string, name: string }> {
   const text = requireText('Classroom', classroom)
   const select = { id: true, name: true } as const
-  const room = (isUuid(text) ? await tenant.classroom.findFirst({ where: { id: text.toLowerCase() }, select }) : null) ??
+  const id = parseUuid(text)
+  const room = (id !== undefined ? await tenant.classroom.findFirst({ where: { id }, select }) : null) ??
     await tenant.classroom.findFirst({ where: { name: text }, select })
   if (room === null) throw new AdminError(`Classroom "${text}" is not a classroom of school ${schoolId}`, 'NOT_FOUND')
   return room
@@ -475,9 +476,9 @@ export async function unassignTeacher (
 }
 
 async function requireStudentOf (tenant: Tenant, schoolId: string, studentId: string): Promise<{ id: string, classroomId: string | null, classroom: { name: string } | null }> {
-  if (!isUuid(studentId)) throw new AdminError(`Student id "${studentId}" is not a UUID`)
-  const student = await tenant.student.findFirst({ where: { id: studentId.toLowerCase() }, select: { id: true, classroomId: true, classroom: { select: { name: true } } } })
-  if (student === null) throw new AdminError(`Student ${studentId} is not a student of school ${schoolId}`, 'NOT_FOUND')
+  const id = requireId('Student', studentId)
+  const student = await tenant.student.findFirst({ where: { id }, select: { id: true, classroomId: true, classroom: { select: { name: true } } } })
+  if (student === null) throw new AdminError(`Student ${id} is not a student of school ${schoolId}`, 'NOT_FOUND')
   return student
 }
 

@@ -9,7 +9,7 @@ import { applyMigrations, pendingMigrations } from '../db/migrations/index.js'
 import { CITUS_CHECK } from '../db/pg-school-pool.js'
 import { DATA_CHANGED_CHANNEL } from '../db/replicas.js'
 import { schoolSettings } from '../db/school-session.js'
-import { isUuid } from '../validators.js'
+import { parseUuid } from '../validators.js'
 import type { Sql } from './write.js'
 
 export interface ConnectionOptions {
@@ -37,7 +37,7 @@ export async function inSchoolTransaction<T> (
   work: (sql: Sql) => Promise<T>,
   rollback = false
 ): Promise<T> {
-  if (!isUuid(schoolId)) throw new SchoolNotFoundError(`School ${schoolId} does not exist`)
+  if (parseUuid(schoolId) === undefined) throw new SchoolNotFoundError(`School ${schoolId} does not exist`)
   const run = async (sql: Sql, citus: boolean): Promise<T> => {
     await sql.query('BEGIN')
     try {
