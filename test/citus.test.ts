@@ -1,4 +1,4 @@
-// The service's side of Citus (README, "Sharding by school (Citus)") on a real coordinator, when
+// The service's side of Citus (docs/running/citus.md) on a real coordinator, when
 // one is configured: CITUS_URL, a superuser URL of a database on a Citus coordinator that has its
 // workers added. The suite creates a database of its own on the coordinator and on each worker
 // (same user, trust authentication, as in the other suites), and drops them at the end.

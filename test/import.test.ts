@@ -319,7 +319,7 @@ t.test('on a Citus coordinator, the import sets its school with SET LOCAL, after
     : await unlessCitus('it reads back, from a plain server, what the Citus form sends (test/citus.test.ts shows the import there)')
 }, async (t) => {
   // A plain server takes citus.propagate_set_commands as a placeholder setting: what the import's
-  // transaction sent can be read back in it (README, "Sharding by school (Citus)").
+  // transaction sent can be read back in it (docs/running/citus.md).
   const school = await newSchool('Citus Import Academy')
   const read = async (sql: Sql): Promise<Array<{ school: string | null, propagate: string | null }>> =>
     await sql.query("SELECT current_setting('app.school_id', true) AS school, current_setting('citus.propagate_set_commands', true) AS propagate")

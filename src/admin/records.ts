@@ -99,7 +99,7 @@ async function requireTeacherOf (db: Database, schoolId: string, teacherId: stri
   return teacher.id
 }
 
-/** What a user is allowed to be (README, "Access"): role and teacher record, checked together. */
+/** What a user is allowed to be (docs/api/access.md): role and teacher record, checked together. */
 export interface UserAccess {
   /** `admin` (default) or `teacher`, any case. */
   role?: string | undefined
@@ -410,7 +410,7 @@ export async function createTeacher (db: Database, input: TeacherInput): Promise
 /**
  * Assigns a teacher to a classroom of their school (created on first use of its name, as for a
  * student), in a role (PRIMARY by default, or ASSISTANT); an assignment that exists takes the role.
- * What a teacher login reads follows its teacher's assignments (README, "Roles").
+ * What a teacher login reads follows its teacher's assignments (docs/api/access.md#roles).
  */
 export async function assignTeacher (
   db: Database,

@@ -74,7 +74,7 @@ export function buildProgram (): Command {
     })
 
   program.command('citus')
-    .description('run on a Citus cluster (README, "Sharding by school (Citus)")')
+    .description('run on a Citus cluster (docs/running/citus.md)')
     .command('distribute')
     .description('distribute the migrated database by school on its Citus coordinator (DATABASE_URL: the owner, on the coordinator); once, after migrate')
     .action(async () => {

@@ -29,7 +29,7 @@ export interface Database {
   readonly rowSecurity: boolean
   /**
    * Whether the access audit is append-only for the role connected: it may insert, but neither
-   * read, change nor delete (README "Database roles"). False for a role that bypasses row security.
+   * read, change nor delete (docs/running/database-roles.md). False for a role that bypasses row security.
    */
   readonly auditAppendOnly: boolean
   /**
@@ -301,7 +301,7 @@ async function becomeServiceRole (pglite: PGlite): Promise<void> {
       IF to_regclass('_prisma_migrations') IS NOT NULL THEN
         REVOKE INSERT, UPDATE, DELETE ON "_prisma_migrations" FROM ${role};
       END IF;
-      -- The access audit is append-only for the service (README "Access audit").
+      -- The access audit is append-only for the service (docs/running/audit.md).
       IF to_regclass('access_audit') IS NOT NULL THEN
         REVOKE SELECT, UPDATE, DELETE ON access_audit FROM ${role};
       END IF;

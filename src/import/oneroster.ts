@@ -1,7 +1,7 @@
 // OneRoster 1.1/1.2 CSV → the school's records. Everything is checked here, before anything is
 // written: a bad row stops the import with its file, line and reason.
 //
-// Mapping (README "Importing OneRoster"):
+// Mapping (docs/running/import.md):
 //   users.csv (role from roles.csv in 1.2, or the `role` column of 1.1): students and teachers;
 //     other roles (parents, administrators, ...) are skipped.
 //   classes.csv → classrooms (title → name; one grade → grade level; subjects → subject).
@@ -84,7 +84,7 @@ export interface StudentUpdate {
 }
 
 /**
- * What an import takes away (README, "Importing OneRoster"): records of the import's (with a
+ * What an import takes away (docs/running/import.md): records of the import's (with a
  * sourcedId) that a bulk file does not hold or a delta file marks tobedeleted, and enrollments
  * ended. An assignment of a removed teacher or classroom goes with it and is not listed again.
  */
