@@ -42,7 +42,7 @@ function onNode (adminUrl, node) {
 
 /**
  * A fresh database. With Citus workers (BENCH_CITUS_WORKERS, `host:port` each, the server of
- * `adminUrl` their coordinator), as README "Sharding by school (Citus)" sets one up: the database on
+ * `adminUrl` their coordinator), as docs/running/citus.md sets one up: the database on
  * every node with the citus extension, and the workers added to the coordinator.
  */
 export async function recreateDatabase (adminUrl, name, workers = []) {

@@ -46,7 +46,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
     return503OnClosing: false,
     // Opening a new embedded database applies every migration: seconds, more on a busy machine.
     pluginTimeout: 120_000,
-    // HTTP bounds (README, "Limits"): body size, time to receive a request; the time to answer it
+    // HTTP bounds (docs/api/limits.md): body size, time to receive a request; the time to answer it
     // is the handler-timeout plugin's (one sweep, not Fastify's timer and signal per request).
     bodyLimit: config.bodyLimitBytes,
     requestTimeout: config.requestTimeoutMs,

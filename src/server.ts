@@ -29,7 +29,7 @@ export async function startServer (config: Config): Promise<void> {
   process.on('SIGTERM', shutdown)
   await app.listen({ host: config.host, port: config.port })
   app.log.info({ env: config.env, database: app.db.kind, ...(app.db.citus && { citus: true }), startupMs: Date.now() - started }, 'School Data Service ready')
-  // Sandbox on a fresh embedded database: a demo school and user to log in with (README "Demo data").
+  // Sandbox on a fresh embedded database: a demo school and user to log in with (docs/running/demo-data.md).
   // Loaded only then: the seed brings the OneRoster import's CSV and zip readers with it.
   if (config.env === 'sandbox' && app.db.kind === 'embedded') {
     const { seedEmptySandbox } = await import('./seed/sandbox.js')

@@ -1,4 +1,4 @@
-// The service's side of Citus (README, "Sharding by school (Citus)") on a real coordinator, when
+// The service's side of Citus (docs/running/citus.md) on a real coordinator, when
 // one is configured: CITUS_URL, a superuser URL of a database on a Citus coordinator that has its
 // workers added. The suite creates a database of its own on the coordinator and on each worker
 // (same user, trust authentication, as in the other suites), and drops them at the end.
@@ -19,6 +19,7 @@ import type { Prisma } from '../src/generated/prisma/client.js'
 import { DATA_CHANGED_CHANNEL } from '../src/db/notifications.js'
 import { CitusError, distributeOnCitus } from '../src/admin/citus.js'
 import { inSchoolTransaction } from '../src/import/connection.js'
+import { emptyPlan } from '../src/import/oneroster.js'
 import { writePlan } from '../src/import/write.js'
 import { PASSWORD, gql, login, testConfig } from './helper.js'
 import { citusWorkers, createCitusDatabase, createCitusRole, dropCitusDatabase, run } from './fixtures/citus.js'
@@ -154,13 +155,13 @@ t.test('the service on a Citus coordinator', { skip: citusUrl === undefined ? 's
   await t.test('the import\'s upserts write and update a school\'s rows', async (t) => {
     const options = { databaseUrl: serviceUrl, dataDir: '.data-test-unused' }
     const id = randomUUID()
-    const plan = (name: string) => ({ classrooms: [{ id, sourcedId: 'class-1', name, gradeLevel: null, subject: null }], students: [], teachers: [], assignments: [], skippedUsers: 0, skippedEnrollments: 0 }) as never
+    const plan = (name: string) => ({ ...emptyPlan(), classrooms: [{ id, sourcedId: 'class-1', name, gradeLevel: null, subject: null }] })
     const first = await inSchoolTransaction(options, schools[2]!, async (sql) => await writePlan(sql, schools[2]!, plan('Imported'), () => {}))
-    t.same(first.classrooms, { created: 1, updated: 0, unchanged: 0 })
+    t.same(first.classrooms, { created: 1, updated: 0, unchanged: 0, removed: 0 })
     const again = await inSchoolTransaction(options, schools[2]!, async (sql) => await writePlan(sql, schools[2]!, plan('Imported'), () => {}))
-    t.same(again.classrooms, { created: 0, updated: 0, unchanged: 1 }, 'a second run changes nothing')
+    t.same(again.classrooms, { created: 0, updated: 0, unchanged: 1, removed: 0 }, 'a second run changes nothing')
     const renamed = await inSchoolTransaction(options, schools[2]!, async (sql) => await writePlan(sql, schools[2]!, plan('Renamed'), () => {}))
-    t.same(renamed.classrooms, { created: 0, updated: 1, unchanged: 0 }, 'a changed row is updated')
+    t.same(renamed.classrooms, { created: 0, updated: 1, unchanged: 0, removed: 0 }, 'a changed row is updated')
   })
 
   await t.test('through the API: each school reads its own students, with their classrooms; /ready is 200', async (t) => {

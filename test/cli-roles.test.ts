@@ -93,7 +93,7 @@ t.test('a teacher login: user create --role teacher, user list, user role, user 
   t.match(await listed(other), [{ username: 'ada', role: 'admin' }, { username: 'boss', role: 'teacher' }])
 })
 
-t.test("an operator makes a teacher login step by step (README, Roles): it reads its classroom's students only", async (t) => {
+t.test("an operator makes a teacher login step by step (docs/api/access.md#roles): it reads its classroom's students only", async (t) => {
   const school = await created(['school', 'create', '--name', 'Step Academy'])
   const mine = await created(['student', 'create', '--school', school, '--full-name', 'Ann Mine', '--classroom', 'Room 1'])
   await created(['student', 'create', '--school', school, '--full-name', 'Bob Elsewhere', '--classroom', 'Room 2'])

@@ -24,7 +24,7 @@ t.test('the sandbox passes every audit of the GraphQL-over-HTTP conformance suit
 })
 
 /**
- * In production introspection is off (a validation error, README "Query limits"): the audits whose
+ * In production introspection is off (a validation error, docs/api/limits.md#query-limits): the audits whose
  * query reads `__type` and which want an answer without errors get that refusal instead.
  */
 const INTROSPECTION_AUDITS = [

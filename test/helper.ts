@@ -106,7 +106,7 @@ async function admin<T> (run: (client: pg.Client) => Promise<T>, database?: stri
 
 /**
  * The role the tests' service connects as on PostgreSQL: neither superuser, owner nor BYPASSRLS,
- * so row-level security applies (README, "Database roles"). Test clusters use trust authentication.
+ * so row-level security applies (docs/running/database-roles.md). Test clusters use trust authentication.
  */
 export const SERVICE_ROLE = 'sds_test_service'
 

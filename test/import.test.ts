@@ -10,6 +10,7 @@ import { openDatabase, type Database } from '../src/db/client.js'
 import { serverUrl, serviceConnection, testDatabase, testDatabaseUrl, unlessCitus } from './helper.js'
 import { runCli, type CliRun } from './fixtures/cli.js'
 import { inSchoolTransaction } from '../src/import/connection.js'
+import { emptyPlan } from '../src/import/oneroster.js'
 import { writePlan, type Sql } from '../src/import/write.js'
 
 
@@ -23,6 +24,7 @@ let dataDir: string
 let work: string
 
 const cli = async (args: string[]): Promise<CliRun> => await runCli(args, env)
+const lastLine = (text: string): string => text.trimEnd().split('\n').at(-1) ?? ''
 
 /** Reads the database the CLI writes to (the embedded one only while no CLI process holds it). */
 async function inspect<T> (read: (db: Database) => Promise<T>): Promise<T> {
@@ -125,7 +127,26 @@ async function snapshot (schoolId: string): Promise<Record<string, unknown>> {
   })
 }
 
-const counts = (created: number, updated: number, unchanged: number): { created: number, updated: number, unchanged: number } => ({ created, updated, unchanged })
+const counts = (created: number, updated: number, unchanged: number, removed = 0): { created: number, updated: number, unchanged: number, removed: number } =>
+  ({ created, updated, unchanged, removed })
+
+/** The rows of a file but those whose column `column` (default: the sourcedId) is one of `ids`; the header stays. */
+const without = (rows: string[][], ids: string[], column = 0): string[][] => rows.filter((r, i) => i === 0 || !ids.includes(r[column]!))
+
+/** The school's change feed entries after the first `from`, as "TYPE RECORD sourcedId", sorted. */
+const feedAfter = (snap: any, from: number): string[] =>
+  snap.changes.slice(from).map((c: any) => `${c.type} ${c.recordType} ${c.sourcedId ?? '-'}`).sort()
+
+/** bundle12 as a delta: the manifest marks `files` delta and every other file absent; rows are given by the test. */
+function delta (files: Record<string, string[][]>): Files {
+  const modes = ['users', 'roles', 'classes', 'enrollments', 'demographics'].map((name) => [`file.${name}`, name in files ? 'delta' : 'absent'])
+  return {
+    manifest: [['propertyName', 'value'], ['manifest.version', '1.0'], ['oneroster.version', '1.2'], ...modes, ['file.orgs', 'absent']],
+    ...files
+  }
+}
+
+const MODIFIED = '2026-10-01T08:00:00Z'
 
 t.before(async () => {
   const url = await testDatabaseUrl()
@@ -230,7 +251,17 @@ t.test('a bad row stops the import with file:line: reason, and nothing is writte
     ['missing column', (f) => { f.enrollments = f.enrollments!.map((r) => r.slice(0, 3)) }, /^error: enrollments\.csv:1: missing column "classSourcedId"/m],
     ['missing file', (f) => { delete f.classes }, /^error: classes\.csv: the manifest lists it \(bulk\), but the bundle has no such file/m],
     ['no manifest', (f) => { delete f.manifest }, /^error: manifest\.csv: the bundle has no manifest\.csv/m],
-    ['a deletion', (f) => { f.users![1]![1] = 'tobedeleted' }, /^error: users\.csv:2: status tobedeleted: deletions are not imported/m],
+    ['a deletion in a bulk file', (f) => { f.users![1]![1] = 'tobedeleted' }, /^error: users\.csv:2: status tobedeleted is for delta files: the manifest marks users\.csv bulk, where a record is removed by leaving its row out/m],
+    ['an unknown status', (f) => { f.users![2]![1] = 'archived' }, /^error: users\.csv:3: status must be active or empty in a bulk file \(got "archived"\)/m],
+    ['an unknown status in a delta file', (f) => { f.manifest = f.manifest!.map((r) => r[0] === 'file.users' ? [r[0], 'delta'] : r); f.users![1]![1] = 'archived' },
+      /^error: users\.csv:2: status must be active or tobedeleted \(got "archived"\)/m],
+    ['a delta row without its date', (f) => { f.manifest = f.manifest!.map((r) => r[0] === 'file.users' ? [r[0], 'delta'] : r); f.users![1]![2] = '' },
+      /^error: users\.csv:2: dateLastModified is empty: every row of a delta file has one/m],
+    ['a file the manifest does not name', (f) => { f.manifest = f.manifest!.filter((r) => r[0] !== 'file.users') },
+      /^error: manifest\.csv: file\.users is not given, but the bundle has users\.csv: say bulk, delta or absent/m],
+    ['an enrollment in a class the bundle removes', (f) => { f.classes = without(f.classes!, ['cls-2']) },
+      /^error: enrollments\.csv:2: class "cls-2" is a classroom this import removes \(classes\.csv leaves it out or marks it tobedeleted\)/m],
+    ['a removal, then a bad row', (f) => { f.users = without(f.users!, ['stu-3']); f.enrollments![6]![8] = 'soon' }, /^error: enrollments\.csv:7: beginDate "soon" is not a date/m],
     ['a bad row after a quoted field with a line break', (f) => { f.users![1]![8] = 'two\nlines'; f.users![3]![14] = '14' }, /^error: users\.csv:5: grade "14"/m]
   ]
   for (const [label, spoil, message] of cases) {
@@ -288,7 +319,7 @@ t.test('on a Citus coordinator, the import sets its school with SET LOCAL, after
     : await unlessCitus('it reads back, from a plain server, what the Citus form sends (test/citus.test.ts shows the import there)')
 }, async (t) => {
   // A plain server takes citus.propagate_set_commands as a placeholder setting: what the import's
-  // transaction sent can be read back in it (README, "Sharding by school (Citus)").
+  // transaction sent can be read back in it (docs/running/citus.md).
   const school = await newSchool('Citus Import Academy')
   const read = async (sql: Sql): Promise<Array<{ school: string | null, propagate: string | null }>> =>
     await sql.query("SELECT current_setting('app.school_id', true) AS school, current_setting('citus.propagate_set_commands', true) AS propagate")
@@ -320,11 +351,186 @@ t.test('the import\'s upserts update with no function and no parameter in DO UPD
     }
   }
   const one = [{}] as never[]
-  await writePlan(recording, '00000000-0000-4000-8000-000000000001', { classrooms: one, students: one, teachers: one, assignments: one, skippedUsers: 0, skippedEnrollments: 0 }, () => {})
+  await writePlan(recording, '00000000-0000-4000-8000-000000000001', { ...emptyPlan(), classrooms: one, students: one, teachers: one, assignments: one, studentUpdates: one }, () => {})
   const upserts = sent.filter((sql) => /ON CONFLICT/.test(sql))
-  t.equal(upserts.length, 4, 'one statement per table')
+  t.equal(upserts.length, 5, 'one statement per table, and one for the students the users file does not hold')
   for (const sql of upserts) {
     const set = /DO UPDATE SET([\s\S]*?)\n\s*WHERE/.exec(sql)?.[1] ?? ''
     t.ok(set.length > 0 && !/[($]/.test(set), `only columns of the rows: ${set.replace(/\s+/g, ' ').trim().slice(0, 120)}`)
   }
+})
+
+t.test('a bulk enrollments.csv ends the enrollments it does not hold; those made by hand stay', async (t) => {
+  const school = await newSchool('Bulk Enrollments Academy')
+  t.equal((await importJson(writeFolder(bundle12()), school)).code, 0)
+  const tea1 = ((await snapshot(school)) as any).teachers[0].id as string
+  // By hand: a teacher and a student with no sourcedId in Room 3, and Grace in a classroom of no sourcedId.
+  const hand = lastLine((await cli(['teacher', 'create', '--school', school, '--full-name', 'Hal Hand'])).stdout)
+  for (const args of [['teacher', 'assign', '--school', school, '--teacher', hand, '--classroom', 'Room 3'],
+    ['teacher', 'assign', '--school', school, '--teacher', tea1, '--classroom', 'Art Studio'],
+    ['student', 'create', '--school', school, '--full-name', 'Hana Hand', '--classroom', 'Room 3']]) {
+    const run = await cli(args)
+    t.equal(run.code, 0, run.stderr)
+  }
+  const before = await snapshot(school) as any
+
+  // Edsger no longer assists in Room 3 (e5); Alan has no class any more (e3).
+  const files = bundle12()
+  files.enrollments = without(files.enrollments!, ['e5', 'e3'])
+  const run = await importJson(writeFolder(files), school)
+  t.equal(run.code, 0, run.stderr)
+  t.same(run.summary.teacherAssignments, counts(0, 0, 2, 1), 'one assignment ended')
+  t.same(run.summary.students, counts(0, 1, 2), 'Alan updated: no classroom')
+  t.equal(run.summary.studentEnrollmentsEnded, 1)
+  const after = await snapshot(school) as any
+  t.same(after.teachers.filter((x: any) => x.sourcedId === 'tea-2')[0].classrooms.map((c: any) => c.classroom.name), ['Math 3'], 'Edsger is out of Room 3')
+  const alan = after.students.find((x: any) => x.sourcedId === 'stu-2')
+  t.same([alan.classroom, alan.enrollmentStartDate], [null, null], 'Alan is in no classroom, with no enrollment dates')
+  t.same(feedAfter(after, before.changes.length), ['UPDATED STUDENT stu-2', 'UPDATED TEACHER tea-2'], 'the change feed: two updates')
+  t.same(after.teachers.find((x: any) => x.id === hand).classrooms.map((c: any) => c.classroom.name), ['Room 3'], 'a teacher made by hand keeps her assignment')
+  t.same(after.teachers.find((x: any) => x.id === tea1).classrooms.map((c: any) => c.classroom.name).sort(), ['Art Studio', 'Room 3'],
+    'an assignment to a classroom of no sourcedId is not the import\'s: it stays')
+  t.equal(after.students.find((x: any) => x.fullName === 'Hana Hand').classroom.name, 'Room 3', 'a student made by hand stays in her classroom')
+
+  const again = await importJson(writeFolder(files), school)
+  t.same([again.summary.teacherAssignments.removed, again.summary.studentEnrollmentsEnded], [0, 0], 'a second run ends nothing more')
+  t.same(await snapshot(school), after, 'and writes nothing')
+})
+
+t.test('a bulk users.csv or classes.csv removes the records it does not hold: DELETED tombstones; records made by hand stay', async (t) => {
+  const school = await newSchool('Bulk Users Academy')
+  t.equal((await importJson(writeFolder(bundle12()), school)).code, 0)
+  const handMade = lastLine((await cli(['student', 'create', '--school', school, '--full-name', 'Hugo Hand', '--classroom', 'Math 3'])).stdout)
+  const handTeacher = lastLine((await cli(['teacher', 'create', '--school', school, '--full-name', 'Hedda Hand'])).stdout)
+  const before = await snapshot(school) as any
+
+  // Katherine and Edsger have left the school, and Math 3 is no more (with its enrollments).
+  const files = bundle12()
+  files.users = without(files.users!, ['stu-3', 'tea-2'])
+  files.roles = without(files.roles!, ['stu-3', 'tea-2'], 3)
+  files.classes = without(files.classes!, ['cls-2'])
+  files.enrollments = without(files.enrollments!, ['e1', 'e3', 'e5', 'e6'])
+  const run = await importJson(writeFolder(files), school)
+  t.equal(run.code, 0, run.stderr)
+  t.same(run.summary.students, counts(0, 2, 1, 1), 'Katherine removed; Alan, and the student made by hand, leave Math 3')
+  t.same(run.summary.teachers, counts(0, 0, 1, 1), 'Edsger removed')
+  t.same(run.summary.classrooms, counts(0, 0, 1, 1), 'Math 3 removed')
+  t.same(run.summary.teacherAssignments, counts(0, 0, 1, 0), 'Edsger\'s assignments go with him, not counted again')
+  t.equal(run.summary.studentEnrollmentsEnded, 2, 'Alan and the student made by hand leave Math 3')
+  const after = await snapshot(school) as any
+  t.same(after.students.map((x: any) => [x.sourcedId, x.classroom?.name ?? null]), [['stu-1', 'Room 3'], ['stu-2', null], [null, null]])
+  t.equal(after.students[2].id, handMade, 'the student made by hand stays (in no classroom: Math 3 is gone)')
+  t.same(after.teachers.map((x: any) => x.sourcedId ?? x.id), ['tea-1', handTeacher], 'the teacher made by hand stays')
+  t.same(after.classrooms.map((c: any) => c.sourcedId), ['cls-1'])
+  t.same(feedAfter(after, before.changes.length), [
+    'DELETED CLASSROOM cls-2', 'DELETED STUDENT stu-3', 'DELETED TEACHER tea-2', 'UPDATED STUDENT -', 'UPDATED STUDENT stu-2'
+  ], 'the change feed: a tombstone per record removed (its sourcedId kept), an update per student moved out')
+
+})
+
+t.test('a bulk classes.csv that replaces a class by another of the same title: the name is freed first', async (t) => {
+  const school = await newSchool('Next Year Academy')
+  t.equal((await importJson(writeFolder(bundle12()), school)).code, 0)
+  const files = bundle12()
+  // Next year's Math 3 under a new sourcedId, with its enrollments.
+  files.classes![2]![0] = 'cls-9'
+  for (const row of files.enrollments!) if (row[3] === 'cls-2') row[3] = 'cls-9'
+  const run = await importJson(writeFolder(files), school)
+  t.equal(run.code, 0, run.stderr)
+  t.same(run.summary.classrooms, counts(1, 0, 1, 1))
+  t.same(run.summary.teacherAssignments, counts(1, 0, 2, 0), 'Edsger in the new Math 3 (his old assignment went with the class)')
+  const after = await snapshot(school) as any
+  t.same(after.classrooms.map((c: any) => [c.sourcedId, c.name]), [['cls-1', 'Room 3'], ['cls-9', 'Math 3']])
+  t.equal(after.students.find((x: any) => x.sourcedId === 'stu-2').classroom.name, 'Math 3', 'Alan in the new Math 3')
+})
+
+t.test('a delta bundle: rows tobedeleted remove their records and end their enrollments; what it does not list stays', async (t) => {
+  const school = await newSchool('Delta Academy')
+  const base = bundle12()
+  base.enrollments = without(base.enrollments!, ['e1']) // Ada's one class is Room 3
+  t.equal((await importJson(writeFolder(base), school)).code, 0)
+  const before = await snapshot(school) as any
+  const { users, enrollments } = bundle12()
+  const row = (rows: string[][], id: string, status: string): string[] => {
+    const found = [...rows.find((r) => r[0] === id)!]
+    found[1] = status
+    found[2] = MODIFIED
+    return found
+  }
+  const renamed = row(users!, 'stu-1', 'active')
+  renamed[7] = 'King'
+  const files = delta({
+    // Alan leaves the school; Ada is renamed (her role is not repeated: she stays a student).
+    users: [users![0]!, row(users!, 'stu-2', 'tobedeleted'), renamed],
+    enrollments: [enrollments![0]!,
+      // Edsger no longer assists in Room 3; Ada leaves it; Katherine, in no class, joins Math 3.
+      row(enrollments!, 'e5', 'tobedeleted'), row(enrollments!, 'e2', 'tobedeleted'),
+      ['e7', 'active', MODIFIED, 'cls-2', 'org-1', 'stu-3', 'student', 'false', '2026-10-01', '']]
+  })
+  const run = await importJson(writeFolder(files), school)
+  t.equal(run.code, 0, run.stderr)
+  t.same(run.summary.students, counts(0, 2, 0, 1), 'Alan removed; Ada updated; Katherine placed (not in the delta\'s users.csv)')
+  t.same(run.summary.teacherAssignments, counts(0, 0, 0, 1))
+  t.same(run.summary.teachers, counts(0, 0, 0, 0), 'teachers the delta does not list are untouched')
+  t.same(run.summary.classrooms, counts(0, 0, 0, 0), 'classes.csv absent: classrooms untouched')
+  t.equal(run.summary.studentEnrollmentsEnded, 1, 'Ada')
+  const after = await snapshot(school) as any
+  t.same(after.students.map((x: any) => [x.sourcedId, x.familyName, x.classroom?.name ?? null]), [['stu-1', 'King', null], ['stu-3', 'Johnson', 'Math 3']])
+  t.equal(after.students[0].dateOfBirth.toISOString().slice(0, 10), '2017-12-10', 'demographics.csv absent: the birth date stays')
+  t.equal(after.students[1].enrollmentStartDate.toISOString().slice(0, 10), '2026-10-01', 'Katherine\'s enrollment dates are her new class\'s')
+  t.same(after.teachers.map((x: any) => [x.sourcedId, x.classrooms.map((c: any) => c.classroom.name).sort()]), [['tea-1', ['Room 3']], ['tea-2', ['Math 3']]])
+  t.same(feedAfter(after, before.changes.length), ['DELETED STUDENT stu-2', 'UPDATED STUDENT stu-1', 'UPDATED STUDENT stu-3', 'UPDATED TEACHER tea-2'])
+
+  const again = await importJson(writeFolder(files), school)
+  t.equal(again.code, 0, again.stderr)
+  t.same([again.summary.students, again.summary.teacherAssignments.removed, again.summary.studentEnrollmentsEnded], [counts(0, 0, 1), 0, 0], 'the same delta again changes nothing')
+  t.same(await snapshot(school), after)
+})
+
+t.test('--dry-run plans the removals and prints them, and writes nothing', async (t) => {
+  const school = await newSchool('Dry Removal Academy')
+  t.equal((await importJson(writeFolder(bundle12()), school)).code, 0)
+  const before = await snapshot(school)
+  const files = bundle12()
+  files.users = without(files.users!, ['stu-3'])
+  files.enrollments = without(files.enrollments!, ['e5', 'e3'])
+  const folder = writeFolder(files)
+
+  const text = await cli(['import', 'oneroster', folder, '--school', school, '--dry-run'])
+  t.equal(text.code, 0, text.stderr)
+  t.match(text.stdout, /^Dry run: nothing was written\. The import would give:$/m)
+  t.match(text.stdout, /^ {2}students\s+0 created\s+1 updated\s+1 unchanged\s+1 removed$/m)
+  t.match(text.stdout, /^ {2}teacher assignments\s+0 created\s+0 updated\s+2 unchanged\s+1 removed$/m)
+  t.match(text.stdout, /^ {2}student enrollments\s+1 ended/m)
+  t.match(text.stdout, /^Would remove:\n {2}student stu-3\n {2}teacher tea-2 from classroom "Room 3"\n {2}student stu-2 from classroom "Math 3"\n$/m)
+  const json = await importJson(folder, school, '--dry-run')
+  t.equal(json.summary.dryRun, true)
+  t.same(json.summary.removals.students.map((s: any) => s.sourcedId), ['stu-3'])
+  t.same(json.summary.removals.assignments.map((a: any) => [a.teacher, a.classroom]), [['tea-2', 'Room 3']])
+  t.same(await snapshot(school), before, 'nothing was written')
+
+  const real = await importJson(folder, school)
+  t.same([real.summary.students.removed, real.summary.teacherAssignments.removed, real.summary.studentEnrollmentsEnded], [1, 1, 1], 'the import then does what the dry run said')
+  t.equal(real.summary.removals, undefined, 'and counts, without the list')
+})
+
+t.test('all or nothing: a failure after the removals were written leaves every record in place', async (t) => {
+  const school = await newSchool('Rollback Academy')
+  t.equal((await importJson(writeFolder(bundle12()), school)).code, 0)
+  const before = await snapshot(school)
+  const files = bundle12()
+  files.users = without(files.users!, ['stu-3', 'tea-2'])
+  files.enrollments = without(files.enrollments!, ['e5', 'e6', 'e3'])
+  const folder = writeFolder(files)
+  const options = { databaseUrl: env.DATABASE_URL, dataDir }
+  const { readBundle } = await import('../src/import/bundle.js')
+  const { planImport } = await import('../src/import/oneroster.js')
+  const { readExisting } = await import('../src/import/write.js')
+  const bundle = await readBundle(folder)
+  await t.rejects(inSchoolTransaction(options, school, async (sql) => {
+    const written = await writePlan(sql, school, planImport(bundle, await readExisting(sql)), () => {})
+    t.same([written.students.removed, written.teachers.removed], [1, 1], 'the removals ran')
+    throw new Error('the disk is full')
+  }), /the disk is full/)
+  t.same(await snapshot(school), before, 'rolled back: nothing removed, no change feed entry')
 })

@@ -21,7 +21,7 @@ interface Answer { statusCode: number, body: { data?: any, errors?: Array<{ mess
 /** A GraphQL request with any body fields; GET sends them as query parameters (JSON where not text). */
 async function send (app: FastifyInstance, body: Record<string, unknown>, { token, method = 'POST', accept = GRAPHQL_RESPONSE_JSON }: { token?: string, method?: 'GET' | 'POST', accept?: string } = {}): Promise<Answer> {
   // Apollo's HttpLink asks for application/graphql-response+json: refusals are then a 400 (a 200
-  // under application/json, README "GraphQL over HTTP").
+  // under application/json, docs/api/graphql-over-http.md).
   const headers: Record<string, string> = { accept, ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) }
   const res = method === 'POST'
     ? await app.inject({ method, url: '/', headers, payload: body })

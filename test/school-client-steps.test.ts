@@ -1,5 +1,5 @@
-// The school client's steps (src/db/school-client.ts) are one ordered list: README's table lists
-// them in that order, the steps of interactive transactions come first, and each client gets the
+// The school client's steps (src/db/school-client.ts) are one ordered list: the table of
+// docs/changing/tenant-isolation.md lists them in that order, the steps of interactive transactions come first, and each client gets the
 // steps its options and caller call for, in the list's order.
 import t from 'tap'
 import type { Tokens } from 'marked'
@@ -7,7 +7,7 @@ import { deniedColumns } from '../src/auth/scopes.js'
 import type { ReadRouter } from '../src/db/replicas.js'
 import { SCHOOL_CLIENT_STEPS, SCHOOL_TRANSACTION_STEPS, schoolClientSteps } from '../src/db/school-client.js'
 import { teacherRooms } from '../src/db/teacher-rooms.js'
-import { markdown, section, walk } from './fixtures/markdown.js'
+import { markdown, walk } from './fixtures/markdown.js'
 import { testDatabase } from './helper.js'
 
 t.test('the steps in order, outermost first', async (t) => {
@@ -25,8 +25,8 @@ t.test('the steps in order, outermost first', async (t) => {
     'an interactive transaction\'s client: the steps up to roomsChanged (it runs on the primary, begun in the school session)')
 })
 
-t.test('README\'s table of the school client lists the steps in their order', async (t) => {
-  const tokens = walk(section(markdown('README.md'), 'Tenant isolation: two walls'))
+t.test('the documentation\'s table of the school client lists the steps in their order', async (t) => {
+  const tokens = walk(markdown('docs/changing/tenant-isolation.md'))
   const table = tokens.find((token): token is Tokens.Table => token.type === 'table' && token.header[0]?.text === 'step')
   t.ok(table, 'the table is there')
   const names = table!.rows.map((row) => /^`(\w+)`/.exec(row[0]!.text)?.[1])

@@ -28,10 +28,10 @@ t.test('the field table lists exactly the fields of the schema', async (t) => {
   t.equal(FIELD_SCOPES.Student!.fullName, 'roster-core.readonly')
 })
 
-t.test("README's field table is the one of src/auth/scopes.ts", async (t) => {
-  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
-  const match = /<!-- field-scopes:begin -->\n([\s\S]*?)<!-- field-scopes:end -->/.exec(readme)
-  t.ok(match, 'README has the field-scopes markers')
+t.test("the field table of docs/api/access.md is the one of src/auth/scopes.ts", async (t) => {
+  const doc = readFileSync(new URL('../docs/api/access.md', import.meta.url), 'utf8')
+  const match = /<!-- field-scopes:begin -->\n([\s\S]*?)<!-- field-scopes:end -->/.exec(doc)
+  t.ok(match, 'docs/api/access.md has the field-scopes markers')
   t.equal(match?.[1], fieldScopeTable(), 'paste fieldScopeTable() of src/auth/scopes.ts between the markers')
 })
 

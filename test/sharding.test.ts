@@ -1,4 +1,4 @@
-// What makes the schema distributable by school (README, "Scaling out"): every primary, unique and
+// What makes the schema distributable by school (docs/running/scaling-out.md): every primary, unique and
 // foreign key of the tenant tables includes school_id, and every statement the service sends for
 // tenant data filters on school_id, as PostgreSQL's own statement log shows.
 import {

@@ -58,7 +58,7 @@ t.test('the store: kept while live, one load per teacher, dropped per school', a
 })
 
 t.test('through the API: a classroom assigned by another writer reaches the teacher with the school\'s notification', {
-  skip: await unlessCitus('there the triggers do not notify, and writes made with SQL by hand are not announced (README, "Sharding by school (Citus)")')
+  skip: await unlessCitus('there the triggers do not notify, and writes made with SQL by hand are not announced (docs/running/citus.md)')
 }, async (t) => {
   const app = await build(t)
   const db = await testDatabase()

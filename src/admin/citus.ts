@@ -1,5 +1,5 @@
-// Distribution by school on a Citus cluster (`school-data citus distribute`; README, "Sharding by
-// school (Citus)"). Run once, as the owner, on the coordinator, after `school-data migrate`:
+// Distribution by school on a Citus cluster (`school-data citus distribute`; docs/running/citus.md).
+// Run once, as the owner, on the coordinator, after `school-data migrate`:
 // schools becomes a reference table (a copy on every node), the records' tables are distributed by
 // school_id and co-located (a school's rows live together on one worker), and what Citus refuses in
 // the migrated schema is replaced by what it runs:
@@ -303,11 +303,11 @@ export async function distributeOnCitus (url: string): Promise<DistributeResult>
   try {
     const state = await citusState(client)
     if (!state.citus) {
-      throw new CitusError('This database is not on a Citus coordinator (the citus extension is not installed in it): run `CREATE EXTENSION citus` on every node and add the workers first (README, "Sharding by school (Citus)")')
+      throw new CitusError('This database is not on a Citus coordinator (the citus extension is not installed in it): run `CREATE EXTENSION citus` on every node and add the workers first (docs/running/citus.md)')
     }
     if (state.distributed) return { distributed: false, reason: 'already distributed' }
     if (state.workers === 0) {
-      throw new CitusError('The coordinator has no workers: add them with `SELECT citus_add_node(host, port)` first (README, "Sharding by school (Citus)")')
+      throw new CitusError('The coordinator has no workers: add them with `SELECT citus_add_node(host, port)` first (docs/running/citus.md)')
     }
     const pending = await pendingMigrations({ url })
     if (pending.length > 0) {

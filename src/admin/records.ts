@@ -8,8 +8,14 @@ import { Prisma } from '../generated/prisma/client.js'
 import { GradeLevel, StudentStatus, TeacherRole, TeacherStatus, UserRole } from '../generated/prisma/enums.js'
 import { parseUuid } from '../validators.js'
 
+/** What an AdminError is about: bad input, or a record (or link) that is not there. */
+export type AdminErrorCode = 'BAD_USER_INPUT' | 'NOT_FOUND'
+
 export class AdminError extends Error {
   override name = 'AdminError'
+  constructor (message: string, readonly code: AdminErrorCode = 'BAD_USER_INPUT') {
+    super(message)
+  }
 }
 
 const USERNAME = /^[a-z0-9][a-z0-9._@+-]{0,63}$/
@@ -93,7 +99,7 @@ async function requireTeacherOf (db: Database, schoolId: string, teacherId: stri
   return teacher.id
 }
 
-/** What a user is allowed to be (README, "Access"): role and teacher record, checked together. */
+/** What a user is allowed to be (docs/api/access.md): role and teacher record, checked together. */
 export interface UserAccess {
   /** `admin` (default) or `teacher`, any case. */
   role?: string | undefined
@@ -368,16 +374,7 @@ export async function createStudent (db: Database, input: StudentInput): Promise
   if (data.enrollmentStartDate instanceof Date && data.enrollmentEndDate instanceof Date && data.enrollmentEndDate < data.enrollmentStartDate) {
     throw new AdminError('Enrollment end date must not be before the start date')
   }
-  if (input.classroom !== undefined) {
-    const className = requireText('Classroom name', input.classroom)
-    const room = await tenant.classroom.upsert({
-      where: { schoolId_name: { schoolId, name: className } },
-      create: { schoolId, name: className },
-      update: {},
-      select: { id: true }
-    })
-    data.classroomId = room.id
-  }
+  if (input.classroom !== undefined) data.classroomId = (await classroomNamed(tenant, schoolId, input.classroom)).id
   try {
     const student = await tenant.student.create({ data, select: { id: true } })
     return student.id
@@ -413,7 +410,7 @@ export async function createTeacher (db: Database, input: TeacherInput): Promise
 /**
  * Assigns a teacher to a classroom of their school (created on first use of its name, as for a
  * student), in a role (PRIMARY by default, or ASSISTANT); an assignment that exists takes the role.
- * What a teacher login reads follows its teacher's assignments (README, "Roles").
+ * What a teacher login reads follows its teacher's assignments (docs/api/access.md#roles).
  */
 export async function assignTeacher (
   db: Database,
@@ -421,19 +418,112 @@ export async function assignTeacher (
 ): Promise<{ classroomId: string, role: TeacherRole }> {
   const school = await requireSchool(db, schoolId)
   const teacher = await requireTeacherOf(db, school, teacherId)
-  const className = requireText('Classroom name', classroom)
   const assignment = role === undefined ? TeacherRole.PRIMARY : requireEnum('Classroom role', role, TeacherRole)
   const tenant = db.forSchool(school)
-  const room = await tenant.classroom.upsert({
-    where: { schoolId_name: { schoolId: school, name: className } },
-    create: { schoolId: school, name: className },
-    update: {},
-    select: { id: true }
-  })
+  const room = await classroomNamed(tenant, school, classroom)
   // Insert, or else update the role: not an upsert, whose DO UPDATE SET with a parameter (the
   // role) Citus refuses on a distributed table.
   const key = { schoolId: school, teacherId: teacher, classroomId: room.id }
   const created = await tenant.teacherClassroom.createMany({ data: [{ ...key, role: assignment }], skipDuplicates: true })
   if (created.count === 0) await tenant.teacherClassroom.updateMany({ where: key, data: { role: assignment } })
   return { classroomId: room.id, role: assignment }
+}
+
+/** A school's client, as the records' operations take it. */
+type Tenant = ReturnType<Database['forSchool']>
+
+/** The classroom of the school with this name, created on first use of it. */
+async function classroomNamed (tenant: Tenant, schoolId: string, name: string): Promise<{ id: string, name: string }> {
+  const className = requireText('Classroom name', name)
+  return await tenant.classroom.upsert({
+    where: { schoolId_name: { schoolId, name: className } },
+    create: { schoolId, name: className },
+    update: {},
+    select: { id: true, name: true }
+  })
+}
+
+/**
+ * A classroom of the school, by id or else by name. Another school's is as absent as one that does
+ * not exist: the school's client cannot see it.
+ */
+async function requireClassroomOf (tenant: Tenant, schoolId: string, classroom: string): Promise<{ id: string, name: string }> {
+  const text = requireText('Classroom', classroom)
+  const select = { id: true, name: true } as const
+  const id = parseUuid(text)
+  const room = (id !== undefined ? await tenant.classroom.findFirst({ where: { id }, select }) : null) ??
+    await tenant.classroom.findFirst({ where: { name: text }, select })
+  if (room === null) throw new AdminError(`Classroom "${text}" is not a classroom of school ${schoolId}`, 'NOT_FOUND')
+  return room
+}
+
+/**
+ * Ends a teacher's assignment to a classroom (given by id or name): the teacher's login no longer
+ * reads it, on every API node (the write's notification drops the node's kept classrooms and
+ * cached answers). An assignment that does not exist is refused, nothing written.
+ */
+export async function unassignTeacher (
+  db: Database,
+  { schoolId, teacherId, classroom }: { schoolId: string, teacherId: string, classroom: string }
+): Promise<{ classroomId: string, classroomName: string }> {
+  const school = await requireSchool(db, schoolId)
+  const teacher = await requireTeacherOf(db, school, teacherId)
+  const tenant = db.forSchool(school)
+  const room = await requireClassroomOf(tenant, school, classroom)
+  const { count } = await tenant.teacherClassroom.deleteMany({ where: { teacherId: teacher, classroomId: room.id } })
+  if (count === 0) throw new AdminError(`Teacher ${teacher} is not assigned to classroom "${room.name}" (${room.id}): nothing was changed`, 'NOT_FOUND')
+  return { classroomId: room.id, classroomName: room.name }
+}
+
+async function requireStudentOf (tenant: Tenant, schoolId: string, studentId: string): Promise<{ id: string, classroomId: string | null, classroom: { name: string } | null }> {
+  const id = requireId('Student', studentId)
+  const student = await tenant.student.findFirst({ where: { id }, select: { id: true, classroomId: true, classroom: { select: { name: true } } } })
+  if (student === null) throw new AdminError(`Student ${id} is not a student of school ${schoolId}`, 'NOT_FOUND')
+  return student
+}
+
+/** Writes a student's classroom if they are still in the one read (another writer may have moved them since). */
+async function moveStudent (tenant: Tenant, student: { id: string, classroomId: string | null }, to: string | null): Promise<void> {
+  const { count } = await tenant.student.updateMany({ where: { id: student.id, classroomId: student.classroomId }, data: { classroomId: to } })
+  if (count === 0) throw new AdminError(`Student ${student.id} changed classroom meanwhile: nothing was changed, run the command again`)
+}
+
+/**
+ * Puts a student in a classroom of their school (created on first use of its name), in place of the
+ * one they were in: a student is in one classroom at most.
+ */
+export async function assignStudent (
+  db: Database,
+  { schoolId, studentId, classroom }: { schoolId: string, studentId: string, classroom: string }
+): Promise<{ classroomId: string, moved: boolean }> {
+  const school = await requireSchool(db, schoolId)
+  const tenant = db.forSchool(school)
+  const student = await requireStudentOf(tenant, school, studentId)
+  const room = await classroomNamed(tenant, school, classroom)
+  if (student.classroomId === room.id) return { classroomId: room.id, moved: false }
+  await moveStudent(tenant, student, room.id)
+  return { classroomId: room.id, moved: true }
+}
+
+/**
+ * Takes a student out of their classroom; with `classroom` (an id or name), only out of that one.
+ * A student in no classroom, or in another, is refused, nothing written. The student stays, in no
+ * classroom; their enrollment dates (at the school) stay as they are.
+ */
+export async function unassignStudent (
+  db: Database,
+  { schoolId, studentId, classroom }: { schoolId: string, studentId: string, classroom?: string | undefined }
+): Promise<{ classroomId: string, classroomName: string }> {
+  const school = await requireSchool(db, schoolId)
+  const tenant = db.forSchool(school)
+  const student = await requireStudentOf(tenant, school, studentId)
+  const room = classroom === undefined ? undefined : await requireClassroomOf(tenant, school, classroom)
+  if (student.classroomId === null) {
+    throw new AdminError(`Student ${student.id} is in no classroom${room === undefined ? '' : ` (not in "${room.name}")`}: nothing was changed`, 'NOT_FOUND')
+  }
+  if (room !== undefined && room.id !== student.classroomId) {
+    throw new AdminError(`Student ${student.id} is not in classroom "${room.name}" (${room.id}): nothing was changed`, 'NOT_FOUND')
+  }
+  await moveStudent(tenant, student, null)
+  return { classroomId: student.classroomId, classroomName: student.classroom?.name ?? '' }
 }

@@ -1,7 +1,7 @@
 // The access audit in PostgreSQL (table access_audit): a batch goes in as one INSERT, and the CLI
 // reads it back. The service writes outside any school's session (Database.runStatement): one
 // batch holds rows of many schools, and the table has no row-level security (the service role
-// should hold INSERT only on it; README "Access audit").
+// should hold INSERT only on it; docs/running/audit.md).
 import type { PrismaClient } from '../generated/prisma/client.js'
 import type { Database } from '../db/client.js'
 import type { AuditRow } from './writer.js'

@@ -10,7 +10,7 @@
 //
 // A caller holds scopes: a client those it was given (or the subset its token asked for); a user
 // those of their role (ROLE_SCOPES). Every field of the schema is in FIELD_SCOPES (a test checks
-// that the table and the schema list the same fields, and that README's table is this one), and an
+// that the table and the schema list the same fields, and that the table of docs/api/access.md is this one), and an
 // operation selecting a field outside the caller's scopes is refused before it runs
 // (src/graphql/scope-check.ts).
 import type { DeniedColumns } from '../db/reach.js'

@@ -3,6 +3,7 @@
 import { Command, CommanderError } from 'commander'
 import { printSchema } from 'graphql'
 import {
+  assignStudent,
   assignTeacher,
   assignUser,
   createSchool,
@@ -14,6 +15,8 @@ import {
   listUsers,
   requireId,
   setUserRole,
+  unassignStudent,
+  unassignTeacher,
   USER_ROLES
 } from '../admin/records.js'
 import { createClient, DEFAULT_OVERLAP_HOURS, listClients, MAX_OVERLAP_HOURS, revokeClient, rotateClientSecret, setClientScopes } from '../admin/clients.js'
@@ -71,7 +74,7 @@ export function buildProgram (): Command {
     })
 
   program.command('citus')
-    .description('run on a Citus cluster (README, "Sharding by school (Citus)")')
+    .description('run on a Citus cluster (docs/running/citus.md)')
     .command('distribute')
     .description('distribute the migrated database by school on its Citus coordinator (DATABASE_URL: the owner, on the coordinator); once, after migrate')
     .action(async () => {
@@ -214,9 +217,8 @@ export function buildProgram (): Command {
       process.stderr.write(`Revoked client ${id}\n`)
     })
 
-  program.command('student')
-    .description('manage students')
-    .command('create')
+  const student = program.command('student').description('manage students')
+  student.command('create')
     .description('create a student; prints the id')
     .requiredOption('--school <schoolId>', 'school id')
     .option('--full-name <name>', 'full name (default: given and family name)')
@@ -239,6 +241,27 @@ export function buildProgram (): Command {
       })))
     })
 
+  // A student is in one classroom at most: `assign` moves them, `unassign` takes them out (the
+  // verbs of `teacher assign` and `teacher unassign`).
+  student.command('assign')
+    .description('put a student in a classroom (created when new), in place of the one they were in')
+    .requiredOption('--school <schoolId>', 'school id')
+    .requiredOption('--student <studentId>', 'student id')
+    .requiredOption('--classroom <name>', 'classroom name')
+    .action(async ({ school, student: studentId, classroom }: { school: string, student: string, classroom: string }) => {
+      const { classroomId, moved } = await withDatabase((db) => assignStudent(db, { schoolId: school, studentId, classroom }))
+      process.stderr.write(moved ? `Assigned student ${studentId} to ${classroom} (${classroomId})\n` : `Student ${studentId} is in ${classroom} (${classroomId}) already: nothing was changed\n`)
+    })
+  student.command('unassign')
+    .description('take a student out of their classroom (the student stays, in no classroom); refused when they are not in one')
+    .requiredOption('--school <schoolId>', 'school id')
+    .requiredOption('--student <studentId>', 'student id')
+    .option('--classroom <classroom>', 'only out of this classroom (id or name): refused when the student is in another')
+    .action(async ({ school, student: studentId, classroom }: { school: string, student: string, classroom?: string }) => {
+      const left = await withDatabase((db) => unassignStudent(db, { schoolId: school, studentId, classroom }))
+      process.stderr.write(`Unassigned student ${studentId} from ${left.classroomName} (${left.classroomId})\n`)
+    })
+
   const teacher = program.command('teacher').description('manage teachers')
   teacher.command('assign')
     .description('assign a teacher to a classroom (created when new); a teacher login reads the classrooms of its teacher')
@@ -249,6 +272,15 @@ export function buildProgram (): Command {
     .action(async ({ school, teacher: teacherId, classroom, role }: { school: string, teacher: string, classroom: string, role?: string }) => {
       const assigned = await withDatabase((db) => assignTeacher(db, { schoolId: school, teacherId, classroom, role }))
       process.stderr.write(`Assigned teacher ${teacherId} to ${classroom} (${assigned.classroomId}) as ${assigned.role}\n`)
+    })
+  teacher.command('unassign')
+    .description('end a teacher\'s assignment to a classroom: their login stops reading it on every API node; refused when there is no such assignment')
+    .requiredOption('--school <schoolId>', 'school id')
+    .requiredOption('--teacher <teacherId>', 'teacher id')
+    .requiredOption('--classroom <classroom>', 'classroom id or name')
+    .action(async ({ school, teacher: teacherId, classroom }: { school: string, teacher: string, classroom: string }) => {
+      const ended = await withDatabase((db) => unassignTeacher(db, { schoolId: school, teacherId, classroom }))
+      process.stderr.write(`Unassigned teacher ${teacherId} from ${ended.classroomName} (${ended.classroomId})\n`)
     })
   teacher.command('create')
     .description('create a teacher; prints the id')
@@ -272,7 +304,7 @@ export function buildProgram (): Command {
     .description('import a OneRoster 1.1/1.2 CSV bundle (folder or zip) into a school: all of it in one transaction, or nothing')
     .argument('<path>', 'folder or zip file with manifest.csv, users.csv, classes.csv, enrollments.csv, ...')
     .requiredOption('--school <schoolId>', 'school id')
-    .option('--dry-run', 'check and count everything, then write nothing')
+    .option('--dry-run', 'check and plan everything, write nothing: print what would be created, changed and removed')
     .option('--json', 'print the summary as one JSON object')
     .action(async (path: string, options: { school: string, dryRun?: boolean, json?: boolean }) => {
       // Loaded on use: the CSV, zip and progress libraries are not needed by other commands.

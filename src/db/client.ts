@@ -25,7 +25,7 @@ export interface Database {
   readonly rowSecurity: boolean
   /**
    * Whether the access audit is append-only for the role connected: it may insert, but neither
-   * read, change nor delete (README "Database roles"). False for a role that bypasses row security.
+   * read, change nor delete (docs/running/database-roles.md). False for a role that bypasses row security.
    */
   readonly auditAppendOnly: boolean
   /**

@@ -158,7 +158,7 @@ async function becomeServiceRole (pglite: PGlite): Promise<void> {
       IF to_regclass('_prisma_migrations') IS NOT NULL THEN
         REVOKE INSERT, UPDATE, DELETE ON "_prisma_migrations" FROM ${role};
       END IF;
-      -- The access audit is append-only for the service (README "Access audit").
+      -- The access audit is append-only for the service (docs/running/audit.md).
       IF to_regclass('access_audit') IS NOT NULL THEN
         REVOKE SELECT, UPDATE, DELETE ON access_audit FROM ${role};
       END IF;

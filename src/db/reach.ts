@@ -2,7 +2,7 @@
 // callers narrower than a school administrator, after the school filter (so the school is in every
 // filter already). Like the school filter it rewrites every operation or refuses it.
 //
-// - A teacher reads what surrounds them (README, "Access"): the classrooms they are assigned to
+// - A teacher reads what surrounds them (docs/api/access.md): the classrooms they are assigned to
 //   (any role), the students of those classrooms, the assignments of those classrooms, the teachers
 //   of those classrooms and their own record, and the school. Every operation gets the reach of its
 //   model added to its `where`; every to-many relation read below it (select, include, _count) gets

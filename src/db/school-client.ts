@@ -2,7 +2,8 @@
 // school. It is composed here and nowhere else, from named steps, each a Prisma client extension
 // with query hooks only. Prisma runs the query hooks of `a.$extends(x).$extends(y)` outermost first:
 // x, then y, then the database; SCHOOL_CLIENT_STEPS below lists the steps in that order, and the
-// client is that list folded with `$extends` (README, "Tenant isolation", tests the table against it):
+// client is that list folded with `$extends` (docs/changing/tenant-isolation.md's table is tested
+// against it):
 //
 //   relationsByQuery, on a Citus coordinator only: loads an operation's relations by a query of
 //     their own each ('query' strategy) instead of Prisma's LATERAL joins, which Citus refuses
@@ -174,7 +175,7 @@ const STEPS = [
 
 export type StepName = typeof STEPS[number]['name']
 
-/** The steps' names in order, outermost first (README's table of the school client lists them so). */
+/** The steps' names in order, outermost first (docs/changing/tenant-isolation.md's table lists them so). */
 export const SCHOOL_CLIENT_STEPS: readonly StepName[] = STEPS.map((step) => step.name)
 
 /** The steps of the client of the school's interactive transactions: the list's first ones. */

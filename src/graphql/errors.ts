@@ -84,7 +84,7 @@ export function refusal (code: ErrorCode, message: string, extensions: Record<st
   return { errors: [{ message, extensions: { code, ...extensions } }] }
 }
 
-/** The refusals of the endpoint, with the messages the README promises. */
+/** The refusals of the endpoint, with the messages the documentation promises (docs/api/errors.md). */
 export const refusals = {
   badRequest: (message: string) => refusal('BAD_REQUEST', message),
   missingQuery: () => refusal('BAD_REQUEST', 'Missing query: send a JSON body {"query": "...", "variables": {...}}'),

@@ -4,7 +4,7 @@
 //
 // - Keyed by school, teacher and scopes: the key starts with the caller's school, taken from a
 //   verified token that has passed the revocation check, then a teacher's teacher record (a
-//   teacher's answers are theirs alone) and the caller's scopes (README, "Access"), so an answer
+//   teacher's answers are theirs alone) and the caller's scopes (docs/api/access.md), so an answer
 //   is shared only by callers who may read every field of it: the scope check runs after this
 //   cache's lookup (src/plugins/graphql.ts). Only queries (never mutations) with no error in the
 //   answer are kept.

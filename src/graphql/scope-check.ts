@@ -1,5 +1,5 @@
 // The scope check: an operation that selects a field outside the caller's scopes is refused before
-// it runs (README, "Access"). It runs on the parsed, validated document, in the GraphQL endpoint's
+// it runs (docs/api/access.md). It runs on the parsed, validated document, in the GraphQL endpoint's
 // preExecution hook (src/plugins/graphql.ts), and covers the executed operation whole: aliases
 // (a field is checked by its name, not its alias), fragment spreads and inline fragments, nested
 // selections, fields under @skip/@include (a document is refused for what it may select). The

@@ -6,7 +6,7 @@
 import { DATA_CHANGED_CHANNEL } from '../db/notifications.js'
 import { openRawConnection } from '../db/open.js'
 import { setLocalStatements } from '../db/school-session.js'
-import { isUuid } from '../validators.js'
+import { parseUuid } from '../validators.js'
 import type { Sql } from './write.js'
 
 export interface ConnectionOptions {
@@ -34,7 +34,7 @@ export async function inSchoolTransaction<T> (
   work: (sql: Sql) => Promise<T>,
   rollback = false
 ): Promise<T> {
-  if (!isUuid(schoolId)) throw new SchoolNotFoundError(`School ${schoolId} does not exist`)
+  if (parseUuid(schoolId) === undefined) throw new SchoolNotFoundError(`School ${schoolId} does not exist`)
   const run = async (sql: Sql, citus: boolean): Promise<T> => {
     await sql.query('BEGIN')
     try {

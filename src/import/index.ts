@@ -3,7 +3,7 @@
 import cliProgress from 'cli-progress'
 import { readBundle } from './bundle.js'
 import { inSchoolTransaction, type ConnectionOptions } from './connection.js'
-import { planImport } from './oneroster.js'
+import { planImport, type Removals } from './oneroster.js'
 import { readExisting, rowsToWrite, writePlan, type WriteSummary } from './write.js'
 import { parseUuid } from '../validators.js'
 
@@ -13,7 +13,7 @@ export { SchoolNotFoundError } from './connection.js'
 export interface ImportOptions extends ConnectionOptions {
   path: string
   schoolId: string
-  /** Check and write, then roll back: the summary of what an import would do. */
+  /** Check and write, then roll back: the summary of what an import would do, and what it would remove. */
   dryRun?: boolean
   /** Where the progress bar goes; shown only on a terminal. */
   progress?: NodeJS.WriteStream
@@ -23,8 +23,9 @@ export interface ImportSummary extends WriteSummary {
   skippedUsers: number
   skippedEnrollments: number
   dryRun: boolean
+  /** A dry run's list of what the import would remove (a real import counts them only). */
+  removals?: Removals
 }
-
 
 export async function importOneRoster (options: ImportOptions): Promise<ImportSummary> {
   const schoolId = parseUuid(options.schoolId)
@@ -46,16 +47,21 @@ export async function importOneRoster (options: ImportOptions): Promise<ImportSu
       bar?.update(0, { phase: 'Writing' })
       const written = await writePlan(sql, schoolId, plan, (n) => bar?.increment(n))
       bar?.update({ phase: 'Committing' })
-      return { ...written, skippedUsers: plan.skippedUsers, skippedEnrollments: plan.skippedEnrollments, dryRun: options.dryRun === true }
+      const summary: ImportSummary = { ...written, skippedUsers: plan.skippedUsers, skippedEnrollments: plan.skippedEnrollments, dryRun: options.dryRun === true }
+      if (summary.dryRun) summary.removals = plan.removed
+      return summary
     }, options.dryRun === true)
   } finally {
     bar?.stop()
   }
 }
 
+/** At most this many lines per kind of removal in a dry run's text (`--json` lists them all). */
+const REMOVALS_SHOWN = 50
+
 /** The summary as lines for a person (the CLI's standard output). */
 export function formatSummary (summary: ImportSummary): string {
-  const rows: Array<[string, keyof WriteSummary]> = [
+  const rows: Array<[string, 'classrooms' | 'teachers' | 'students' | 'teacherAssignments']> = [
     ['classrooms', 'classrooms'],
     ['teachers', 'teachers'],
     ['students', 'students'],
@@ -64,10 +70,26 @@ export function formatSummary (summary: ImportSummary): string {
   const lines = [summary.dryRun ? 'Dry run: nothing was written. The import would give:' : 'Imported:']
   for (const [label, key] of rows) {
     const c = summary[key]
-    lines.push(`  ${label.padEnd(20)} ${String(c.created).padStart(7)} created ${String(c.updated).padStart(7)} updated ${String(c.unchanged).padStart(7)} unchanged`)
+    lines.push(`  ${label.padEnd(20)} ${String(c.created).padStart(7)} created ${String(c.updated).padStart(7)} updated ${String(c.unchanged).padStart(7)} unchanged ${String(c.removed).padStart(7)} removed`)
   }
+  lines.push(`  ${'student enrollments'.padEnd(20)} ${String(summary.studentEnrollmentsEnded).padStart(7)} ended (the students stay, in no classroom)`)
   if (summary.skippedUsers > 0 || summary.skippedEnrollments > 0) {
     lines.push(`  skipped: ${summary.skippedUsers} users of other roles, ${summary.skippedEnrollments} of their enrollments (or of other roles)`)
+  }
+  const removals = summary.removals
+  if (removals !== undefined) {
+    const kinds: Array<[string, string[]]> = [
+      ['classrooms', removals.classrooms.map((c) => `classroom ${c.sourcedId} ${JSON.stringify(c.name)}`)],
+      ['teachers', removals.teachers.map((s) => `teacher ${s.sourcedId}`)],
+      ['students', removals.students.map((s) => `student ${s.sourcedId}`)],
+      ['teacher assignments', removals.assignments.map((a) => `teacher ${a.teacher} from classroom ${JSON.stringify(a.classroom)}`)],
+      ['student enrollments', removals.enrollments.map((e) => `student ${e.student} from classroom ${JSON.stringify(e.classroom)}`)]
+    ]
+    if (kinds.some(([, list]) => list.length > 0)) lines.push('Would remove:')
+    for (const [kind, list] of kinds) {
+      for (const line of list.slice(0, REMOVALS_SHOWN)) lines.push(`  ${line}`)
+      if (list.length > REMOVALS_SHOWN) lines.push(`  ... and ${list.length - REMOVALS_SHOWN} more ${kind} (--json lists them all)`)
+    }
   }
   return lines.join('\n') + '\n'
 }

@@ -1,13 +1,18 @@
 // OneRoster 1.1/1.2 CSV → the school's records. Everything is checked here, before anything is
 // written: a bad row stops the import with its file, line and reason.
 //
-// Mapping (README "Importing OneRoster"):
+// Mapping (docs/running/import.md):
 //   users.csv (role from roles.csv in 1.2, or the `role` column of 1.1): students and teachers;
 //     other roles (parents, administrators, ...) are skipped.
 //   classes.csv → classrooms (title → name; one grade → grade level; subjects → subject).
 //   enrollments.csv → a student's classroom (the homeroom class if any, else the first listed) with
 //     its begin and end dates; a teacher's classrooms, `primary` true → PRIMARY, false → ASSISTANT.
 //   demographics.csv → birthDate.
+//
+// Bulk and delta (the manifest's file.<name>): a bulk file is the whole truth of its kind for the
+// records of the import's (those with a sourcedId): what it does not hold is removed, enrollments
+// ended; a delta file changes what it lists, rows tobedeleted removing theirs; a file absent changes
+// nothing. Removals are planned here, with everything else, and written by write.ts.
 import { randomBytes } from 'node:crypto'
 import { ImportError, readTable, type Bundle, type Row, type Table } from './bundle.js'
 
@@ -69,21 +74,73 @@ export interface AssignmentRecord {
   role: 'PRIMARY' | 'ASSISTANT'
 }
 
+/** A student the users file does not hold, whose classroom, enrollment dates or birth date change. */
+export interface StudentUpdate {
+  id: string
+  classroomId: string | null
+  enrollmentStartDate: string | null
+  enrollmentEndDate: string | null
+  dateOfBirth: string | null
+}
+
+/**
+ * What an import takes away (docs/running/import.md): records of the import's (with a
+ * sourcedId) that a bulk file does not hold or a delta file marks tobedeleted, and enrollments
+ * ended. An assignment of a removed teacher or classroom goes with it and is not listed again.
+ */
+export interface Removals {
+  classrooms: Array<{ id: string, sourcedId: string, name: string }>
+  teachers: Array<{ id: string, sourcedId: string }>
+  students: Array<{ id: string, sourcedId: string }>
+  /** Assignments deleted; `teacher` is the teacher's sourcedId, `classroom` the classroom's name. */
+  assignments: Array<{ teacherId: string, classroomId: string, teacher: string, classroom: string }>
+  /** Students who stay but leave their classroom; `student` is the sourcedId, or the id of one made by hand. */
+  enrollments: Array<{ studentId: string, student: string, classroom: string }>
+}
+
 export interface ImportPlan {
   classrooms: ClassroomRecord[]
   students: StudentRecord[]
   teachers: TeacherRecord[]
   assignments: AssignmentRecord[]
+  /** Students kept but not in users.csv whose enrollment or birth date the bundle changes. */
+  studentUpdates: StudentUpdate[]
+  removed: Removals
   /** Users of other roles (parents, administrators, ...) and their enrollments, not imported. */
   skippedUsers: number
   skippedEnrollments: number
 }
 
+/** A plan that writes nothing, for tests that fill in a part. */
+export function emptyPlan (): ImportPlan {
+  return {
+    classrooms: [],
+    students: [],
+    teachers: [],
+    assignments: [],
+    studentUpdates: [],
+    removed: { classrooms: [], teachers: [], students: [], assignments: [], enrollments: [] },
+    skippedUsers: 0,
+    skippedEnrollments: 0
+  }
+}
+
 /** What the school has already: natural keys to ids, so that rows are matched, not duplicated. */
 export interface Existing {
   classrooms: Array<{ id: string, sourcedId: string | null, name: string }>
-  students: Array<{ id: string, sourcedId: string | null, studentNumber: string | null }>
+  /** Every student of the school; dates as YYYY-MM-DD. */
+  students: Array<{
+    id: string
+    sourcedId: string | null
+    studentNumber: string | null
+    classroomId: string | null
+    enrollmentStartDate: string | null
+    enrollmentEndDate: string | null
+    dateOfBirth: string | null
+  }>
+  /** The teachers with a sourcedId (the others are not the import's). */
   teachers: Array<{ id: string, sourcedId: string | null }>
+  assignments: Array<{ teacherId: string, classroomId: string }>
 }
 
 // Random bytes are drawn 64 KiB at a time: one system call per 4,096 ids, not one per id.
@@ -115,16 +172,18 @@ const MONTH_DAYS = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
 function day (table: Table, row: Row, column: string): string | null {
   const value = row.get(column)
   if (value === '') return null
-  // OneRoster dates are YYYY-MM-DD; a date-time is accepted for its day.
+  if (!isDay(value)) fail(table, row.line, `${column} "${value}" is not a date (YYYY-MM-DD)`)
+  return value.slice(0, 10)
+}
+
+/** OneRoster dates are YYYY-MM-DD; a date-time is accepted for its day. */
+function isDay (value: string): boolean {
   const match = DAY.exec(value)
   const year = Number(match?.[1])
   const month = Number(match?.[2])
   const date = Number(match?.[3])
   const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0)
-  if (match === null || month < 1 || month > 12 || date < 1 || date > MONTH_DAYS[month - 1]! || (month === 2 && date === 29 && !leap)) {
-    fail(table, row.line, `${column} "${value}" is not a date (YYYY-MM-DD)`)
-  }
-  return value.slice(0, 10)
+  return !(match === null || month < 1 || month > 12 || date < 1 || date > MONTH_DAYS[month - 1]! || (month === 2 && date === 29 && !leap))
 }
 
 function grades (table: Table, row: Row): GradeLevel[] {
@@ -160,23 +219,52 @@ function email (table: Table, row: Row): string | null {
   return value
 }
 
-/** Rows of a file with a sourcedId each, once each, and no deletion (status tobedeleted). */
-function keyedRows (table: Table): Array<[string, Row]> {
+/** How the manifest marks a file the import reads; undefined: absent (not read, nothing of it changes). */
+export type FileMode = 'bulk' | 'delta'
+
+/** A row of a file keyed by its sourcedId; `deleted` for status tobedeleted (delta files only). */
+interface Keyed {
+  sourcedId: string
+  row: Row
+  deleted: boolean
+}
+
+/**
+ * A row's status, as OneRoster's CSV binding has it: a bulk file holds the records that exist
+ * (status empty or active; a record goes by leaving its row out), a delta file the records that
+ * changed, each `active` or `tobedeleted` with its `dateLastModified`.
+ */
+function rowDeleted (table: Table, row: Row, mode: FileMode): boolean {
+  const status = row.get('status').toLowerCase()
+  if (mode === 'bulk') {
+    if (status === '' || status === 'active') return false
+    if (status === 'tobedeleted') {
+      fail(table, row.line, `status tobedeleted is for delta files: the manifest marks ${table.file} bulk, where a record is removed by leaving its row out`)
+    }
+    return fail(table, row.line, `status must be active or empty in a bulk file (got "${row.get('status')}")`)
+  }
+  if (status !== 'active' && status !== 'tobedeleted') {
+    fail(table, row.line, status === ''
+      ? 'status is empty: every row of a delta file is active or tobedeleted'
+      : `status must be active or tobedeleted (got "${row.get('status')}")`)
+  }
+  const modified = row.get('dateLastModified')
+  if (modified === '') fail(table, row.line, 'dateLastModified is empty: every row of a delta file has one')
+  if (!isDay(modified)) fail(table, row.line, `dateLastModified "${modified}" is not a date-time (YYYY-MM-DDThh:mm:ssZ)`)
+  return status === 'tobedeleted'
+}
+
+/** Rows of a file with a sourcedId each, once each, with their status. */
+function keyedRows (table: Table, mode: FileMode): Keyed[] {
   const seen = new Map<string, number>()
-  return table.rows.map((row): [string, Row] => {
+  return table.rows.map((row): Keyed => {
     const id = row.get('sourcedId')
     if (id === '') fail(table, row.line, 'sourcedId is empty')
     if (id.length > 255) fail(table, row.line, 'sourcedId has more than 255 characters')
     const first = seen.get(id)
     if (first !== undefined) fail(table, row.line, `sourcedId "${id}" is already on line ${first}`)
     seen.set(id, row.line)
-    const status = row.get('status').toLowerCase()
-    if (status === 'tobedeleted') {
-      fail(table, row.line, `status tobedeleted: deletions are not imported (remove the row, or delete the record by other means)`)
-    } else if (status !== '' && status !== 'active') {
-      fail(table, row.line, `status must be active, tobedeleted or empty (got "${row.get('status')}")`)
-    }
-    return [id, row]
+    return { sourcedId: id, row, deleted: rowDeleted(table, row, mode) }
   })
 }
 
@@ -187,7 +275,7 @@ function roleOf (name: string): Role {
   return role === 'student' ? 'student' : role === 'teacher' ? 'teacher' : 'other'
 }
 
-/** Whether a manifest marks a file absent (then it is not read even when present). */
+/** The manifest's properties, values in lower case. */
 function manifestOf (bundle: Bundle): Map<string, string> {
   const table = readTable(bundle, 'manifest.csv', ['propertyName', 'value'])
   if (table === undefined) return fail('manifest.csv', undefined, 'the bundle has no manifest.csv (a OneRoster CSV bundle starts with one)')
@@ -200,64 +288,138 @@ function manifestOf (bundle: Bundle): Map<string, string> {
   return entries
 }
 
-function table (bundle: Bundle, manifest: Map<string, string>, file: string, required: string[], needed: boolean): Table | undefined {
-  const mode = manifest.get(`file.${file.replace(/\.csv$/, '')}`)
-  if (mode === 'absent') {
-    if (needed) fail('manifest.csv', undefined, `${file} is marked absent, but an import needs it`)
+/**
+ * A file the import reads and how the manifest marks it. A file it marks absent is not read; one
+ * present that it does not mark is refused: a bulk file removes what it does not hold, and the
+ * import does not guess.
+ */
+function fileOf (bundle: Bundle, manifest: Map<string, string>, file: string, required: string[]): { table: Table, mode: FileMode } | undefined {
+  const property = `file.${file.replace(/\.csv$/, '')}`
+  const mode = manifest.get(property)
+  if (mode === 'absent') return undefined
+  const present = bundle.has(file)
+  if (mode === undefined) {
+    if (present) fail('manifest.csv', undefined, `${property} is not given, but the bundle has ${file}: say bulk, delta or absent`)
     return undefined
   }
-  const found = readTable(bundle, file, required)
-  if (found === undefined && (needed || mode === 'bulk' || mode === 'delta')) {
-    fail(file, undefined, mode === undefined ? 'the bundle has no such file' : `the manifest lists it (${mode}), but the bundle has no such file`)
-  }
-  return found
+  if (mode !== 'bulk' && mode !== 'delta') return fail('manifest.csv', undefined, `${property} must be bulk, delta or absent (got "${mode}")`)
+  if (!present) fail(file, undefined, `the manifest lists it (${mode}), but the bundle has no such file`)
+  return { table: readTable(bundle, file, required)!, mode }
 }
 
-/** Checks the whole bundle against itself and the school's records; returns what to write. */
+/** A student's classroom and enrollment dates; the enrollment that places them there. */
+interface Placement {
+  classroomId: string | null
+  enrollmentStartDate: string | null
+  enrollmentEndDate: string | null
+}
+
+interface Candidate extends Placement {
+  classroomId: string
+  homeroom: boolean
+}
+
+/**
+ * Checks the whole bundle against itself and the school's records; returns what to write and what
+ * to remove. A file absent from the bundle changes nothing; a bulk file is the whole truth of its
+ * kind for the import's records (those with a sourcedId); a delta file changes the records it lists.
+ */
 export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
   const manifest = manifestOf(bundle)
-  const users = table(bundle, manifest, 'users.csv', ['sourcedId'], true)!
-  const classes = table(bundle, manifest, 'classes.csv', ['sourcedId', 'title'], true)!
-  const enrollments = table(bundle, manifest, 'enrollments.csv', ['sourcedId', 'classSourcedId', 'userSourcedId', 'role'], true)!
-  const roles = table(bundle, manifest, 'roles.csv', ['userSourcedId', 'role'], false)
-  const demographics = table(bundle, manifest, 'demographics.csv', ['sourcedId'], false)
+  const users = fileOf(bundle, manifest, 'users.csv', ['sourcedId'])
+  const classes = fileOf(bundle, manifest, 'classes.csv', ['sourcedId', 'title'])
+  const enrollments = fileOf(bundle, manifest, 'enrollments.csv', ['sourcedId', 'classSourcedId', 'userSourcedId', 'role'])
+  const roles = fileOf(bundle, manifest, 'roles.csv', ['userSourcedId', 'role'])
+  const demographics = fileOf(bundle, manifest, 'demographics.csv', ['sourcedId'])
+  if (users === undefined && classes === undefined && enrollments === undefined) {
+    fail('manifest.csv', undefined, 'users.csv, classes.csv and enrollments.csv are all absent: nothing to import')
+  }
 
   // --- Roles: 1.2's roles.csv (the primary role of each user), else 1.1's users.role column.
   const userRole = new Map<string, Role>()
   if (roles !== undefined) {
     const primary = new Set<string>()
-    for (const row of roles.rows) {
+    for (const row of roles.table.rows) {
       const user = row.get('userSourcedId')
-      if (user === '') fail(roles, row.line, 'userSourcedId is empty')
-      if (row.get('role') === '') fail(roles, row.line, 'role is empty')
+      if (user === '') fail(roles.table, row.line, 'userSourcedId is empty')
+      if (row.get('role') === '') fail(roles.table, row.line, 'role is empty')
+      // A role taken away (delta) is no role of the user's.
+      if (rowDeleted(roles.table, row, roles.mode)) continue
       const isPrimary = row.get('roleType').toLowerCase() === 'primary'
       if (!userRole.has(user) || (isPrimary && !primary.has(user))) userRole.set(user, roleOf(row.get('role')))
       if (isPrimary) primary.add(user)
     }
-  } else if (!users.columns.has('role') && !users.columns.has('roles')) {
-    fail(users, 1, 'no role: OneRoster 1.2 bundles give roles in roles.csv, 1.1 bundles in a "role" column of users.csv')
+  }
+  const roleColumn = users !== undefined && (users.table.columns.has('role') || users.table.columns.has('roles'))
+  if (users !== undefined && users.mode === 'bulk' && roles === undefined && !roleColumn) {
+    fail(users.table, 1, 'no role: OneRoster 1.2 bundles give roles in roles.csv, 1.1 bundles in a "role" column of users.csv')
   }
 
+  // --- What the school has, and what of it the bundle takes away: a record of the import's (with
+  // a sourcedId) that a bulk file does not hold (as its kind), or a delta file lists otherwise.
+  const classRows = classes === undefined ? [] : keyedRows(classes.table, classes.mode)
+  const userRows = users === undefined ? [] : keyedRows(users.table, users.mode)
+  const activeClasses = new Set(classRows.filter((k) => !k.deleted).map((k) => k.sourcedId))
+  const listedClasses = new Set(classRows.map((k) => k.sourcedId))
+  const removedClassrooms = existing.classrooms.filter((c) => c.sourcedId !== null &&
+    (classes?.mode === 'bulk' || listedClasses.has(c.sourcedId)) && !activeClasses.has(c.sourcedId))
+
+  const existingStudentBySourced = new Map(existing.students.filter((s) => s.sourcedId !== null).map((s) => [s.sourcedId!, s]))
+  const existingTeacherBySourced = new Map(existing.teachers.filter((s) => s.sourcedId !== null).map((s) => [s.sourcedId!, s.id]))
+  const rolesMayBeOmitted = users?.mode === 'delta' || roles?.mode === 'delta'
+  const roleByUser = new Map<string, Role>()
+  for (const { sourcedId, row, deleted } of userRows) {
+    if (deleted) continue
+    let role = roles !== undefined ? userRole.get(sourcedId) : (roleColumn ? roleOf(row.get('role') || row.get('roles')) : undefined)
+    // A delta need not repeat an unchanged role: a user the school has keeps their kind.
+    if (role === undefined && rolesMayBeOmitted) {
+      role = existingStudentBySourced.has(sourcedId) ? 'student' : existingTeacherBySourced.has(sourcedId) ? 'teacher' : undefined
+    }
+    if (role === undefined) {
+      fail(users!.table, row.line, roles !== undefined
+        ? `user "${sourcedId}" has no role in roles.csv`
+        : `user "${sourcedId}" has no role: OneRoster 1.2 bundles give roles in roles.csv, 1.1 bundles in a "role" column of users.csv`)
+    }
+    roleByUser.set(sourcedId, role!)
+  }
+  const listedUsers = new Set(userRows.map((k) => k.sourcedId))
+  const takenAway = (sourcedId: string | null, kind: Role): boolean => sourcedId !== null &&
+    (users?.mode === 'bulk' || listedUsers.has(sourcedId)) && roleByUser.get(sourcedId) !== kind
+  const removedStudents = existing.students.filter((s) => takenAway(s.sourcedId, 'student'))
+  const removedTeachers = existing.teachers.filter((s) => takenAway(s.sourcedId, 'teacher'))
+  const removedClassIds = new Set(removedClassrooms.map((c) => c.id))
+  const removedStudentIds = new Set(removedStudents.map((s) => s.id))
+  const removedTeacherIds = new Set(removedTeachers.map((s) => s.id))
+  const removedSourced = new Map<string, string>([
+    ...removedClassrooms.map((c): [string, string] => [`class ${c.sourcedId!}`, 'classroom']),
+    ...removedStudents.map((s): [string, string] => [`user ${s.sourcedId!}`, 'student']),
+    ...removedTeachers.map((s): [string, string] => [`user ${s.sourcedId!}`, 'teacher'])
+  ])
+  const keptClassrooms = existing.classrooms.filter((c) => !removedClassIds.has(c.id))
+  const keptStudents = existing.students.filter((s) => !removedStudentIds.has(s.id))
+
   // --- Classes.
-  const classRows = keyedRows(classes)
   const byTitle = new Map<string, number>()
-  for (const [, row] of classRows) byTitle.set(row.get('title'), (byTitle.get(row.get('title')) ?? 0) + 1)
-  const existingClassBySourced = new Map(existing.classrooms.filter((c) => c.sourcedId !== null).map((c) => [c.sourcedId!, c]))
-  const existingClassByName = new Map(existing.classrooms.map((c) => [c.name, c]))
+  for (const { row, deleted } of classRows) if (!deleted) byTitle.set(row.get('title'), (byTitle.get(row.get('title')) ?? 0) + 1)
+  const existingClassBySourced = new Map(keptClassrooms.filter((c) => c.sourcedId !== null).map((c) => [c.sourcedId!, c]))
+  const existingClassByName = new Map(keptClassrooms.map((c) => [c.name, c]))
   const classroomNames = new Map<string, number>()
   const classrooms: ClassroomRecord[] = []
   const classBySourced = new Map<string, { id: string, homeroom: boolean }>()
-  for (const [sourcedId, row] of classRows) {
+  for (const { sourcedId, row, deleted } of classRows) {
+    if (deleted) continue
     const title = row.get('title')
-    if (title === '') fail(classes, row.line, 'title is empty')
+    if (title === '') fail(classes!.table, row.line, 'title is empty')
     // Classroom names are unique in a school; sections that share a title get their code (or id).
+    // In a delta, the title may also be that of a class of the school's that the delta leaves out.
     const code = row.get('classCode')
-    const name = byTitle.get(title)! > 1 ? `${title} (${code !== '' ? code : sourcedId})` : title
-    if (name.length > 200) fail(classes, row.line, 'title has more than 200 characters')
+    const sharedTitle = byTitle.get(title)! > 1 || (classes!.mode === 'delta' && (existingClassByName.get(title)?.sourcedId ?? sourcedId) !== sourcedId)
+    const name = sharedTitle ? `${title} (${code !== '' ? code : sourcedId})` : title
+    if (name.length > 200) fail(classes!.table, row.line, 'title has more than 200 characters')
     const other = classroomNames.get(name)
-    if (other !== undefined) fail(classes, row.line, `classroom name "${name}" is already the name of the class on line ${other} (names are unique in a school)`)
+    if (other !== undefined) fail(classes!.table, row.line, `classroom name "${name}" is already the name of the class on line ${other} (names are unique in a school)`)
     classroomNames.set(name, row.line)
-    const gradeList = grades(classes, row)
+    const gradeList = grades(classes!.table, row)
     let id = existingClassBySourced.get(sourcedId)?.id
     const named = existingClassByName.get(name)
     if (named !== undefined && named.id !== id) {
@@ -265,7 +427,7 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
       if (id === undefined && named.sourcedId === null) {
         id = named.id
       } else {
-        fail(classes, row.line, `classroom name "${name}" is taken in the school by another classroom${named.sourcedId === null ? '' : ` (sourcedId "${named.sourcedId}")`}`)
+        fail(classes!.table, row.line, `classroom name "${name}" is taken in the school by another classroom${named.sourcedId === null ? '' : ` (sourcedId "${named.sourcedId}")`}`)
       }
     }
     id ??= uuidv7()
@@ -279,38 +441,43 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
     })
     classBySourced.set(sourcedId, { id, homeroom: row.get('classType').toLowerCase() === 'homeroom' })
   }
-  for (const c of existing.classrooms) {
+  for (const c of keptClassrooms) {
     if (c.sourcedId !== null && !classBySourced.has(c.sourcedId)) classBySourced.set(c.sourcedId, { id: c.id, homeroom: false })
   }
 
-  // --- Birth dates.
+  // --- Birth dates: a bulk demographics.csv is all of them; a delta changes those it lists.
   const birthDates = new Map<string, string | null>()
   if (demographics !== undefined) {
-    for (const [sourcedId, row] of keyedRows(demographics)) birthDates.set(sourcedId, day(demographics, row, 'birthDate'))
+    for (const { sourcedId, row, deleted } of keyedRows(demographics.table, demographics.mode)) {
+      birthDates.set(sourcedId, deleted ? null : day(demographics.table, row, 'birthDate'))
+    }
   }
+  const birthDate = (sourcedId: string, before: string | null): string | null =>
+    birthDates.has(sourcedId) ? birthDates.get(sourcedId)! : demographics?.mode === 'bulk' ? null : before
 
   // --- Users.
-  const existingStudent = new Map(existing.students.filter((s) => s.sourcedId !== null).map((s) => [s.sourcedId!, s]))
-  const existingByNumber = new Map(existing.students.filter((s) => s.studentNumber !== null).map((s) => [s.studentNumber!, s]))
-  const existingTeacher = new Map(existing.teachers.filter((s) => s.sourcedId !== null).map((s) => [s.sourcedId!, s.id]))
-  const students = new Map<string, StudentRecord & { line: number }>()
+  const existingStudent = new Map(keptStudents.filter((s) => s.sourcedId !== null).map((s) => [s.sourcedId!, s]))
+  const existingByNumber = new Map(keptStudents.filter((s) => s.studentNumber !== null).map((s) => [s.studentNumber!, s]))
+  const existingTeacher = new Map(existing.teachers.filter((s) => s.sourcedId !== null && !removedTeacherIds.has(s.id)).map((s) => [s.sourcedId!, s.id]))
+  const students = new Map<string, StudentRecord>()
   const teachers = new Map<string, TeacherRecord>()
   const skippedUsers = new Set<string>()
   const numbers = new Map<string, number>()
-  for (const [sourcedId, row] of keyedRows(users)) {
-    const role = roles !== undefined ? userRole.get(sourcedId) : roleOf(row.get('role') || row.get('roles'))
-    if (role === undefined) fail(users, row.line, `user "${sourcedId}" has no role in roles.csv`)
+  for (const { sourcedId, row, deleted } of userRows) {
+    if (deleted) continue
+    const role = roleByUser.get(sourcedId)!
     if (role === 'other') {
       skippedUsers.add(sourcedId)
       continue
     }
-    const givenName = text(users, row, 'givenName') ?? ''
-    const familyName = text(users, row, 'familyName') ?? ''
-    if (givenName === '' && familyName === '') fail(users, row.line, 'givenName and familyName are both empty')
-    const enabled = bool(users, row, 'enabledUser')
+    const table = users!.table
+    const givenName = text(table, row, 'givenName') ?? ''
+    const familyName = text(table, row, 'familyName') ?? ''
+    if (givenName === '' && familyName === '') fail(table, row.line, 'givenName and familyName are both empty')
+    const enabled = bool(table, row, 'enabledUser')
     const status = enabled === false ? 'INACTIVE' : 'ACTIVE'
-    const preferredName = text(users, row, 'preferredGivenName') ?? text(users, row, 'preferredFirstName')
-    const mail = email(users, row)
+    const preferredName = text(table, row, 'preferredGivenName') ?? text(table, row, 'preferredFirstName')
+    const mail = email(table, row)
     if (role === 'teacher') {
       teachers.set(sourcedId, {
         id: existingTeacher.get(sourcedId) ?? uuidv7(),
@@ -323,90 +490,175 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
       })
       continue
     }
-    const gradeList = grades(users, row)
-    const studentNumber = text(users, row, 'identifier', 64)
-    let id = existingStudent.get(sourcedId)?.id
+    const gradeList = grades(table, row)
+    const studentNumber = text(table, row, 'identifier', 64)
+    let before = existingStudent.get(sourcedId)
     if (studentNumber !== null) {
       const other = numbers.get(studentNumber)
-      if (other !== undefined) fail(users, row.line, `identifier "${studentNumber}" is already the student number on line ${other}`)
+      if (other !== undefined) fail(table, row.line, `identifier "${studentNumber}" is already the student number on line ${other}`)
       numbers.set(studentNumber, row.line)
       const holder = existingByNumber.get(studentNumber)
-      if (holder !== undefined && holder.id !== id) {
+      if (holder !== undefined && holder.id !== before?.id) {
         // A student entered by hand with this number and no sourcedId is this student.
-        if (id === undefined && holder.sourcedId === null) {
-          id = holder.id
+        if (before === undefined && holder.sourcedId === null) {
+          before = holder
         } else {
-          fail(users, row.line, `identifier "${studentNumber}" is the student number of another student of the school${holder.sourcedId === null ? '' : ` (sourcedId "${holder.sourcedId}")`}`)
+          fail(table, row.line, `identifier "${studentNumber}" is the student number of another student of the school${holder.sourcedId === null ? '' : ` (sourcedId "${holder.sourcedId}")`}`)
         }
       }
     }
     students.set(sourcedId, {
-      line: row.line,
-      id: id ?? uuidv7(),
+      id: before?.id ?? uuidv7(),
       sourcedId,
       givenName,
       familyName,
       preferredName,
       studentNumber,
       email: mail,
-      dateOfBirth: birthDates.get(sourcedId) ?? null,
+      dateOfBirth: birthDate(sourcedId, before?.dateOfBirth ?? null),
       gradeLevel: gradeList[0] ?? null,
       status,
-      enrollmentStartDate: null,
-      enrollmentEndDate: null,
-      classroomId: null
+      // The placement below decides these.
+      enrollmentStartDate: before?.enrollmentStartDate ?? null,
+      enrollmentEndDate: before?.enrollmentEndDate ?? null,
+      classroomId: before?.classroomId ?? null
     })
   }
 
-  // --- Enrollments.
+  // --- Enrollments: resolved against the bundle's users and classes, then the school's.
+  const studentBySourced = new Map<string, string>([...existingStudent].map(([sourcedId, s]) => [sourcedId, s.id]))
+  for (const [sourcedId, s] of students) studentBySourced.set(sourcedId, s.id)
+  const teacherBySourced = new Map(existingTeacher)
+  for (const [sourcedId, s] of teachers) teacherBySourced.set(sourcedId, s.id)
+  const refuse = (table: Table, row: Row, what: 'class' | 'user', sourcedId: string, fallback: string): never =>
+    fail(table, row.line, removedSourced.has(`${what} ${sourcedId}`)
+      ? `${what} "${sourcedId}" is a ${removedSourced.get(`${what} ${sourcedId}`)!} this import removes (${what === 'class' ? 'classes' : 'users'}.csv leaves it out or marks it tobedeleted)`
+      : fallback)
+
   const assignments = new Map<string, AssignmentRecord>()
-  const placed = new Map<string, boolean>() // student sourcedId → placed in a homeroom
+  const endedAssignments = new Set<string>()
+  const candidates = new Map<string, Candidate[]>() // student id → active enrollments, in file order
+  const leaving = new Map<string, Set<string>>() // student id → classrooms a delta ends
   let skippedEnrollments = 0
-  for (const [, row] of keyedRows(enrollments)) {
+  for (const { row, deleted } of enrollments === undefined ? [] : keyedRows(enrollments.table, enrollments.mode)) {
+    const table = enrollments!.table
     const classId = row.get('classSourcedId')
     const userId = row.get('userSourcedId')
-    if (classId === '') fail(enrollments, row.line, 'classSourcedId is empty')
-    if (userId === '') fail(enrollments, row.line, 'userSourcedId is empty')
-    const klass = classBySourced.get(classId)
-    if (klass === undefined) fail(enrollments, row.line, `class "${classId}" is neither in classes.csv nor in the school`)
-    const begin = day(enrollments, row, 'beginDate')
-    const end = day(enrollments, row, 'endDate')
-    if (begin !== null && end !== null && end < begin) fail(enrollments, row.line, `endDate ${end} is before beginDate ${begin}`)
-    const primary = bool(enrollments, row, 'primary')
+    if (classId === '') fail(table, row.line, 'classSourcedId is empty')
+    if (userId === '') fail(table, row.line, 'userSourcedId is empty')
     const role = row.get('role').toLowerCase()
-    if (role === '') fail(enrollments, row.line, 'role is empty')
-    if (skippedUsers.has(userId)) {
+    if (role === '') fail(table, row.line, 'role is empty')
+    const kind = role === 'student' ? 'student' : role === 'teacher' || role === 'aide' ? 'teacher' : 'other'
+    const klass = classBySourced.get(classId)
+    if (deleted) {
+      // Ends the enrollment it names; one whose class or user is gone (or never came) has ended.
+      const student = studentBySourced.get(userId)
+      const teacher = teacherBySourced.get(userId)
+      if (klass === undefined) continue
+      if (kind === 'student' && student !== undefined) leaving.set(student, (leaving.get(student) ?? new Set()).add(klass.id))
+      if (kind === 'teacher' && teacher !== undefined) endedAssignments.add(`${teacher}/${klass.id}`)
+      continue
+    }
+    if (klass === undefined) refuse(table, row, 'class', classId, `class "${classId}" is neither in classes.csv nor in the school`)
+    const begin = day(table, row, 'beginDate')
+    const end = day(table, row, 'endDate')
+    if (begin !== null && end !== null && end < begin) fail(table, row.line, `endDate ${end} is before beginDate ${begin}`)
+    const primary = bool(table, row, 'primary')
+    if (skippedUsers.has(userId) || kind === 'other') {
       skippedEnrollments += 1
       continue
     }
-    const student = students.get(userId)
-    const teacher = teachers.get(userId)
-    if (student === undefined && teacher === undefined) fail(enrollments, row.line, `user "${userId}" is not in users.csv`)
-    if (role === 'student') {
-      if (student === undefined) fail(enrollments, row.line, `user "${userId}" is enrolled as a student but is a teacher in users.csv`)
-      // One classroom per student: a homeroom class wins, else the first enrollment listed.
-      const inHomeroom = placed.get(userId)
-      if (inHomeroom === true || (inHomeroom === false && !klass!.homeroom)) continue
-      placed.set(userId, klass!.homeroom)
-      student!.classroomId = klass!.id
-      student!.enrollmentStartDate = begin
-      student!.enrollmentEndDate = end
-    } else if (role === 'teacher' || role === 'aide') {
-      if (teacher === undefined) fail(enrollments, row.line, `user "${userId}" is enrolled as a ${role} but is a student in users.csv`)
-      const key = `${teacher!.id}/${klass!.id}`
+    const student = studentBySourced.get(userId)
+    const teacher = teacherBySourced.get(userId)
+    if (student === undefined && teacher === undefined) refuse(table, row, 'user', userId, `user "${userId}" is neither in users.csv nor in the school`)
+    if (kind === 'student') {
+      if (student === undefined) fail(table, row.line, `user "${userId}" is enrolled as a student but is a teacher`)
+      const list = candidates.get(student!) ?? []
+      list.push({ classroomId: klass!.id, homeroom: klass!.homeroom, enrollmentStartDate: begin, enrollmentEndDate: end })
+      candidates.set(student!, list)
+    } else {
+      if (teacher === undefined) fail(table, row.line, `user "${userId}" is enrolled as a ${role} but is a student`)
+      const key = `${teacher!}/${klass!.id}`
       const assigned: AssignmentRecord['role'] = role === 'teacher' && primary !== false ? 'PRIMARY' : 'ASSISTANT'
       const before = assignments.get(key)
-      if (before === undefined || assigned === 'PRIMARY') assignments.set(key, { teacherId: teacher!.id, classroomId: klass!.id, role: assigned })
-    } else {
-      skippedEnrollments += 1
+      if (before === undefined || assigned === 'PRIMARY') assignments.set(key, { teacherId: teacher!, classroomId: klass!.id, role: assigned })
+    }
+  }
+
+  // --- Each student's classroom (one per student). A bulk enrollments.csv decides it for every
+  // student of the import's: a homeroom class first, else the first enrollment listed, else none.
+  // A delta ends the classroom it marks tobedeleted and moves a student into a homeroom class, or
+  // into a class when they have none; a classroom this import removes is left. A student made by
+  // hand (no sourcedId) only leaves a removed classroom.
+  const NONE: Placement = { classroomId: null, enrollmentStartDate: null, enrollmentEndDate: null }
+  const place = (studentId: string, managed: boolean, current: Placement): Placement => {
+    let now = current
+    if (now.classroomId !== null && removedClassIds.has(now.classroomId)) now = managed ? NONE : { ...now, classroomId: null }
+    if (!managed) return now
+    const options = candidates.get(studentId) ?? []
+    const best = options.find((o) => o.homeroom) ?? options[0]
+    const placed = (c: Candidate): Placement => ({ classroomId: c.classroomId, enrollmentStartDate: c.enrollmentStartDate, enrollmentEndDate: c.enrollmentEndDate })
+    if (enrollments?.mode === 'bulk') return best === undefined ? NONE : placed(best)
+    if (now.classroomId !== null && leaving.get(studentId)?.has(now.classroomId) === true) now = NONE
+    if (best !== undefined && (now.classroomId === null || best.classroomId === now.classroomId || best.homeroom)) return placed(best)
+    return now
+  }
+  const classroomName = new Map(existing.classrooms.map((c) => [c.id, c.name]))
+  const existingById = new Map(keptStudents.map((s) => [s.id, s]))
+  const ended: Removals['enrollments'] = []
+  const endedIf = (studentId: string, student: string, before: string | null, after: string | null): void => {
+    if (before !== null && after === null) ended.push({ studentId, student, classroom: classroomName.get(before) ?? before })
+  }
+  for (const record of students.values()) {
+    const before = existingById.get(record.id)
+    const placement = place(record.id, true, record)
+    Object.assign(record, placement)
+    endedIf(record.id, record.sourcedId, before?.classroomId ?? null, placement.classroomId)
+  }
+  const inUsersFile = new Set([...students.values()].map((s) => s.id))
+  const studentUpdates: StudentUpdate[] = []
+  for (const s of keptStudents) {
+    if (inUsersFile.has(s.id)) continue
+    const managed = s.sourcedId !== null
+    const placement = place(s.id, managed, s)
+    const dateOfBirth = managed ? birthDate(s.sourcedId!, s.dateOfBirth) : s.dateOfBirth
+    endedIf(s.id, s.sourcedId ?? s.id, s.classroomId, placement.classroomId)
+    const update: StudentUpdate = { id: s.id, ...placement, dateOfBirth }
+    if (update.classroomId !== s.classroomId || update.enrollmentStartDate !== s.enrollmentStartDate ||
+        update.enrollmentEndDate !== s.enrollmentEndDate || update.dateOfBirth !== s.dateOfBirth) {
+      studentUpdates.push(update)
+    }
+  }
+
+  // --- Assignments ended: a bulk enrollments.csv ends those of the import's teachers in the
+  // import's classes that it does not hold; a delta those it marks tobedeleted. Those of a removed
+  // teacher or classroom go with it.
+  const teacherSourced = new Map(existing.teachers.filter((s) => s.sourcedId !== null).map((s) => [s.id, s.sourcedId!]))
+  const classSourced = new Map(existing.classrooms.filter((c) => c.sourcedId !== null).map((c) => [c.id, c.sourcedId!]))
+  const endedList: Removals['assignments'] = []
+  for (const a of existing.assignments) {
+    if (removedTeacherIds.has(a.teacherId) || removedClassIds.has(a.classroomId)) continue
+    const key = `${a.teacherId}/${a.classroomId}`
+    if (assignments.has(key)) continue
+    const managed = teacherSourced.has(a.teacherId) && classSourced.has(a.classroomId)
+    if ((enrollments?.mode === 'bulk' && managed) || endedAssignments.has(key)) {
+      endedList.push({ ...a, teacher: teacherSourced.get(a.teacherId) ?? a.teacherId, classroom: classroomName.get(a.classroomId) ?? a.classroomId })
     }
   }
 
   return {
     classrooms,
-    students: [...students.values()].map(({ line: _line, ...s }) => s),
+    students: [...students.values()],
     teachers: [...teachers.values()],
     assignments: [...assignments.values()],
+    studentUpdates,
+    removed: {
+      classrooms: removedClassrooms.map((c) => ({ id: c.id, sourcedId: c.sourcedId!, name: c.name })),
+      teachers: removedTeachers.map((s) => ({ id: s.id, sourcedId: s.sourcedId! })),
+      students: removedStudents.map((s) => ({ id: s.id, sourcedId: s.sourcedId! })),
+      assignments: endedList,
+      enrollments: ended
+    },
     skippedUsers: skippedUsers.size,
     skippedEnrollments
   }

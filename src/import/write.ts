@@ -1,6 +1,8 @@
 // Writes an import plan in one transaction, a few thousand rows per statement (arrays unnested by
 // PostgreSQL), comparing before writing: a row whose columns are all the same is not touched, so a
-// second run of the same bundle updates nothing and adds nothing to the change feed.
+// second run of the same bundle updates nothing and adds nothing to the change feed. Removals go
+// first, a few thousand ids per DELETE, so that a name or student number they free can be taken by
+// the rows written after them; the triggers write their change feed entries (DELETED tombstones).
 import type { Existing, ImportPlan } from './oneroster.js'
 
 /** The one connection of an import: a pg client or the embedded PGlite. */
@@ -12,6 +14,7 @@ export interface Counts {
   created: number
   updated: number
   unchanged: number
+  removed: number
 }
 
 export interface WriteSummary {
@@ -19,6 +22,8 @@ export interface WriteSummary {
   students: Counts
   teachers: Counts
   teacherAssignments: Counts
+  /** Students who stay, taken out of their classroom. */
+  studentEnrollmentsEnded: number
 }
 
 /** Rows per statement: large enough to amortise a round trip, small enough for steady progress. */
@@ -41,9 +46,10 @@ async function upsert<R> (
   rows: R[],
   key: string[],
   columns: Array<Column<R>>,
-  options: { updatedAt: boolean, onProgress: (n: number) => void }
+  options: { updatedAt: boolean, onProgress: (n: number) => void, updatedIds?: Set<string> }
 ): Promise<Counts> {
-  const counts: Counts = { created: 0, updated: 0, unchanged: 0 }
+  const counts: Counts = { created: 0, updated: 0, unchanged: 0, removed: 0 }
+  const updatedIds = options.updatedIds
   const names = columns.map((c) => `"${c.name}"`)
   const compared = columns.filter((c) => !key.includes(c.name))
   const stamps = options.updatedAt ? ', "created_at", "updated_at"' : ', "created_at"'
@@ -58,14 +64,18 @@ async function upsert<R> (
       ${compared.map((c) => `"${c.name}" = EXCLUDED."${c.name}"`).join(', ')}${options.updatedAt ? ', "updated_at" = EXCLUDED."updated_at"' : ''}
     WHERE (${compared.map((c) => `"${table}"."${c.name}"`).join(', ')}, NULL)
       IS DISTINCT FROM (${compared.map((c) => `EXCLUDED."${c.name}"`).join(', ')}, NULL)
-    RETURNING (xmax = 0) AS "created"`
+    RETURNING (xmax = 0) AS "created"${updatedIds === undefined ? '' : ', "id"'}`
   for (let start = 0; start < rows.length; start += CHUNK) {
     const chunk = rows.slice(start, start + CHUNK)
     const params: unknown[] = [schoolId, ...columns.map((c) => chunk.map(c.value))]
-    const written = await sql.query<{ created: boolean }>(text, params)
+    const written = await sql.query<{ created: boolean, id?: string }>(text, params)
     for (const row of written) {
-      if (row.created) counts.created += 1
-      else counts.updated += 1
+      if (row.created) {
+        counts.created += 1
+      } else {
+        counts.updated += 1
+        updatedIds?.add(row.id!)
+      }
     }
     counts.unchanged += chunk.length - written.length
     options.onProgress(chunk.length)
@@ -73,23 +83,77 @@ async function upsert<R> (
   return counts
 }
 
-/** The school's records that an import matches against (natural keys and names). */
+/** Deletes the school's rows of `table` with these ids, a few thousand per statement; returns how many went. */
+async function removeById (sql: Sql, table: string, schoolId: string, ids: string[], onProgress: (n: number) => void): Promise<number> {
+  let removed = 0
+  for (let start = 0; start < ids.length; start += CHUNK) {
+    const chunk = ids.slice(start, start + CHUNK)
+    removed += (await sql.query(`DELETE FROM "${table}" WHERE "school_id" = $1::uuid AND "id" = ANY($2::uuid[]) RETURNING "id"`, [schoolId, chunk])).length
+    onProgress(chunk.length)
+  }
+  return removed
+}
+
+/** The school's records that an import matches against (natural keys and names) and may change. */
 export async function readExisting (sql: Sql): Promise<Existing> {
   // Row-level security limits these to the transaction's school (and the WHERE does on its own).
   const classrooms = await sql.query<{ id: string, sourcedId: string | null, name: string }>(
     'SELECT "id", "sourced_id" AS "sourcedId", "name" FROM "classrooms" WHERE "school_id" = current_setting(\'app.school_id\')::uuid')
-  const students = await sql.query<{ id: string, sourcedId: string | null, studentNumber: string | null }>(
-    'SELECT "id", "sourced_id" AS "sourcedId", "student_number" AS "studentNumber" FROM "students" WHERE "school_id" = current_setting(\'app.school_id\')::uuid AND ("sourced_id" IS NOT NULL OR "student_number" IS NOT NULL)')
+  // Dates as text: YYYY-MM-DD, as the plan compares them (pg would make local-time Dates).
+  const students = await sql.query<Existing['students'][number]>(
+    'SELECT "id", "sourced_id" AS "sourcedId", "student_number" AS "studentNumber", "classroom_id" AS "classroomId", ' +
+    '"enrollment_start_date"::text AS "enrollmentStartDate", "enrollment_end_date"::text AS "enrollmentEndDate", "date_of_birth"::text AS "dateOfBirth" ' +
+    'FROM "students" WHERE "school_id" = current_setting(\'app.school_id\')::uuid')
   const teachers = await sql.query<{ id: string, sourcedId: string | null }>(
     'SELECT "id", "sourced_id" AS "sourcedId" FROM "teachers" WHERE "school_id" = current_setting(\'app.school_id\')::uuid AND "sourced_id" IS NOT NULL')
-  return { classrooms, students, teachers }
+  const assignments = await sql.query<{ teacherId: string, classroomId: string }>(
+    'SELECT "teacher_id" AS "teacherId", "classroom_id" AS "classroomId" FROM "teacher_classrooms" WHERE "school_id" = current_setting(\'app.school_id\')::uuid')
+  return { classrooms, students, teachers, assignments }
 }
 
 export function rowsToWrite (plan: ImportPlan): number {
-  return plan.classrooms.length + plan.students.length + plan.teachers.length + plan.assignments.length
+  const { removed } = plan
+  return plan.classrooms.length + plan.students.length + plan.teachers.length + plan.assignments.length + plan.studentUpdates.length +
+    removed.classrooms.length * 2 + removed.teachers.length + removed.students.length + removed.assignments.length
 }
 
 export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, onProgress: (n: number) => void): Promise<WriteSummary> {
+  const { removed } = plan
+  // Removals first. Assignments ended, then the records (their own assignments go by cascade).
+  let endedAssignments = 0
+  for (let start = 0; start < removed.assignments.length; start += CHUNK) {
+    const chunk = removed.assignments.slice(start, start + CHUNK)
+    // Pairs as text: a plain WHERE with array parameters, as a school's statement on Citus needs.
+    const rows = await sql.query(`
+      DELETE FROM "teacher_classrooms" WHERE "school_id" = $1::uuid AND "teacher_id" = ANY($2::uuid[])
+        AND ("teacher_id"::text || '/' || "classroom_id"::text) = ANY($3::text[])
+      RETURNING "teacher_id"`,
+    [schoolId, chunk.map((a) => a.teacherId), chunk.map((a) => `${a.teacherId}/${a.classroomId}`)])
+    endedAssignments += rows.length
+    onProgress(chunk.length)
+  }
+  const studentsRemoved = await removeById(sql, 'students', schoolId, removed.students.map((s) => s.id), onProgress)
+  const teachersRemoved = await removeById(sql, 'teachers', schoolId, removed.teachers.map((s) => s.id), onProgress)
+  // A classroom's students leave it before it goes (the key is ON DELETE RESTRICT), those of the
+  // import's with their enrollment dates (as the plan has them, unless it places them elsewhere,
+  // below); those made by hand keep theirs.
+  const updatedStudents = new Set<string>()
+  const leaving = removed.classrooms.map((c) => c.id)
+  // The transaction's now(), as the upserts stamp theirs, sent as a parameter (as Prisma sends
+  // updatedAt): the statement holds no function for Citus to evaluate.
+  const now = leaving.length === 0 ? undefined : (await sql.query<{ now: string }>('SELECT now()::text AS "now"'))[0]!.now
+  for (let start = 0; start < leaving.length; start += CHUNK) {
+    const rows = await sql.query<{ id: string }>(`
+      UPDATE "students" SET "classroom_id" = NULL, "updated_at" = $3::timestamptz,
+        "enrollment_start_date" = CASE WHEN "sourced_id" IS NULL THEN "enrollment_start_date" END,
+        "enrollment_end_date" = CASE WHEN "sourced_id" IS NULL THEN "enrollment_end_date" END
+      WHERE "school_id" = $1::uuid AND "classroom_id" = ANY($2::uuid[]) RETURNING "id"`,
+    [schoolId, leaving.slice(start, start + CHUNK), now])
+    for (const row of rows) updatedStudents.add(row.id)
+    onProgress(Math.min(CHUNK, leaving.length - start))
+  }
+  const classroomsRemoved = await removeById(sql, 'classrooms', schoolId, leaving, onProgress)
+
   const options = { updatedAt: true, onProgress }
   const classrooms = await upsert(sql, 'classrooms', schoolId, plan.classrooms, ['id'], [
     { name: 'id', type: 'uuid', value: (r) => r.id },
@@ -109,7 +173,7 @@ export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, o
     { name: 'email', type: 'text', value: (r) => r.email },
     { name: 'status', type: '"TeacherStatus"', value: (r) => r.status }
   ], options)
-  const students = await upsert(sql, 'students', schoolId, plan.students, ['id'], [
+  const written = await upsert(sql, 'students', schoolId, plan.students, ['id'], [
     { name: 'id', type: 'uuid', value: (r) => r.id },
     { name: 'sourced_id', type: 'text', value: (r) => r.sourcedId },
     { name: 'given_name', type: 'text', value: (r) => r.givenName },
@@ -123,11 +187,35 @@ export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, o
     { name: 'enrollment_start_date', type: 'date', value: (r) => r.enrollmentStartDate },
     { name: 'enrollment_end_date', type: 'date', value: (r) => r.enrollmentEndDate },
     { name: 'classroom_id', type: 'uuid', value: (r) => r.classroomId }
-  ], options)
+  ], { ...options, updatedIds: updatedStudents })
+  // Students the users file does not hold: their classroom, enrollment dates and birth date only
+  // (each of them exists: the import holds the school's lock since it read them).
+  const updates = await upsert(sql, 'students', schoolId, plan.studentUpdates, ['id'], [
+    { name: 'id', type: 'uuid', value: (r) => r.id },
+    { name: 'classroom_id', type: 'uuid', value: (r) => r.classroomId },
+    { name: 'enrollment_start_date', type: 'date', value: (r) => r.enrollmentStartDate },
+    { name: 'enrollment_end_date', type: 'date', value: (r) => r.enrollmentEndDate },
+    { name: 'date_of_birth', type: 'date', value: (r) => r.dateOfBirth }
+  ], { ...options, updatedIds: updatedStudents })
+  if (updates.created > 0) throw new Error('A student of the school went while the import ran: nothing was written')
   const teacherAssignments = await upsert(sql, 'teacher_classrooms', schoolId, plan.assignments, ['teacher_id', 'classroom_id'], [
     { name: 'teacher_id', type: 'uuid', value: (r) => r.teacherId },
     { name: 'classroom_id', type: 'uuid', value: (r) => r.classroomId },
     { name: 'role', type: '"TeacherRole"', value: (r) => r.role }
   ], { updatedAt: false, onProgress })
-  return { classrooms, students, teachers, teacherAssignments }
+  // A student written twice (left a removed classroom, then placed) is one update.
+  const inFile = new Set(plan.students.map((s) => s.id))
+  const updatedInFile = [...updatedStudents].filter((id) => inFile.has(id)).length
+  return {
+    classrooms: { ...classrooms, removed: classroomsRemoved },
+    teachers: { ...teachers, removed: teachersRemoved },
+    students: {
+      created: written.created,
+      updated: updatedStudents.size,
+      unchanged: plan.students.length - written.created - updatedInFile,
+      removed: studentsRemoved
+    },
+    teacherAssignments: { ...teacherAssignments, removed: endedAssignments },
+    studentEnrollmentsEnded: removed.enrollments.length
+  }
 }

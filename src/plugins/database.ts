@@ -57,7 +57,7 @@ export default fp<DatabasePluginOptions>(async (app, { database }) => {
   if (!db.rowSecurity) {
     const message = 'DATABASE_URL connects as a role that bypasses row-level security (a superuser, a BYPASSRLS ' +
       'role or the owner of the tables), so only one of the two tenant walls stands: connect as the service ' +
-      'role described in the README ("Database roles")'
+      'role of docs/running/database-roles.md'
     if (app.config.env === 'production') {
       await db.close()
       throw new Error(message)
@@ -66,7 +66,7 @@ export default fp<DatabasePluginOptions>(async (app, { database }) => {
   } else if (!db.auditAppendOnly) {
     app.log.warn('The access audit is not append-only for the role DATABASE_URL connects as: it may read, change or ' +
       'delete the audit. Take that back once, as the owner: REVOKE SELECT, UPDATE, DELETE ON access_audit FROM <service role> ' +
-      '(README, "Database roles")')
+      '(docs/running/database-roles.md)')
   }
   app.decorate('db', db)
   app.addHook('onClose', async () => { await db.close() })

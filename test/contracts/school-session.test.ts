@@ -1,5 +1,4 @@
-// Contract tests of the library behaviours wall 2 relies on (README, "Tenant isolation: two
-// walls"). Each fails the day an upgrade of Prisma, @prisma/adapter-pg or pg changes what it
+// Contract tests of the library behaviours wall 2 relies on (docs/changing/tenant-isolation.md). Each fails the day an upgrade of Prisma, @prisma/adapter-pg or pg changes what it
 // checks: read the failure before touching the isolation suite.
 // - Prisma calls the driver adapter in the async context of the client call (school-session.ts
 //   reads the school there), for many concurrent calls of different schools.
@@ -154,7 +153,7 @@ const plainServer = onServer || await unlessCitus('it reads back, from a plain s
 t.test('session-pool.ts and school-session.ts: on a Citus coordinator, both paths set the school with SET LOCAL, after telling Citus to pass it on', { skip: plainServer }, async (t) => {
   // A plain server takes `citus.propagate_set_commands` as a placeholder setting: what is sent can
   // be read back. (That Citus then passes the school on to its workers is shown on a cluster:
-  // README, "Sharding by school (Citus)".)
+  // docs/running/citus.md.)
   const url = (await testDatabaseUrl())!
   const { forPrisma, citus, detect } = openSessionPool({ connectionString: url, max: 2 }, { citus: true })
   t.equal(citus, true)

@@ -90,7 +90,7 @@ async function checkSettingPrivileges (url: string, migrations: MigrationList, d
     if (missing.length > 0) {
       const list = missing.map((p) => `"${p}"`).join(', ')
       const remedy = grantable
-        ? `as a superuser, run \`GRANT SET ON PARAMETER ${list} TO ${client.escapeIdentifier(role.name)}\` (README, "Database roles"), then migrate again`
+        ? `as a superuser, run \`GRANT SET ON PARAMETER ${list} TO ${client.escapeIdentifier(role.name)}\` (docs/running/database-roles.md), then migrate again`
         : 'migrate as a superuser'
       throw new MigrationEngineError(
         `The role ${role.name} may not set ${list}, which the pending migrations' functions set: ${remedy}. Nothing was applied.`)
