@@ -236,7 +236,7 @@ export interface SessionAdapterOptions {
   citus?: () => boolean
 }
 
-class SessionAdapter implements SqlDriverAdapter {
+class SessionDriverAdapter implements SqlDriverAdapter {
   readonly provider: SqlDriverAdapter['provider']
   readonly adapterName: string
 
@@ -305,7 +305,7 @@ export function sessionAdapter (factory: SqlDriverAdapterFactory, options: Sessi
     provider: factory.provider,
     adapterName: factory.adapterName,
     async connect () {
-      return new SessionAdapter(await factory.connect(), options)
+      return new SessionDriverAdapter(await factory.connect(), options)
     }
   }
 }
