@@ -162,7 +162,7 @@ function postgresCpuBetween (before, after) {
 function machineCpu () {
   try {
     const [, ...values] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/)
-    const [user, nice, system, idle, iowait, irq, softirq, steal] = values.map(Number)
+    const [user, nice, system, idle, iowait, irq, softirq] = values.map(Number)
     // Interrupt time counts as busy: Linux also charges it to the process it interrupted. Time
     // stolen by the hypervisor is neither busy nor idle for us.
     const busy = user + nice + system + irq + softirq

@@ -88,7 +88,7 @@ export function renderMarkdown (r) {
   }
   lines.push('', '## Targets', '')
   for (const t of r.targets) lines.push(`- ${t.status} ${t.name}: ${t.detail}`)
-  lines.push('', `## Correctness`, '', r.correct
+  lines.push('', '## Correctness', '', r.correct
     ? `Every response was checked (${fmt(r.checkedResponses)} in all): the exact expected page of the token's caller (its school's; a teacher's, of the teacher's classrooms), or tokens of the right user or client.`
     : `FAILED: ${r.failures.map((f) => `${f.workload} on ${TARGET_LABELS[f.target]}: ${f.message}`).join('; ')}`)
   return lines.join('\n') + '\n'

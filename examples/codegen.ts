@@ -1,6 +1,5 @@
 // GraphQL Code Generator for the example consumer: typed documents from the SDL the service
-// publishes, and the trusted-documents manifest of the same documents (README, "Calling the API
-// from an application"). Run from this folder: npx graphql-codegen --config codegen.ts
+// publishes, and the trusted-documents manifest of the same documents (docs/api/clients.md). Run from this folder: npx graphql-codegen --config codegen.ts
 import type { CodegenConfig } from '@graphql-codegen/cli'
 
 const api = process.env.SCHOOL_DATA_URL ?? 'http://127.0.0.1:4000/'

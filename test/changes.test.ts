@@ -145,7 +145,7 @@ t.test('two concurrent writers of one school: no reader skips a change', {
   const connect = async () => await serviceConnection(t)
   const [one, two, watcher] = [await connect(), await connect(), await connect()]
   const insert = (client: pg.Client, name: string) =>
-    client.query("INSERT INTO students (school_id, id, full_name, updated_at) VALUES ($1, gen_random_uuid(), $2, now()) RETURNING id", [school.schoolId, name])
+    client.query('INSERT INTO students (school_id, id, full_name, updated_at) VALUES ($1, gen_random_uuid(), $2, now()) RETURNING id', [school.schoolId, name])
   // The school as the service sets it in a transaction (on Citus, the form that reaches the workers).
   const { citus } = await testDatabase()
   const begin = async (client: pg.Client): Promise<void> => {

@@ -60,7 +60,7 @@ t.test('the service on a Citus coordinator', { skip: citusUrl === undefined ? 's
   t.match(await distributeOnCitus(url), { distributed: true, workers: workers.length }, 'school-data citus distribute')
   t.same((await run(url, FEEDS, [early])).rows[0], feedsBefore, 'its feeds as they were: copying its rows into the shards wrote nothing')
   t.same(await distributeOnCitus(url), { distributed: false, reason: 'already distributed' }, 'a second run changes nothing')
-  const kinds = (await run(url, "SELECT logicalrelid::text AS name, partmethod FROM pg_dist_partition ORDER BY 1")).rows
+  const kinds = (await run(url, 'SELECT logicalrelid::text AS name, partmethod FROM pg_dist_partition ORDER BY 1')).rows
   t.same(kinds, [
     { name: 'changes', partmethod: 'h' }, { name: 'classrooms', partmethod: 'h' }, { name: 'schools', partmethod: 'n' },
     { name: 'students', partmethod: 'h' }, { name: 'teacher_changes', partmethod: 'h' }, { name: 'teacher_classrooms', partmethod: 'h' },

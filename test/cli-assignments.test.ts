@@ -3,15 +3,12 @@
 // database in a temporary folder), read back through the API: the teacher's login stops reading
 // the classroom, the school's change feed and the teacher's own feed say so, and what is not there
 // (an assignment, a classroom, another school's records) is refused with nothing written.
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import { buildApp } from '../src/app.js'
 import { openDatabase } from '../src/db/client.js'
 import { runCli, type CliRun } from './fixtures/cli.js'
-import { build, gql, login, testConfig, testDatabaseUrl } from './helper.js'
+import { build, cliEnvironment, gql, login, testConfig } from './helper.js'
 
 // Each command opens the embedded database in a child process when there is no server: slow on a busy machine.
 t.setTimeout(600_000)
@@ -23,10 +20,9 @@ const lastLine = (text: string): string => text.trimEnd().split('\n').at(-1) ?? 
 const PASSWORD = 'a long enough password'
 
 t.before(async () => {
-  const url = await testDatabaseUrl()
-  dataDir = mkdtempSync(join(tmpdir(), 'sds-cli-assignments-'))
-  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
-  env = { PATH: process.env.PATH, DATA_DIR: dataDir, ...(url !== undefined && { DATABASE_URL: url }) }
+  const given = await cliEnvironment(t, 'sds-cli-assignments-')
+  env = given
+  dataDir = given.DATA_DIR
 })
 
 async function created (args: string[], input?: string): Promise<string> {

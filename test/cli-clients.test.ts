@@ -1,11 +1,8 @@
 // `school-data client ...` as an operator runs it: a real child process on this file's database.
 // create prints the secret once and the id alone on the last line; list never shows a secret;
 // rotate-secret and revoke act at once; errors are clear, on standard error, with exit status 1.
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import t from 'tap'
-import { build, gql, testDatabaseUrl } from './helper.js'
+import { build, cliEnvironment, gql } from './helper.js'
 import { runCli, type CliRun } from './fixtures/cli.js'
 import { basic, tokenRequest } from './fixtures/oauth.js'
 
@@ -19,10 +16,7 @@ const secretOf = (text: string): string => /^client_secret=(\S+)$/m.exec(text)?.
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 t.before(async () => {
-  const url = await testDatabaseUrl()
-  const dataDir = mkdtempSync(join(tmpdir(), 'sds-cli-clients-'))
-  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
-  env = { PATH: process.env.PATH, DATA_DIR: dataDir, ...(url !== undefined && { DATABASE_URL: url }) }
+  env = await cliEnvironment(t, 'sds-cli-clients-')
 })
 
 t.test('client create, list, rotate-secret and revoke', async (t) => {

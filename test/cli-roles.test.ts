@@ -2,11 +2,8 @@
 // `user role`, `user assign` of a teacher, `user list`, and `client scopes`. Bad input is refused
 // with a clear message on standard error and exit status 1; the database's CHECK on users is never
 // what the operator sees.
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { build, gql, login, testDatabase, testDatabaseUrl } from './helper.js'
+import { build, cliEnvironment, gql, login, testDatabase } from './helper.js'
 import { runCli, type CliRun } from './fixtures/cli.js'
 
 // Each command opens the embedded database in a child process when there is no server: slow on a busy machine.
@@ -19,10 +16,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const PASSWORD = 'a long enough password\n'
 
 t.before(async () => {
-  const url = await testDatabaseUrl()
-  const dataDir = mkdtempSync(join(tmpdir(), 'sds-cli-roles-'))
-  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
-  env = { PATH: process.env.PATH, DATA_DIR: dataDir, ...(url !== undefined && { DATABASE_URL: url }) }
+  env = await cliEnvironment(t, 'sds-cli-roles-')
 })
 
 async function created (args: string[], input?: string): Promise<string> {

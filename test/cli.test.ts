@@ -1,11 +1,7 @@
 // The `school-data` command as a user runs it: a real child process on this file's database.
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import t from 'tap'
-import { build, gql, login, testDatabase, testDatabaseUrl } from './helper.js'
+import { build, cliEnvironment, gql, login, testDatabase } from './helper.js'
 import { runCli, type CliRun } from './fixtures/cli.js'
-
 
 let env: NodeJS.ProcessEnv
 
@@ -15,11 +11,8 @@ const lastLine = (text: string): string => text.trimEnd().split('\n').at(-1) ?? 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 
 t.before(async () => {
-  const url = await testDatabaseUrl()
-  const dataDir = mkdtempSync(join(tmpdir(), 'sds-cli-'))
-  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
   // On PostgreSQL the CLI uses this file's database; otherwise its own embedded one in a temp folder.
-  env = { PATH: process.env.PATH, DATA_DIR: dataDir, ...(url !== undefined && { DATABASE_URL: url }) }
+  env = await cliEnvironment(t)
 })
 
 t.test('creating a school, a user and students prints each id alone on the last line', async (t) => {

@@ -22,8 +22,13 @@ t.test('defaults follow the contract', async (t) => {
 
 t.test('values are read and coerced from the environment', async (t) => {
   const config = loadConfig({
-    PORT: '8080', HOST: '0.0.0.0', ACCESS_TOKEN_TTL: '60', REFRESH_TOKEN_TTL: '3600',
-    DATABASE_URL: 'postgresql://app@db:5432/school', JWT_SECRET: 's'.repeat(32), SCHOOL_DATA_ENV: 'production',
+    PORT: '8080',
+    HOST: '0.0.0.0',
+    ACCESS_TOKEN_TTL: '60',
+    REFRESH_TOKEN_TTL: '3600',
+    DATABASE_URL: 'postgresql://app@db:5432/school',
+    JWT_SECRET: 's'.repeat(32),
+    SCHOOL_DATA_ENV: 'production',
     DATABASE_POOL_SIZE: '30'
   })
   t.match(config, { port: 8080, host: '0.0.0.0', accessTokenTtl: 60, refreshTokenTtl: 3600, env: 'production', databaseUrl: 'postgresql://app@db:5432/school', databasePoolSize: 30 })
@@ -94,7 +99,7 @@ t.test('the configuration table (docs/running/configuration.md) lists every vari
   }
   t.same([...listed.keys()].sort(), [...variables].sort())
   for (const name of variables) {
-    const fallback = (ENV_SCHEMA.properties[name] as { default?: unknown }).default
+    const fallback = (ENV_SCHEMA.properties[name] as { default?: string | number | boolean }).default
     if (fallback !== undefined) t.equal(listed.get(name), String(fallback), `${name}'s default`)
   }
 })

@@ -40,7 +40,6 @@ t.test('the README is short, and links every page of docs/', async (t) => {
   for (const page of FILES.filter((file) => file.startsWith('docs/'))) t.ok(linked.has(page), `README links ${page}`)
 })
 
-
 t.test('the Citus set-up holds every step of "Database roles" (the audit made append-only included), ports in its URLs, and the Citus form of reading rows by hand', async (t) => {
   const roles = codeBlocks(markdown('docs/running/database-roles.md'), 'sql').flatMap(sqlStatements)
   const citus = markdown('docs/running/citus.md')

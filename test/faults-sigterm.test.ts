@@ -41,7 +41,7 @@ async function startServer (env: Record<string, string>): Promise<Server> {
   const lines: Array<Record<string, any>> = []
   const waiters: Array<{ match: (line: Record<string, any>) => boolean, resolve: () => void }> = []
   let buffer = ''
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
     buffer += chunk
     let end
     while ((end = buffer.indexOf('\n')) !== -1) {
@@ -59,7 +59,7 @@ async function startServer (env: Record<string, string>): Promise<Server> {
     }
   })
   let stderr = ''
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr += chunk })
   const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => { resolve(code) }))
   const logged = (match: (line: Record<string, any>) => boolean): Promise<void> => {
     if (lines.some(match)) return Promise.resolve()

@@ -2,7 +2,9 @@
 // on the PostgreSQL server of TEST_DATABASE_URL (or DATABASE_URL) when set, else on an
 // in-memory PGlite. Every test creates the schools and users it needs.
 import { createHash, randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { PGlite } from '@electric-sql/pglite'
@@ -175,6 +177,23 @@ async function embeddedTemplate (): Promise<Blob> {
   } finally {
     await db.close()
   }
+}
+
+/**
+ * The environment a test gives the `school-data` command (test/fixtures/cli.ts): this file's
+ * PostgreSQL database, or else a data folder of its own holding an embedded database already
+ * migrated (a copy of the template above: the command's first run would otherwise migrate it, for
+ * seconds). The folder is removed when the test ends.
+ */
+export async function cliEnvironment (test: { teardown: (fn: () => unknown) => void }, prefix = 'sds-cli-'): Promise<NodeJS.ProcessEnv & { DATA_DIR: string }> {
+  const dataDir = mkdtempSync(join(tmpdir(), prefix))
+  test.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  if (serverUrl !== undefined) return { PATH: process.env.PATH, DATA_DIR: dataDir, DATABASE_URL: (await testDatabaseUrl())! }
+  const { PGlite } = await import('@electric-sql/pglite')
+  const pglite = new PGlite({ dataDir: join(dataDir, 'pglite'), loadDataDir: await embeddedTemplate() })
+  await pglite.waitReady
+  await pglite.close()
+  return { PATH: process.env.PATH, DATA_DIR: dataDir }
 }
 
 let cluster: Promise<CitusNode[] | null> | undefined

@@ -188,7 +188,7 @@ t.test('any JSON value or short string as query is a request error with the pars
       const res = how === 'GET'
         ? await app.inject({ method: 'GET', url: `/?query=${encodeURIComponent(query)}`, headers })
         : await app.inject({ method: 'POST', url: '/', headers, payload: { query, ...(how === 'POST+APQ' && { extensions: persisted }) } })
-      const body = res.json() as { data?: unknown, errors?: Array<{ message: string, extensions?: { code?: string } }> }
+      const body = res.json<{ data?: unknown, errors?: Array<{ message: string, extensions?: { code?: string } }> }>()
       const what = `${mode}, ${how} ${JSON.stringify(query)}: ${res.statusCode} ${res.body.slice(0, 300)}`
       if (res.statusCode >= 500 || body.errors?.some((e) => e.extensions?.code === 'INTERNAL_SERVER_ERROR')) throw new Error(what)
       let parserMessage: string | undefined

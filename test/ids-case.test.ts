@@ -2,13 +2,10 @@
 // is taken (the CLI and the administration code behind it, GraphQL arguments, filters and cursors,
 // the school client's walls), compared in one form (lower case), and a refusal says what really
 // went wrong: not a UUID, no such record, or another school's.
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import t from 'tap'
 import { createClient, listClients, rotateClientSecret } from '../src/admin/clients.js'
 import { assignTeacher, assignUser, createSchool, createStudent, createTeacher, createUser, listUsers } from '../src/admin/records.js'
-import { build, gql, login, PASSWORD, testDatabase, testDatabaseUrl, unique } from './helper.js'
+import { build, cliEnvironment, gql, login, PASSWORD, testDatabase, unique } from './helper.js'
 import { runCli } from './fixtures/cli.js'
 
 const upper = (id: string): string => id.toUpperCase()
@@ -96,10 +93,7 @@ t.test('GraphQL ids, filters and cursors in capitals find the same records', asy
 })
 
 t.test('school-data student create and teacher create with --school in capitals (the report)', async (t) => {
-  const url = await testDatabaseUrl()
-  const dataDir = mkdtempSync(join(tmpdir(), 'sds-ids-'))
-  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
-  const env = { PATH: process.env.PATH, DATA_DIR: dataDir, ...(url !== undefined && { DATABASE_URL: url }) }
+  const env = await cliEnvironment(t, 'sds-ids-')
   const school = await runCli(['school', 'create', '--name', unique('CLI Capital School')], env)
   const schoolId = school.stdout.trim().split('\n').at(-1)!
   for (const args of [['student', 'create', '--full-name', 'Cli Student'], ['teacher', 'create', '--full-name', 'Cli Teacher']]) {

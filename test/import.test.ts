@@ -13,7 +13,6 @@ import { inSchoolTransaction } from '../src/import/connection.js'
 import { emptyPlan } from '../src/import/oneroster.js'
 import { writePlan, type Sql } from '../src/import/write.js'
 
-
 // Some thirty CLI processes, each opening the database anew; a busy machine takes its time.
 t.setTimeout(600_000)
 
@@ -425,7 +424,6 @@ t.test('a bulk users.csv or classes.csv removes the records it does not hold: DE
   t.same(feedAfter(after, before.changes.length), [
     'DELETED CLASSROOM cls-2', 'DELETED STUDENT stu-3', 'DELETED TEACHER tea-2', 'UPDATED STUDENT -', 'UPDATED STUDENT stu-2'
   ], 'the change feed: a tombstone per record removed (its sourcedId kept), an update per student moved out')
-
 })
 
 t.test('a bulk classes.csv that replaces a class by another of the same title: the name is freed first', async (t) => {

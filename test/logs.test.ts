@@ -6,7 +6,6 @@ import type { Database } from '../src/db/client.js'
 import { INTERNALS } from './fixtures/internals.js'
 import { createTestDatabase, LOGIN, PASSWORD, seedSchool, testConfig, testDatabase, unique } from './helper.js'
 
-
 type Line = Record<string, any>
 
 async function appWithLog (test: { teardown: (fn: () => unknown) => void }, database: Database, level = 'info'): Promise<{ app: FastifyInstance, lines: () => Line[], text: () => string }> {

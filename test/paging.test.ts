@@ -213,7 +213,9 @@ t.test('a page deep in 100,000 students is an index range scan that reads only t
     const plan = planPage(STUDENT_LIST, { limit: 100, after, orderBy })
     statements.length = 0
     const rows = await scoped.student.findMany({
-      where: { AND: [studentWhere(null), plan.where] }, take: plan.take + 1, orderBy: plan.orderBy,
+      where: { AND: [studentWhere(null), plan.where] },
+      take: plan.take + 1,
+      orderBy: plan.orderBy,
       select: { id: true, fullName: true, ...plan.select }
     })
     const statement = statements.find((s) => /FROM "public"\."students"/.test(s.sql))!

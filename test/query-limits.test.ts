@@ -74,7 +74,7 @@ t.test('more than 15 aliases are refused', async (t) => {
   t.equal(fifteen.statusCode, 200, JSON.stringify(fifteen.body.errors))
   refusedBy(t, await gql(app, aliases(16), { token }), 'aliases', /^Aliases limit of 15 exceeded, found 16\.$/)
   // Aliases inside a fragment count at every spread.
-  const spread = await gql(app, `{ school { ...A } s: school { ...A } } fragment A on School { a: id b: id c: id d: id e: id f: id g: id h: id }`, { token })
+  const spread = await gql(app, '{ school { ...A } s: school { ...A } } fragment A on School { a: id b: id c: id d: id e: id f: id g: id h: id }', { token })
   refusedBy(t, spread, 'aliases', /^Aliases limit of 15 exceeded, found 17\.$/)
 })
 

@@ -6,7 +6,7 @@ import t from 'tap'
 import { assignUser, createSchool, createStudent } from '../src/admin/records.js'
 import { buildApp } from '../src/app.js'
 import { openDatabase, type Database } from '../src/db/client.js'
-import { build, gql, login, seedSchool, testConfig, testDatabase } from './helper.js'
+import { build, login, seedSchool, testConfig, testDatabase } from './helper.js'
 
 const STUDENTS = '{ students { id fullName } }'
 const CACHED = { responseCacheTtl: 60 }

@@ -6,33 +6,25 @@ import { spawnSync } from 'node:child_process'
 import { existsSync, readdirSync } from 'node:fs'
 
 /**
- * Test files whose behaviour does not depend on the database engine (HTTP, GraphQL over HTTP,
- * clients and browsers, the schema, configuration, documentation, counters in memory or Redis):
- * run once, on PostgreSQL when there is one. Every other file runs on both.
+ * Test files that run once, on PostgreSQL when there is one, with why. Every other file runs on both.
  */
-const ENGINE_INDEPENDENT = [
-  'test/clients.test.ts',
-  'test/config.test.ts',
-  'test/contracts/fastify-close-order.test.ts',
-  'test/cors-browser.test.ts',
-  'test/docs.test.ts',
-  'test/example-consumer.test.ts',
-  'test/graphiql.test.ts',
-  'test/graphql-over-http.test.ts',
-  'test/graphql-route-hooks.test.ts',
-  'test/http-refusals.test.ts',
-  'test/login-throttle.test.ts',
-  'test/logs.test.ts',
-  'test/metrics.test.ts',
-  'test/persisted-queries.test.ts',
-  'test/query-limits.test.ts',
-  'test/rate-limit.test.ts',
-  'test/scalars.test.ts',
-  'test/schema-compat.test.ts',
-  'test/schema-descriptions.test.ts',
-  'test/schema-route.test.ts',
-  'test/server-flags.test.ts'
-]
+const ONCE = new Map([
+  // Their behaviour does not depend on the database engine: HTTP, GraphQL over HTTP, clients and
+  // browsers, the schema, configuration, documentation, counters in memory or Redis.
+  ...[
+    'test/clients.test.ts', 'test/config.test.ts', 'test/contracts/fastify-close-order.test.ts',
+    'test/cors-browser.test.ts', 'test/docs.test.ts', 'test/example-consumer.test.ts', 'test/graphiql.test.ts',
+    'test/graphql-over-http.test.ts', 'test/graphql-route-hooks.test.ts', 'test/http-refusals.test.ts',
+    'test/login-throttle.test.ts', 'test/logs.test.ts', 'test/metrics.test.ts', 'test/persisted-queries.test.ts',
+    'test/query-limits.test.ts', 'test/rate-limit.test.ts', 'test/scalars.test.ts', 'test/schema-compat.test.ts',
+    'test/schema-descriptions.test.ts', 'test/schema-route.test.ts', 'test/server-flags.test.ts'
+  ].map((file) => [file, 'engine-independent']),
+  // The command line's options and answers, dozens of commands each a child process that opens the
+  // embedded database anew (seconds apiece on PGlite): what they run on the database is the
+  // administration code (src/admin/), which the in-process tests exercise on PGlite too (ids-case,
+  // seed, import, the helpers' seeding), and test/cli.test.ts runs the command on PGlite.
+  ...['test/cli-assignments.test.ts', 'test/cli-clients.test.ts', 'test/cli-roles.test.ts'].map((file) => [file, 'command line'])
+])
 
 function run (name, files, env) {
   if (files.length === 0) return true
@@ -41,7 +33,7 @@ function run (name, files, env) {
   return tap.status === 0
 }
 
-const missing = ENGINE_INDEPENDENT.filter((file) => !existsSync(file))
+const missing = [...ONCE.keys()].filter((file) => !existsSync(file))
 if (missing.length > 0) {
   console.error(`test/run.mjs lists test files that do not exist: ${missing.join(', ')}`)
   process.exit(1)
@@ -55,6 +47,6 @@ const results = server === undefined
   ? [run('PGlite (no TEST_DATABASE_URL)', files, embedded)]
   : [
       run('PostgreSQL', files, { TEST_DATABASE_URL: server }),
-      run('PGlite', files.filter((file) => !ENGINE_INDEPENDENT.includes(file)), embedded)
+      run('PGlite', files.filter((file) => !ONCE.has(file)), embedded)
     ]
 process.exit(results.every(Boolean) ? 0 : 1)

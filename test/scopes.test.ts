@@ -28,7 +28,7 @@ t.test('the field table lists exactly the fields of the schema', async (t) => {
   t.equal(FIELD_SCOPES.Student!.fullName, 'roster-core.readonly')
 })
 
-t.test("the field table of docs/api/access.md is the one of src/auth/scopes.ts", async (t) => {
+t.test('the field table of docs/api/access.md is the one of src/auth/scopes.ts', async (t) => {
   const doc = readFileSync(new URL('../docs/api/access.md', import.meta.url), 'utf8')
   const match = /<!-- field-scopes:begin -->\n([\s\S]*?)<!-- field-scopes:end -->/.exec(doc)
   t.ok(match, 'docs/api/access.md has the field-scopes markers')

@@ -19,7 +19,6 @@ const server = fileURLToPath(new URL('../dist/server.js', import.meta.url))
 // CLI processes and a server start on a fresh embedded database; a busy machine takes its time.
 t.setTimeout(600_000)
 
-
 let env: NodeJS.ProcessEnv
 let dataDir: string
 

@@ -26,7 +26,7 @@ function spySelects (t: Test, app: FastifyInstance, model: 'Student' | 'TeacherC
         }
       }
     }
-  }) as unknown as SchoolDb
+  })
   return selects
 }
 

@@ -99,7 +99,7 @@ export function unconfined (sql: string, tenantTables: readonly string[]): strin
       const verb = match[1]!.toUpperCase()
       if (verb === 'INTO') {
         // INSERT INTO "public"."students" ("school_id", ...): the row carries its school.
-        const columns = sql.slice(match.index! + match[0].length).match(/^\s*\(([^)]*)\)/)?.[1] ?? ''
+        const columns = sql.slice(match.index + match[0].length).match(/^\s*\(([^)]*)\)/)?.[1] ?? ''
         if (!/"school_id"/.test(columns)) missing.push(`${table} (insert without school_id)`)
         continue
       }
@@ -187,8 +187,9 @@ const unavailable = serverUrl === undefined
   : clusterUnavailable()
 
 t.test('every statement the service sends for tenant data filters on school_id', { skip: process.env.CI === 'true' ? false : unavailable }, async (t) => {
-  const { primary, destroy } = await startClusters({ logStatements: true })
-  t.teardown(destroy)
+  const clusters = await startClusters({ logStatements: true })
+  const { primary } = clusters
+  t.teardown(() => clusters.destroy())
   await query(primary.url(), 'CREATE DATABASE sds')
   await applyMigrations({ url: primary.url('sds') })
   await query(primary.url(), 'CREATE ROLE sds_log_service LOGIN NOSUPERUSER NOBYPASSRLS')

@@ -128,13 +128,13 @@ t.test('a student\'s full record: names, number, dates, grade level, status, tim
   t.match(student.createdAt, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/)
   t.equal(student.createdAt, student.updatedAt)
 
-  const derived = await gql(app, `query ($id: ID!) { student(id: $id) { fullName givenName familyName status gradeLevel } }`, { token: accessToken, variables: { id: split } })
+  const derived = await gql(app, 'query ($id: ID!) { student(id: $id) { fullName givenName familyName status gradeLevel } }', { token: accessToken, variables: { id: split } })
   t.same(derived.body.data!.student, { fullName: 'Ludwig van Beethoven', givenName: 'Ludwig van', familyName: 'Beethoven', status: 'ACTIVE', gradeLevel: null },
     'from a full name alone: the last word is the family name')
 
   // A change of the names renews a derived full name.
   await db.forSchool(school.schoolId).student.updateMany({ where: { id }, data: { givenName: 'Augusta Ada' } })
-  const renamed = await gql(app, `query ($id: ID!) { student(id: $id) { fullName updatedAt } }`, { token: accessToken, variables: { id } })
+  const renamed = await gql(app, 'query ($id: ID!) { student(id: $id) { fullName updatedAt } }', { token: accessToken, variables: { id } })
   t.equal(renamed.body.data!.student.fullName, 'Augusta Ada Lovelace')
 })
 

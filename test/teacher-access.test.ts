@@ -108,7 +108,7 @@ t.test('a teacher reads their classrooms, their students, their colleagues and t
     teachers(filter: { classroomId: "${s.rooms.other}" }) { id }
     mine: students(filter: { classroomId: "${s.rooms.own}" }) { id }
   }`)
-  t.same(filtered.students, [], "students filtered by a classroom not hers: none")
+  t.same(filtered.students, [], 'students filtered by a classroom not hers: none')
   t.same(filtered.teachers, [], 'teachers filtered by a classroom not hers: none, though her colleague teaches there')
   t.same(ids(filtered.mine), sorted(s.students.own1, s.students.own2), 'filtered by her own classroom: its students')
 
@@ -149,7 +149,7 @@ t.test("a teacher's answers are not shared with another teacher or an administra
   const first = await gql(app, query, { token: teacher })
   t.same(ids(first.body.data!.students), sorted(s.students.own1, s.students.own2, s.students.assisted), 'the teacher reads her three students (and the answer is kept)')
   const second = await gql(app, query, { token: colleague })
-  t.same(ids(second.body.data!.students), sorted(s.students.assisted, s.students.other), "her colleague, with the same scopes, asking the same, gets his own answer, not hers")
+  t.same(ids(second.body.data!.students), sorted(s.students.assisted, s.students.other), 'her colleague, with the same scopes, asking the same, gets his own answer, not hers')
   const again = await gql(app, query, { token: teacher })
   t.equal(again.body.data!.students.length, 3, 'and she hers again')
   const third = await gql(app, query, { token: admin })

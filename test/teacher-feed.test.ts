@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify'
 import { createSchool, createStudent, createTeacher, createUser } from '../src/admin/records.js'
 import { setLocalStatements } from '../src/db/school-session.js'
 import { createClassroomAssignment } from './fixtures.js'
-import { build, gql, login, PASSWORD, testConfig, testDatabase, unique } from './helper.js'
+import { build, gql, login, PASSWORD, testDatabase, unique } from './helper.js'
 
 const FEED = `query ($since: String, $limit: Int) {
   changes(since: $since, limit: $limit) {

@@ -77,7 +77,14 @@ t.test('a teacher\'s record with the role in each classroom, both ways', async (
     classroomAssignments { role classroom { name } teacher { id } }
   } }`, { token: accessToken, variables: { id } })
   t.same(res.body.data!.teacher, {
-    fullName: 'Grace Hopper', givenName: 'Grace', familyName: 'Hopper', preferredName: null, email: 'grace@example.org', title: 'Head of Science', status: 'INACTIVE', sourcedId: 'sis-grace',
+    fullName: 'Grace Hopper',
+    givenName: 'Grace',
+    familyName: 'Hopper',
+    preferredName: null,
+    email: 'grace@example.org',
+    title: 'Head of Science',
+    status: 'INACTIVE',
+    sourcedId: 'sis-grace',
     classrooms: [{ name: 'Room A' }, { name: 'Room B' }],
     classroomAssignments: [
       { role: 'PRIMARY', classroom: { name: 'Room A' }, teacher: { id } },

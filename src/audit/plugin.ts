@@ -15,7 +15,7 @@
 // - Written in batches (writer.ts); the queue is written out when the app closes.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { parse, type OperationDefinitionNode } from 'graphql'
+import { Kind, parse, type OperationDefinitionNode } from 'graphql'
 import { LRUCache } from 'lru-cache'
 import { operationObserver } from '../db/operation-observer.js'
 import { RequestAccess, type AccessCount } from './access.js'
@@ -29,7 +29,7 @@ declare module 'fastify' {
       flush (): Promise<void>
       stats (): AuditStats
       /** The GraphQL endpoint's preHandler that sets up the request's tally (src/plugins/graphql.ts). */
-      scope (request: FastifyRequest, reply: FastifyReply, done: () => void): void
+      scope: (request: FastifyRequest, reply: FastifyReply, done: () => void) => void
     }
   }
 }
@@ -68,7 +68,7 @@ export default fp(async (app: FastifyInstance) => {
     let name = operationNames.get(params.query)
     if (name === undefined) {
       try {
-        const operations = parse(params.query).definitions.filter((d): d is OperationDefinitionNode => d.kind === 'OperationDefinition')
+        const operations = parse(params.query).definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)
         name = operations.length === 1 ? operations[0]!.name?.value ?? 'anonymous' : 'anonymous'
       } catch {
         name = 'anonymous'

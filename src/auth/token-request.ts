@@ -56,7 +56,7 @@ function requestedScopes (value: string | undefined): Scope[] | undefined | null
   if (value === undefined) return undefined
   const names = value.split(' ').filter((name) => name !== '')
   if (names.length === 0 || !names.every(isScope)) return null
-  return normalizeScopes(names as Scope[])
+  return normalizeScopes(names)
 }
 
 /**

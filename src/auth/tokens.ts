@@ -51,21 +51,21 @@ export type AccessTokenClaims = UserTokenClaims | ClientTokenClaims
 /** What a valid access token says: a user's or a client's. */
 export type VerifiedAccessToken =
   | {
-      kind: 'user'
-      userId: string
-      schoolId: string | null
-      /** A TEACHER's teacher record; null for a school administrator. */
-      teacherId: string | null
-      /** The `av` claim; 0 for a token issued before the claim existed (older than any change). */
-      accessVersion: number
-    }
+    kind: 'user'
+    userId: string
+    schoolId: string | null
+    /** A TEACHER's teacher record; null for a school administrator. */
+    teacherId: string | null
+    /** The `av` claim; 0 for a token issued before the claim existed (older than any change). */
+    accessVersion: number
+  }
   | {
-      kind: 'client'
-      clientId: string
-      schoolId: string
-      scopes: readonly Scope[]
-      accessVersion: number
-    }
+    kind: 'client'
+    clientId: string
+    schoolId: string
+    scopes: readonly Scope[]
+    accessVersion: number
+  }
 
 export interface AccessTokenKeys {
   /** Signs new tokens and verifies them. */
@@ -86,7 +86,6 @@ export interface AccessTokens {
 export function keyId (secret: string): string {
   return createHash('sha256').update(secret, 'utf8').digest().subarray(0, 8).toString('base64url')
 }
-
 
 /**
  * The exact header segment the signer writes for a key. Verification accepts only these: a token
@@ -165,7 +164,7 @@ export async function createAccessTokens (
         if (claims.scope !== undefined) return null
         if (claims.role === undefined ? claims.teacher !== undefined : claims.role !== 'teacher' || !isOurId(claims.teacher)) return null
         const teacherId = (claims.teacher as string | undefined) ?? null
-        return { kind: 'user', userId: claims.sub, schoolId: (claims.school as string | undefined) ?? null, teacherId, accessVersion }
+        return { kind: 'user', userId: claims.sub, schoolId: (claims.school) ?? null, teacherId, accessVersion }
       }
       if (claims.client_id !== claims.sub || typeof claims.school !== 'string' || claims.av === undefined) return null
       if (claims.role !== undefined || claims.teacher !== undefined) return null
@@ -181,5 +180,5 @@ function parseScope (value: unknown): Scope[] | null {
   if (typeof value !== 'string') return null
   const names = value.split(' ')
   if (!names.every(isScope)) return null
-  return normalizeScopes(names as Scope[])
+  return normalizeScopes(names)
 }

@@ -210,7 +210,7 @@ export function buildProgram (): Command {
       printId(rotated.clientId)
     })
   client.command('revoke')
-    .description("revoke a client: no new tokens, and every API node refuses its tokens within a second")
+    .description('revoke a client: no new tokens, and every API node refuses its tokens within a second')
     .argument('<clientId>', 'client id')
     .action(async (clientId: string) => {
       const id = await withDatabase((db) => revokeClient(db, clientId))

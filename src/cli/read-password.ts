@@ -4,9 +4,9 @@ import { createInterface } from 'node:readline'
 export async function readPassword (input: NodeJS.ReadStream = process.stdin): Promise<string> {
   if (input.isTTY === true) process.stderr.write('Password: ')
   const lines = createInterface({ input, terminal: false })
-  for await (const line of lines) {
-    lines.close()
-    return line.replace(/\r$/, '')
-  }
+  // The first line only: the rest of the input is not ours.
+  const first = await lines[Symbol.asyncIterator]().next()
+  lines.close()
+  if (first.done !== true) return first.value.replace(/\r$/, '')
   throw new Error('No password on standard input: send it as one line, e.g. `printf "%s\\n" "$PASSWORD" | school-data user create ...`')
 }

@@ -193,7 +193,7 @@ export async function openDatabase (options: DatabaseOptions): Promise<Database>
   const prisma = await embeddedClient(embedded.pglite)
   return await wrap('embedded', prisma, { pglite: embedded.pglite }, options, {
     notifications: embeddedNotifications(embedded.pglite),
-    close: embedded.close
+    close: async () => { await embedded.close() }
   })
 }
 

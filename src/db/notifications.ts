@@ -113,7 +113,10 @@ function notifications (connect: Connect): Notifications {
 
   /** Opens the channel's connection, then tells every subscriber it listens. */
   async function open (channel: Channel, state: ChannelState): Promise<void> {
+    // Declared before it is assigned: a notification may come before connect() has returned it
+    // (const would throw in the handler then).
     let connection: Connection | undefined
+    // eslint-disable-next-line prefer-const
     connection = await connect(channel, (payload) => {
       if (state.connection !== connection) return
       for (const { handlers } of [...state.entries]) handlers.notify(payload)

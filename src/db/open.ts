@@ -198,7 +198,7 @@ export async function openRawConnection (options: RawConnectionOptions): Promise
       const citus = options.citus ?? (await client.query<{ citus: boolean }>(CITUS_CHECK)).rows[0]?.citus === true
       return {
         citus,
-        query: async (text, params) => (await client.query(text, params)).rows,
+        query: async <R>(text: string, params?: unknown[]) => (await client.query<R & pg.QueryResultRow>(text, params)).rows,
         close: async () => { await client.end() }
       }
     } catch (err) {
@@ -210,6 +210,6 @@ export async function openRawConnection (options: RawConnectionOptions): Promise
   return {
     citus: false,
     query: async <R>(text: string, params?: unknown[]) => (await embedded.pglite.query<R>(text, params)).rows,
-    close: embedded.close
+    close: async () => { await embedded.close() }
   }
 }

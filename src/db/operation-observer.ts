@@ -22,7 +22,7 @@ export function operationsObserved (schoolId: string) {
       $allOperations ({ model, operation, args, query }) {
         const observer = operationObserver.getStore()
         if (observer === undefined || model === undefined) return query(args)
-        return query(args).then((result) => {
+        return query(args).then((result: unknown) => {
           observer.observe(schoolId, model, operation, result)
           return result
         })

@@ -126,7 +126,7 @@ function checkColumn (model: string, column: string, rules: Rules): void {
 function andWhere (where: unknown, extra: Record<string, unknown> | null): Record<string, unknown> | undefined {
   if (extra === null) return where as Record<string, unknown> | undefined
   const current = (where ?? {}) as Record<string, unknown>
-  const and = current.AND === undefined ? [] : Array.isArray(current.AND) ? current.AND : [current.AND]
+  const and: unknown[] = current.AND === undefined ? [] : Array.isArray(current.AND) ? current.AND : [current.AND]
   return { ...current, AND: [...and, extra] }
 }
 
@@ -303,7 +303,7 @@ export function callerReach (reach: Reach, rooms?: () => Promise<readonly string
       $allOperations ({ model, operation, args, query }) {
         const loading = rules.teacherId === undefined ? null : rooms?.() ?? null
         if (loading === null) return query(narrow(model, operation, args as Args | undefined, rules) as typeof args)
-        return loading.then(async (kept) => await query(narrow(model, operation, args as Args | undefined, { ...rules, rooms: kept }) as typeof args))
+        return loading.then(async (kept): Promise<unknown> => await query(narrow(model, operation, args as Args | undefined, { ...rules, rooms: kept }) as typeof args))
       }
     }
   })

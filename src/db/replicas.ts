@@ -242,7 +242,7 @@ export function readRouting (schoolId: string, reads: ReadRouter, onReplica: (re
       $allOperations ({ model, operation, args, query }) {
         if (model === undefined) return query(args)
         if (!READS.has(operation)) {
-          return query(args).then((result) => {
+          return query(args).then((result: unknown) => {
             reads.changed(schoolId)
             return result
           }, (err: unknown) => {

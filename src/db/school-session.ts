@@ -97,7 +97,7 @@ export function enterSchoolSession (session: SchoolSession, client: PrismaClient
           const where = uniqueAsFilter((args as { where?: unknown }).where, SCALARS.get(model))
           return schoolSession.run(session, async () => await findFirst({ ...args, where }))
         }
-        return schoolSession.run(session, async () => await query(args))
+        return schoolSession.run(session, async (): Promise<unknown> => await query(args))
       }
     }
   })

@@ -63,7 +63,7 @@ async function pipelinedTransaction (pool: pg.Pool, session: SchoolSession, citu
   const [began, ran, committed] = await Promise.allSettled([begin, statement, commit])
   client.removeListener('error', lost)
   // A connection whose BEGIN or COMMIT failed is in an unknown state: it is closed, not reused.
-  const broken = began.status === 'rejected' ? began.reason : committed.status === 'rejected' ? committed.reason : undefined
+  const broken: unknown = began.status === 'rejected' ? began.reason : committed.status === 'rejected' ? committed.reason : undefined
   client.release(broken as Error | undefined)
   if (began.status === 'rejected') throw began.reason
   if (ran.status === 'rejected') throw ran.reason

@@ -39,7 +39,7 @@ export const TENANT_MODEL_INFO: TenantModelInfo = {
 
 export function isPlainObject (value: unknown): value is Record<string, unknown> {
   if (value === null || typeof value !== 'object') return false
-  const proto = Object.getPrototypeOf(value)
+  const proto: unknown = Object.getPrototypeOf(value)
   return proto === Object.prototype || proto === null
 }
 

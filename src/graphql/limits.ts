@@ -49,7 +49,7 @@ export function limitError (limit: LimitName, message: string, nodes?: Operation
 type ArmorRule = (options: {
   propagateOnRejection: boolean
   onReject: Array<(context: ValidationContext | null, error: GraphQLError) => void>
-}) => (context: ValidationContext) => { OperationDefinition: Record<string, any> }
+}) => (context: ValidationContext) => { OperationDefinition: Record<string, unknown> }
 
 /**
  * A graphql-armor rule that reports its refusal as a validation error of the operation (so that

@@ -137,7 +137,7 @@ function trustedProvider (documents: ReadonlyMap<string, string>): mercurius.Per
     // Every request: text alone is refused, not run.
     isPersistedQuery: () => true,
     isPersistedQueryRetry: () => false,
-    getHash: (request) => checkedHash(request as PersistedRequest, trustedDocumentRequired),
+    getHash: (request) => checkedHash(request, trustedDocumentRequired),
     getQueryFromHash: async (hash) => {
       const document = documents.get(hash)
       if (document === undefined) throw persistedQueryNotFound()
@@ -150,7 +150,7 @@ function trustedProvider (documents: ReadonlyMap<string, string>): mercurius.Per
 function unsupportedProvider (): mercurius.PersistedQueryProvider {
   return {
     ...FALLBACK_MESSAGES,
-    isPersistedQuery: (request) => queryText(request as PersistedRequest) === undefined && asksPersistedDocument(request),
+    isPersistedQuery: (request) => queryText(request) === undefined && asksPersistedDocument(request),
     isPersistedQueryRetry: () => false,
     getHash: () => { throw persistedQueryNotSupported() },
     getQueryFromHash: async () => { throw persistedQueryNotSupported() }
@@ -191,9 +191,9 @@ function automaticProvider (options: PersistedDocumentsOptions): mercurius.Persi
 
   return {
     ...FALLBACK_MESSAGES,
-    isPersistedQuery: (request) => queryText(request as PersistedRequest) === undefined && asksPersistedDocument(request),
-    isPersistedQueryRetry: (request) => queryText(request as PersistedRequest) !== undefined && asksPersistedDocument(request),
-    getHash: (request) => checkedHash(request as PersistedRequest, persistedQueryNotSupported),
+    isPersistedQuery: (request) => queryText(request) === undefined && asksPersistedDocument(request),
+    isPersistedQueryRetry: (request) => queryText(request) !== undefined && asksPersistedDocument(request),
+    getHash: (request) => checkedHash(request, persistedQueryNotSupported),
     getQueryFromHash: async (hash) => {
       const document = DOCUMENT_HASH.test(hash) ? local.get(hash) ?? await fromRedis(hash) : undefined
       if (document === undefined) throw persistedQueryNotFound()

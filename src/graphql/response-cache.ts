@@ -15,7 +15,7 @@
 //   down nothing is served from or kept in the cache.
 // - Bounded: at most `maxBytes` of answers (least recently used out first), each for at most `ttlMs`.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { parse, type OperationDefinitionNode } from 'graphql'
+import { Kind, OperationTypeNode, parse, type OperationDefinitionNode } from 'graphql'
 import { LRUCache } from 'lru-cache'
 import { accessOf } from '../auth/identity.js'
 import { DATA_CHANGED_CHANNEL, type Subscription } from '../db/notifications.js'
@@ -56,7 +56,6 @@ declare module 'fastify' {
     responseCacheHit?: CachedAnswer
   }
 }
-
 
 export async function registerResponseCache (app: FastifyInstance, options: ResponseCacheOptions): Promise<void> {
   /** Keys kept per school, so that a write drops exactly that school's answers. */
@@ -102,11 +101,11 @@ export async function registerResponseCache (app: FastifyInstance, options: Resp
     let answer = isQuery.get(key)
     if (answer === undefined) {
       try {
-        const operations = parse(query, { maxTokens: options.maxTokens }).definitions.filter((d): d is OperationDefinitionNode => d.kind === 'OperationDefinition')
+        const operations = parse(query, { maxTokens: options.maxTokens }).definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)
         const chosen = operationName === undefined
           ? (operations.length === 1 ? operations[0] : undefined)
           : operations.find((o) => o.name?.value === operationName)
-        answer = chosen?.operation === 'query'
+        answer = chosen?.operation === OperationTypeNode.QUERY
       } catch {
         answer = false // a syntax error: GraphQL answers it
       }

@@ -7,7 +7,7 @@
 // document seen before costs a map lookup); each request then compares their few distinct needs
 // with its caller's scopes.
 import {
-  getNamedType, isInterfaceType, isObjectType, Kind,
+  getNamedType, isInterfaceType, isObjectType, Kind, OperationTypeNode,
   type DocumentNode, type FragmentDefinitionNode, type GraphQLNamedType, type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode
 } from 'graphql'
 import { holds, requirementOf, type Access, type Requirement } from '../auth/scopes.js'
@@ -32,9 +32,9 @@ const selections = new WeakMap<OperationDefinitionNode, Selection>()
 
 function rootType (schema: GraphQLSchema, operation: OperationDefinitionNode): GraphQLNamedType | null | undefined {
   switch (operation.operation) {
-    case 'query': return schema.getQueryType()
-    case 'mutation': return schema.getMutationType()
-    case 'subscription': return schema.getSubscriptionType()
+    case OperationTypeNode.QUERY: return schema.getQueryType()
+    case OperationTypeNode.MUTATION: return schema.getMutationType()
+    case OperationTypeNode.SUBSCRIPTION: return schema.getSubscriptionType()
   }
 }
 

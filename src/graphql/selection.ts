@@ -94,7 +94,7 @@ export function loaderSelect (
   const info = queries.find((q) => q.info !== undefined)?.info
   if (info === undefined) return true
   let selects = loaderSelects.get(info.operation)
-  if (selects === undefined) loaderSelects.set(info.operation, selects = new Map())
+  if (selects === undefined) loaderSelects.set(info.operation, selects = new Map<string, true | Record<string, unknown>>())
   const key = `${parentType}.${field}`
   let select = selects.get(key)
   if (select === undefined) {

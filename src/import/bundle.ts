@@ -89,12 +89,13 @@ export function readTable (bundle: Bundle, file: string, required: string[]): Ta
 
 function parseCsv (file: string, text: string, withLines: boolean): string[][] {
   try {
-    return parse(text, {
+    const records: string[][] = parse(text, {
       bom: true,
       skip_empty_lines: true,
       // The line each record ends on, appended to it.
       ...(withLines && { on_record: (record: string[], context: { lines: number }) => [...record, String(context.lines)] })
-    }) as string[][]
+    })
+    return records
   } catch (err) {
     const e = err as Error & { lines?: number }
     throw new ImportError(file, e.lines, `not valid CSV: ${e.message.replace(/^Invalid [^:]*: /, '')}`)

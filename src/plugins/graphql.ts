@@ -13,7 +13,7 @@
 // runs queries only.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { GraphQLError, NoSchemaIntrospectionCustomRule, parse, type OperationDefinitionNode, type ValidationRule } from 'graphql'
+import { GraphQLError, Kind, NoSchemaIntrospectionCustomRule, parse, type OperationDefinitionNode, type ValidationRule } from 'graphql'
 import mercurius from 'mercurius'
 import { accessOf } from '../auth/identity.js'
 import { buildContext } from '../graphql/context.js'
@@ -193,7 +193,7 @@ async function registerEndpoint (app: FastifyInstance): Promise<void> {
     const wanted = typeof params?.operationName === 'string' ? params.operationName : undefined
     let operation: OperationDefinitionNode | undefined
     for (const definition of document.definitions) {
-      if (definition.kind !== 'OperationDefinition') continue
+      if (definition.kind !== Kind.OPERATION_DEFINITION) continue
       if (wanted === undefined || definition.name?.value === wanted) {
         operation = definition
         break

@@ -155,9 +155,10 @@ t.test('session-pool.ts and school-session.ts: on a Citus coordinator, both path
   // be read back. (That Citus then passes the school on to its workers is shown on a cluster:
   // docs/running/citus.md.)
   const url = (await testDatabaseUrl())!
-  const { forPrisma, citus, detect } = openSessionPool({ connectionString: url, max: 2 }, { citus: true })
-  t.equal(citus, true)
-  t.equal(await detect(), true, 'told, it does not ask the server')
+  const told = openSessionPool({ connectionString: url, max: 2 }, { citus: true })
+  const { forPrisma } = told
+  t.equal(told.citus, true)
+  t.equal(await told.detect(), true, 'told, it does not ask the server')
   const plain = openSessionPool({ connectionString: url, max: 1 })
   t.equal(await plain.detect(), false, 'a server without the citus extension is not a coordinator')
   await plain.pool.end()

@@ -47,81 +47,85 @@ const WALLS: Array<{ name: string, options: TestDatabaseOptions | null, callers:
 const root = t
 const mirrors = new Map<string, Promise<Mirror>>()
 
-for (const walls of WALLS) for (const caller of walls.callers) t.test(`${walls.name}: no generated query of ${caller.name} returns a record it may not see`, async (t) => {
-  // One pair of mirrored schools per configuration, closed when the file ends.
-  let shared = mirrors.get(walls.name)
-  if (shared === undefined) {
-    shared = (walls.options === null ? testDatabase() : createTestDatabase(walls.options)).then(async (database) => await mirror(root, database))
-    mirrors.set(walls.name, shared)
-  }
-  const m = await shared
-  const schema = m.app.graphql.schema
-  const allIds = [...m.a.ids, ...m.b.ids, MISSING]
-  let alias = 0
+for (const walls of WALLS) {
+  for (const caller of walls.callers) {
+    t.test(`${walls.name}: no generated query of ${caller.name} returns a record it may not see`, async (t) => {
+      // One pair of mirrored schools per configuration, closed when the file ends.
+      let shared = mirrors.get(walls.name)
+      if (shared === undefined) {
+        shared = (walls.options === null ? testDatabase() : createTestDatabase(walls.options)).then(async (database) => await mirror(root, database))
+        mirrors.set(walls.name, shared)
+      }
+      const m = await shared
+      const schema = m.app.graphql.schema
+      const allIds = [...m.a.ids, ...m.b.ids, MISSING]
+      let alias = 0
 
-  /** A value of an input type (ids of both schools, enum values, filters built of those), or '' for none. */
-  function valueArb (type: GraphQLInputType, where: string): fc.Arbitrary<string> {
-    const named = getNamedType(type)
-    let value: fc.Arbitrary<string>
-    if (named.name === 'ID') value = fc.constantFrom(...allIds).map((id) => `"${id}"`)
-    else if (named.name === 'Int') value = fc.integer({ min: 0, max: 50 }).map(String)
-    else if (isEnumType(named)) value = fc.constantFrom(...named.getValues().map((v) => v.name))
-    else if (isInputObjectType(named)) {
-      const fields = Object.values(named.getFields()).filter((f) => getNamedType(f.type).name !== 'String')
-      value = fc.tuple(...fields.map((f) => valueArb(f.type, `${where}.${f.name}`).map((v) => (v === '' ? '' : `${f.name}: ${v}`))))
-        .map((parts) => `{ ${parts.filter((p) => p !== '').join(', ')} }`)
-    } else if (named.name === 'String' && !isNonNullType(type)) {
-      // Cursors and search texts: left out (a made-up cursor is refused, which is not a leak).
-      return fc.constant('')
-    } else throw new Error(`No generator for argument ${where}: ${named.name}: add one`)
-    return isNonNullType(type) ? value : fc.option(value, { nil: '' })
-  }
+      /** A value of an input type (ids of both schools, enum values, filters built of those), or '' for none. */
+      function valueArb (type: GraphQLInputType, where: string): fc.Arbitrary<string> {
+        const named = getNamedType(type)
+        let value: fc.Arbitrary<string>
+        if (named.name === 'ID') value = fc.constantFrom(...allIds).map((id) => `"${id}"`)
+        else if (named.name === 'Int') value = fc.integer({ min: 0, max: 50 }).map(String)
+        else if (isEnumType(named)) value = fc.constantFrom(...named.getValues().map((v) => v.name))
+        else if (isInputObjectType(named)) {
+          const fields = Object.values(named.getFields()).filter((f) => getNamedType(f.type).name !== 'String')
+          value = fc.tuple(...fields.map((f) => valueArb(f.type, `${where}.${f.name}`).map((v) => (v === '' ? '' : `${f.name}: ${v}`))))
+            .map((parts) => `{ ${parts.filter((p) => p !== '').join(', ')} }`)
+        } else if (named.name === 'String' && !isNonNullType(type)) {
+          // Cursors and search texts: left out (a made-up cursor is refused, which is not a leak).
+          return fc.constant('')
+        } else throw new Error(`No generator for argument ${where}: ${named.name}: add one`)
+        return isNonNullType(type) ? value : fc.option(value, { nil: '' })
+      }
 
-  function argsArb (field: GraphQLField<unknown, unknown>): fc.Arbitrary<string> {
-    if (field.args.length === 0) return fc.constant('')
-    const parts = field.args.map((arg) => valueArb(arg.type, `${field.name}(${arg.name})`).map((v) => (v === '' ? '' : `${arg.name}: ${v}`)))
-    return fc.tuple(...parts).map((list) => {
-      const text = list.filter((p) => p !== '').join(', ')
-      return text === '' ? '' : `(${text})`
+      function argsArb (field: GraphQLField<unknown, unknown>): fc.Arbitrary<string> {
+        if (field.args.length === 0) return fc.constant('')
+        const parts = field.args.map((arg) => valueArb(arg.type, `${field.name}(${arg.name})`).map((v) => (v === '' ? '' : `${arg.name}: ${v}`)))
+        return fc.tuple(...parts).map((list) => {
+          const text = list.filter((p) => p !== '').join(', ')
+          return text === '' ? '' : `(${text})`
+        })
+      }
+
+      function selectionArb (type: GraphQLObjectType, depth: number): fc.Arbitrary<string> {
+        const fields = Object.values(type.getFields())
+          .filter((f) => depth > 0 || isLeafType(getNamedType(f.type)))
+          .filter((f) => { const need = requirementOf(type.name, f.name); return need !== undefined && holds(caller.access, need) })
+        return fc.subarray(fields, { minLength: 1 }).chain((chosen) =>
+          fc.tuple(...chosen.map((field) => fieldArb(field, depth))).map((parts) => parts.join(' '))
+        ).chain((body) => fc.boolean().map((inline) => (inline ? `... on ${type.name} { ${body} }` : body)))
+      }
+
+      function fieldArb (field: GraphQLField<unknown, unknown>, depth: number): fc.Arbitrary<string> {
+        const named = getNamedType(field.type)
+        const sub = isObjectType(named) ? selectionArb(named, depth - 1).map((s) => ` { ${s} }`) : fc.constant('')
+        return fc.tuple(argsArb(field), sub, fc.boolean()).map(([args, selection, aliased]) => {
+          alias += 1
+          // Every aliased field has a name of its own, so differing arguments never conflict.
+          return `${aliased ? `f${alias}: ` : ''}${field.name}${args}${selection}`
+        })
+      }
+
+      const query = schema.getQueryType()!
+      const roots = Object.values(query.getFields()).filter((f) => {
+        const need = requirementOf('Query', f.name)
+        return need !== undefined && holds(caller.access, need)
+      })
+      const documentArb = fc.subarray(roots, { minLength: 1, maxLength: 3 }).chain((chosen) =>
+        fc.tuple(...chosen.map((field) => fieldArb(field, 3)))
+      ).map((parts) => `{ ${parts.map((p, i) => (p.includes(':') && /^f\d+: /.test(p) ? p : `r${i}: ${p}`)).join(' ')} }`)
+
+      let checked = 0
+      await fc.assert(fc.asyncProperty(documentArb, fc.boolean(), async (document, asA) => {
+        const school: MirrorSchool = asA ? m.a : m.b
+        const res = await gql(m.app, document, { token: caller.token(school) })
+        checked += 1
+        if (res.body.errors !== undefined) throw new Error(`errors for ${document}: ${JSON.stringify(res.body.errors)}`)
+        const leaked = caller.leaked(res, school)
+        if (leaked.length > 0) throw new Error(`records ${caller.name} may not see in ${document}: ${leaked.join(', ')}`)
+      }), { numRuns: caller.runs })
+      t.equal(checked >= caller.runs, true, `${checked} generated documents checked`)
     })
   }
-
-  function selectionArb (type: GraphQLObjectType, depth: number): fc.Arbitrary<string> {
-    const fields = Object.values(type.getFields())
-      .filter((f) => depth > 0 || isLeafType(getNamedType(f.type)))
-      .filter((f) => { const need = requirementOf(type.name, f.name); return need !== undefined && holds(caller.access, need) })
-    return fc.subarray(fields, { minLength: 1 }).chain((chosen) =>
-      fc.tuple(...chosen.map((field) => fieldArb(field, depth))).map((parts) => parts.join(' '))
-    ).chain((body) => fc.boolean().map((inline) => (inline ? `... on ${type.name} { ${body} }` : body)))
-  }
-
-  function fieldArb (field: GraphQLField<unknown, unknown>, depth: number): fc.Arbitrary<string> {
-    const named = getNamedType(field.type)
-    const sub = isObjectType(named) ? selectionArb(named, depth - 1).map((s) => ` { ${s} }`) : fc.constant('')
-    return fc.tuple(argsArb(field), sub, fc.boolean()).map(([args, selection, aliased]) => {
-      alias += 1
-      // Every aliased field has a name of its own, so differing arguments never conflict.
-      return `${aliased ? `f${alias}: ` : ''}${field.name}${args}${selection}`
-    })
-  }
-
-  const query = schema.getQueryType()!
-  const roots = Object.values(query.getFields()).filter((f) => {
-    const need = requirementOf('Query', f.name)
-    return need !== undefined && holds(caller.access, need)
-  })
-  const documentArb = fc.subarray(roots, { minLength: 1, maxLength: 3 }).chain((chosen) =>
-    fc.tuple(...chosen.map((field) => fieldArb(field, 3)))
-  ).map((parts) => `{ ${parts.map((p, i) => (p.includes(':') && /^f\d+: /.test(p) ? p : `r${i}: ${p}`)).join(' ')} }`)
-
-  let checked = 0
-  await fc.assert(fc.asyncProperty(documentArb, fc.boolean(), async (document, asA) => {
-    const school: MirrorSchool = asA ? m.a : m.b
-    const res = await gql(m.app, document, { token: caller.token(school) })
-    checked += 1
-    if (res.body.errors !== undefined) throw new Error(`errors for ${document}: ${JSON.stringify(res.body.errors)}`)
-    const leaked = caller.leaked(res, school)
-    if (leaked.length > 0) throw new Error(`records ${caller.name} may not see in ${document}: ${leaked.join(', ')}`)
-  }), { numRuns: caller.runs })
-  t.equal(checked >= caller.runs, true, `${checked} generated documents checked`)
-})
+}

@@ -25,7 +25,7 @@ ALTER TABLE "teacher_changes" ADD CONSTRAINT "teacher_changes_school_id_fkey" FO
 -- Added by hand (Prisma does not model policies, functions or triggers).
 
 -- A teacher's change feed: for each write to students, teachers, classrooms and
--- teacher_classrooms, one row per teacher whose reach the write touches (README, "Change feed"):
+-- teacher_classrooms, one row per teacher whose reach the write touches (docs/api/change-feed.md):
 -- CREATED when a record enters the teacher's reach (created in or moved into one of their
 -- classrooms, the teacher newly assigned to its classroom, a colleague newly sharing a classroom),
 -- UPDATED when a record in reach changes (for a teacher record, its assignments too), DELETED when

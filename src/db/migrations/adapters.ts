@@ -32,6 +32,8 @@ function reportCharAsText<R> (result: R): R {
 
 /** A pg client whose results report "char" columns as text; used only for migrations. */
 class CatalogClient extends pg.Client {}
+// pg's own method, applied below with the client as `this`.
+// eslint-disable-next-line @typescript-eslint/unbound-method
 const baseQuery = pg.Client.prototype.query as (...args: unknown[]) => unknown
 CatalogClient.prototype.query = function (this: pg.Client, ...args: unknown[]) {
   const last = args.at(-1)

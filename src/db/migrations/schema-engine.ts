@@ -17,7 +17,7 @@ export type { SchemaEngine }
 /** The engine reports a Rust panic through this global before it throws. */
 interface PanicRegistry { set_message (message: string): void, message?: string }
 declare global {
-  // eslint-disable-next-line no-var
+
   var PRISMA_WASM_PANIC_REGISTRY: PanicRegistry | undefined
 }
 
@@ -60,7 +60,7 @@ export function engineError (err: unknown): MigrationEngineError {
   }
   if (err instanceof Error) return new MigrationEngineError(err.message, { cause: err })
   if (typeof err === 'object' && err !== null && 'message' in err) {
-    return new MigrationEngineError(String((err as { message: unknown }).message), { cause: err })
+    return new MigrationEngineError(String((err).message), { cause: err })
   }
   return new MigrationEngineError(String(err))
 }
