@@ -93,13 +93,13 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 // ---- The service's pool ------------------------------------------------------------------------
 
 /**
- * The service's pool size: the configuration variable for it if the built service has one
- * (a `...POOL...` key of the env schema in dist/config.js), otherwise the default in
- * dist/db/client.js. The ceiling gets a pool of the same size.
+ * The service's pool size: the configuration variable for it if the built service has one (a
+ * `...POOL...` variable of its environment schema, ENV_SCHEMA of dist/config.js), otherwise the
+ * default in dist/db/client.js. The ceiling gets a pool of the same size.
  */
-function servicePool () {
-  const configJs = readFileSync(join(projectDir, 'dist', 'config.js'), 'utf8')
-  const variable = /\b([A-Z][A-Z0-9_]*POOL[A-Z0-9_]*)\s*:\s*\{/.exec(configJs)?.[1] ?? null
+async function servicePool () {
+  const { ENV_SCHEMA } = await import(pathToFileURL(join(projectDir, 'dist', 'config.js')).href)
+  const variable = Object.keys(ENV_SCHEMA?.properties ?? {}).find((name) => /POOL/.test(name)) ?? null
   if (variable !== null) {
     return { variable, size: settings.poolSize, note: `the service's ${variable} is set to ${settings.poolSize}; the ceiling's pg.Pool has ${settings.poolSize} connections too.` }
   }
@@ -466,7 +466,7 @@ async function main () {
   const serviceBenchUrl = databaseUrl(settings.adminUrl, settings.database, SERVICE_ROLE, rolePassword)
   const jwtSecret = randomBytes(48).toString('base64url')
   const verify = jwtVerifier(jwtSecret)
-  const pool = servicePool()
+  const pool = await servicePool()
 
   const pgInfo = await serverInfo(settings.adminUrl)
   log(`PostgreSQL ${pgInfo.version}; recreating database ${settings.database}`)
