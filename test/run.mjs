@@ -11,6 +11,7 @@ import { existsSync, readdirSync } from 'node:fs'
  * run once, on PostgreSQL when there is one. Every other file runs on both.
  */
 const ENGINE_INDEPENDENT = [
+  'test/bench-layers.test.ts',
   'test/clients.test.ts',
   'test/config.test.ts',
   'test/cors-browser.test.ts',
