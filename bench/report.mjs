@@ -122,7 +122,7 @@ function comparisonMarkdown (r) {
   if (comparisons.length === 0) return []
   const rowOf = (c, lane) => r.runs.find((row) => row.comparison === c.name && row.target === lane.target && row.workload === lane.workload)
   const lines = ['', '## Interleaved rounds', '',
-    `Each workload's servers measured in turn, ${r.settings.rounds} rounds of ${r.settings.roundSeconds} s each (the order rotating), ` +
+    `Each workload's servers measured in turn, ${r.settings.rounds} rounds of ${r.settings.roundSeconds} s each (in an order that changes from round to round, after the previous server has settled), ` +
     'so that every round compares servers under the same load of the machine. Ratios are taken round by round, then summarized: ' +
     'median (min–max over the rounds, quartiles).', '',
     '| Workload | Server | req/s | ÷ reference, req/s | server CPU µs per request | ÷ reference, CPU per request | PostgreSQL µs per request | rounds disturbed |',

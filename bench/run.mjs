@@ -445,9 +445,35 @@ const ROUND_LEAD_SECONDS = 0.5
 const PEER_POOL_IDLE_MS = 200
 
 /**
+ * The order of the lanes in round `round`, by the rows of a Williams design (0, 1, n-1, 2, n-2...,
+ * each round adding 1 modulo n): over n rounds of n lanes (n even), every lane comes right after
+ * every other lane once, so that no server always inherits the same one's tail.
+ */
+function roundOrder (lanes, round) {
+  const n = lanes.length
+  const first = Array.from({ length: n }, (_, i) => i === 0 ? 0 : i % 2 === 1 ? (i + 1) / 2 : n - i / 2)
+  return first.map((i) => lanes[(i + round) % n])
+}
+
+// A server has settled when it and the bench database's backends use less than this many cores.
+const SETTLED_CORES = 0.05
+const SETTLE_MAX_MS = 2_000
+
+/** Waits (at most SETTLE_MAX_MS) until `server` and the bench database's backends are idle. */
+async function settle (server) {
+  const started = performance.now()
+  while (performance.now() - started < SETTLE_MAX_MS) {
+    const window = server.watch.window()
+    await sleep(100)
+    const usage = window.end()
+    if (usage.cpuCores < SETTLED_CORES && !(usage.postgresCores >= SETTLED_CORES)) return
+  }
+}
+
+/**
  * The interleaved comparison of `lanes` ({ target, workload, server: { port, watch, probe } }):
  * each lane's warm-up, then settings.rounds rounds, each measuring every lane for
- * settings.roundSeconds after a lead-in, in an order that rotates from round to round. Returns a
+ * settings.roundSeconds after a lead-in, in an order that changes from round to round. Returns a
  * row per lane (bench/rounds.mjs: medians over the rounds, each round kept), the failures and the
  * answers checked.
  */
@@ -466,12 +492,16 @@ async function interleave (lanes, schools, pages, verify) {
     note(lane, await warm(lane.server.port, lane.workload, schools, settings.warmupSeconds, lane.check))
     // The peers' idle connections close before the next server's load (PEER_POOL_IDLE_MS).
     await sleep(PEER_POOL_IDLE_MS + 100)
+    await settle(lane.server)
   }
+  let previous
   for (let round = 0; round < settings.rounds; round++) {
     await waitQuiet()
-    const order = lanes.map((_, i) => lanes[(i + round) % lanes.length])
-    for (const lane of order) {
+    for (const lane of roundOrder(lanes, round)) {
       const { port, watch, probe } = lane.server
+      // The previous server's tail (its last answers, a collection, the audit's last batch) is not
+      // this one's round.
+      if (previous !== undefined) await settle(previous)
       note(lane, await warm(port, lane.workload, schools, ROUND_LEAD_SECONDS, lane.check, 'lead-in'))
       const m = await segment(port, lane.workload, lane.target, schools, settings.roundSeconds, lane.check, watch, probe)
       note(lane, m)
@@ -481,6 +511,7 @@ async function interleave (lanes, schools, pages, verify) {
         `CPU per request: server ${row.serverCpuUsPerRequest.toFixed(0)} µs, PostgreSQL ${row.postgresCpuUsPerRequest.toFixed(0)} µs` +
         (row.wrong > 0 ? `, ${row.wrong} wrong` : '') + (row.disturbed ? `; other programs ${row.otherCores.toFixed(2)} cores` : ''))
       await sleep(PEER_POOL_IDLE_MS + 100)
+      previous = lane.server
     }
   }
   return { rows: lanes.map((lane) => laneRow(lane.rounds)), failures, checkedResponses }
