@@ -78,7 +78,7 @@ export const RULES = [
   { layer: 'GraphQL: limits', where: npm('@escape\\.tech/graphql-armor[^/]*') },
   { layer: 'GraphQL: limits', where: src('graphql/limits\\.ts$') },
   { layer: 'GraphQL: execute', where: /^npm:graphql\/(?:execution\/|graphql\.js|subscription\/)/ },
-  { layer: 'GraphQL: execute', where: npm('mercurius', 'graphql-jit', 'single-user-cache', 'tiny-lru', 'quick-lru', 'fast-json-stringify', 'generate-function', 'lodash\\.memoize', 'lodash\\.merge', 'lodash\\.mergewith', 'json-schema') },
+  { layer: 'GraphQL: execute', where: npm('mercurius', 'graphql-jit', 'single-user-cache', 'tiny-lru', 'quick-lru', 'p-map', 'generate-function', 'lodash\\.memoize', 'lodash\\.merge', 'lodash\\.mergewith', 'json-schema') },
   // Mercurius's own dependencies for subscriptions and GraphiQL (not on a read's path).
   { layer: 'GraphQL: execute', where: npm('ws', 'duplexify', 'qlobber', 'mqemitter', 'end-of-stream', 'once', 'wrappy', 'stream-shift', 'inherits', '@fastify/websocket', '@fastify/static', '@fastify/send', 'mime', 'escape-html', 'glob', 'minimatch', 'minipass', 'path-scurry', 'jackspeak', 'brace-expansion', 'balanced-match') },
   { layer: 'scope check', where: src('graphql/scope-check\\.ts$') },
@@ -111,7 +111,7 @@ export const RULES = [
   { layer: 'driver', where: npm('pg', 'pg-[a-z-]+', 'postgres-[a-z-]+', 'pgpass', 'split2', 'xtend') },
 
   { layer: 'request log', where: src('plugins/logging\\.ts$') },
-  { layer: 'request log', where: npm('pino', 'pino-[a-z-]+', '@pinojs/[a-z-]+', 'fast-redact', 'sonic-boom', 'thread-stream', 'quick-format-unescaped', 'atomic-sleep', 'on-exit-leak-free', 'safe-stable-stringify', 'real-require', 'abstract-logging') },
+  { layer: 'request log', where: npm('pino', 'pino-[a-z-]+', '@pinojs/[a-z-]+', 'fast-redact', 'sonic-boom', 'thread-stream', 'quick-format-unescaped', 'atomic-sleep', 'on-exit-leak-free', 'real-require', 'abstract-logging') },
   // Fastify's child logger of each request.
   { layer: 'request log', where: /^npm:fastify\/lib\/logger-factory\.js$/ },
 
@@ -132,10 +132,11 @@ export const RULES = [
 
   // Pass-through: Node.js, V8's built-ins and bindings, generated code (graphql-jit's compiled
   // queries, ajv's validators: their caller's), graphql-js's shared parts (AST visitor, types,
-  // utilities, errors), and utility packages several layers use.
+  // utilities, errors), and utility packages several layers use (safe-stable-stringify: pino's,
+  // and Mercurius's for its loaders' keys; fast-json-stringify: Fastify's and graphql-jit's).
   { layer: NEUTRAL, where: /^(?:node:|v8:)/ },
   { layer: NEUTRAL, where: /^npm:graphql\/(?:jsutils|type|utilities|error|language|index\.js|version\.js)/ },
-  { layer: NEUTRAL, where: npm('lru-cache', 'toad-cache', 'fastq', 'reusify', 'tslib', '@opentelemetry/api', 'p-limit', 'yocto-queue', 'readable-stream', 'events') }
+  { layer: NEUTRAL, where: npm('lru-cache', 'toad-cache', 'fastq', 'reusify', 'tslib', '@opentelemetry/api', 'p-limit', 'yocto-queue', 'readable-stream', 'events', 'safe-stable-stringify', 'fast-json-stringify') }
 ]
 
 /** Where a profile's call frame is, as the rules name it (see RULES). */
