@@ -156,14 +156,17 @@ export function whereOf (callFrame, projectDir) {
   return `file:${path}`
 }
 
-/** What "everything else" says of a frame no layer claims: its file, or its package. */
-function elsewhereOf (where) {
+/**
+ * What "everything else" says of a frame no layer claims: its file or package, and whether no rule
+ * names it or it passes its time on with no layer above it.
+ */
+function elsewhereOf (where, named) {
+  const why = named ? 'no layer above' : 'no rule'
   if (where.startsWith('npm:')) {
     const [scope, name] = where.slice(4).split('/')
-    return `npm:${scope.startsWith('@') ? `${scope}/${name}` : scope} (no rule)`
+    return `npm:${scope.startsWith('@') ? `${scope}/${name}` : scope} (${why})`
   }
-  if (where.startsWith('src/')) return `${where} (no rule)`
-  if (where.startsWith('node:') || where.startsWith('v8:')) return `${where} (no layer above)`
+  if (where.startsWith('src/') || where.startsWith('node:') || where.startsWith('v8:')) return `${where} (${why})`
   return where
 }
 
@@ -193,13 +196,13 @@ function attribution (profile, projectDir) {
     const where = whereOf(callFrame, projectDir)
     const layer = ruleOf(where, callFrame.functionName)
     let result
-    if (layer === undefined) result = { layer: ELSEWHERE, detail: elsewhereOf(where) }
+    if (layer === undefined) result = { layer: ELSEWHERE, detail: elsewhereOf(where, false) }
     else if (layer !== NEUTRAL) result = { layer, detail: where }
     else {
       const up = parent.get(id)
       const above = up === undefined || nodes.get(up).callFrame.functionName === '(root)' ? null : charge(up)
       // Nothing above claims it: the leaf's own kind of place.
-      result = above ?? { layer: ELSEWHERE, detail: elsewhereOf(where) }
+      result = above ?? { layer: ELSEWHERE, detail: elsewhereOf(where, true) }
     }
     memo.set(id, result)
     return result

@@ -87,7 +87,7 @@ t.test('a sample is charged to the innermost frame of a layer', async (t) => {
   const file = (path: string): string => `file://${PROJECT}/${path}`
   const profile: Profile = {
     nodes: [
-      frame(1, '', '(root)', [2, 5, 7, 10, 11, 12]),
+      frame(1, '', '(root)', [2, 5, 7, 10, 11, 12, 13]),
       // Fastify writes a reply: Node's socket, then V8's binding.
       frame(2, file('node_modules/fastify/lib/reply.js'), 'writePayload', [3]),
       frame(3, 'node:net', 'Socket._writeGeneric', [4]),
@@ -99,26 +99,29 @@ t.test('a sample is charged to the innermost frame of a layer', async (t) => {
       frame(7, 'node:_http_common', 'parserOnHeadersComplete'),
       frame(10, '', '(garbage collector)'),
       frame(11, '', '(idle)'),
-      frame(12, '', '(program)')
+      frame(12, '', '(program)'),
+      // A shared utility with nothing of a layer above it.
+      frame(13, file('node_modules/lru-cache/dist/esm/index.js'), 'get')
     ],
-    samples: [4, 4, 6, 5, 7, 10, 11, 11, 12, 4],
-    timeDeltas: [10, 10, 10, 10, 10, 10, 10, 10, 10, 10],
+    samples: [4, 4, 6, 5, 7, 10, 11, 11, 12, 4, 13],
+    timeDeltas: [10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10],
     startTime: 1000,
-    endTime: 1100
+    endTime: 1110
   }
   const all = layers.layerSamples(profile, PROJECT)
-  t.equal(all.total, 8, 'idle samples are left out')
+  t.equal(all.total, 9, 'idle samples are left out')
   t.equal(all.idle, 2)
   t.equal(all.byLayer.get('Fastify'), 3)
   t.equal(all.byLayer.get('driver'), 1)
   t.equal(all.byLayer.get('GC'), 1)
-  t.equal(all.byLayer.get(layers.ELSEWHERE), 3)
+  t.equal(all.byLayer.get(layers.ELSEWHERE), 4)
   t.same(Object.fromEntries(all.elsewhere), {
     'src/db/notifications.ts (no rule)': 1,
     'node:_http_common (no layer above)': 1,
-    '(program)': 1
+    '(program)': 1,
+    'npm:lru-cache (no layer above)': 1
   })
-  // Sample i is at startTime + the sum of the first i + 1 deltas: 1010, 1020, ... 1100.
+  // Sample i is at startTime + the sum of the first i + 1 deltas: 1010, 1020, ... 1110.
   const window = layers.layerSamples(profile, PROJECT, [[1015, 1045]])
   t.equal(window.total, 3, 'only the samples in the windows')
   t.equal(window.byLayer.get('Fastify'), 1)
