@@ -46,7 +46,8 @@ const npm = (...packages) => new RegExp(`^npm:(?:${packages.join('|')})/`)
 const src = (pattern) => new RegExp(`^src/${pattern}`)
 
 /**
- * (where, function name) -> layer; the first rule that matches decides. `where` is a frame's place
+ * (where, function name) -> layer; the first rule that matches decides (`fn`, optional, narrows a
+ * rule to the functions whose name it matches). `where` is a frame's place
  * as `whereOf` names it: `src/db/tenant.ts` (the service's dist/ mapped back to src/),
  * `npm:pg/lib/client.js`, `node:net`, `wasm`, `v8:<function>` (built-ins, bindings, generated
  * code), `bench/ceiling.mjs`, or V8's own entries `(garbage collector)`, `(program)`. Service files
