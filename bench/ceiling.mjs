@@ -5,13 +5,10 @@
 // only used to pick the statement (the deep page's cursor is decoded and encoded as the service
 // does): no parsing, validation, resolvers or ORM.
 //
-// Started by bench/run.mjs with CEILING_DATABASE_URL, JWT_SECRET, PORT, HOST and POOL_SIZE.
-// It connects as the superuser: the statements filter by school themselves.
-import pg from 'pg'
-import { serveReads } from './read-server.mjs'
+// Started by bench/run.mjs with CEILING_DATABASE_URL, JWT_SECRET, PORT, HOST, POOL_SIZE and
+// POOL_IDLE_MS. It connects as the superuser: the statements filter by school themselves.
+import { benchPool, serveReads } from './read-server.mjs'
 import { DEEP_PAGE_LIMIT, DEEP_PAGE_QUERY, deepPageAnswer, FLAT_QUERY, NESTED_STUDENTS_QUERY, NESTED_TEACHERS_QUERY } from './workloads.mjs'
-
-const { CEILING_DATABASE_URL, POOL_SIZE = '10' } = process.env
 
 const FLAT_SQL = `SELECT s.id, s.full_name, c.name AS classroom_name
   FROM students s LEFT JOIN classrooms c ON c.school_id = s.school_id AND c.id = s.classroom_id
@@ -41,7 +38,7 @@ const NESTED_TEACHERS_SQL = `SELECT t.id, t.full_name,
               WHERE tc.school_id = t.school_id AND tc.teacher_id = t.id), '[]'::json) AS classrooms
   FROM teachers t WHERE t.school_id = $1 ORDER BY t.id LIMIT 100`
 
-const pool = new pg.Pool({ connectionString: CEILING_DATABASE_URL, max: Number(POOL_SIZE) })
+const pool = benchPool()
 
 // GraphQL text -> the statement and the shape of its answer.
 const HANDLERS = new Map([

@@ -6,15 +6,13 @@
 // per request. No GraphQL, no walls, no audit, no rate limits: what is left of the service's cost
 // above this server is the service's own; what separates this server from the ceiling is Prisma's.
 //
-// Started by bench/run.mjs with CEILING_DATABASE_URL, JWT_SECRET, PORT, HOST, POOL_SIZE and PRISMA_FLOOR, after
-// `npm run build` (it imports the client from dist/). It connects as the superuser.
+// Started by bench/run.mjs with CEILING_DATABASE_URL, JWT_SECRET, PORT, HOST, POOL_SIZE, POOL_IDLE_MS
+// and PRISMA_FLOOR, after `npm run build` (it imports the client from dist/). It connects as the
+// superuser.
 import { PrismaPg } from '@prisma/adapter-pg'
-import pg from 'pg'
 import { PrismaClient } from '../dist/generated/prisma/client.js'
-import { serveReads } from './read-server.mjs'
+import { benchPool, serveReads } from './read-server.mjs'
 import { DEEP_PAGE_LIMIT, DEEP_PAGE_QUERY, deepPageAnswer, FLAT_QUERY, NESTED_STUDENTS_QUERY, NESTED_TEACHERS_QUERY } from './workloads.mjs'
-
-const { CEILING_DATABASE_URL, POOL_SIZE = '10' } = process.env
 
 // As the service names its statements (src/db/client.ts): each SQL text prepared once per connection.
 const names = new Map()
@@ -23,7 +21,7 @@ const statementNameGenerator = ({ sql }) => {
   if (name === undefined) names.set(sql, name = `bench_${names.size + 1}`)
   return name
 }
-const pool = new pg.Pool({ connectionString: CEILING_DATABASE_URL, max: Number(POOL_SIZE) })
+const pool = benchPool()
 const prisma = new PrismaClient({ adapter: new PrismaPg(pool, { statementNameGenerator }) })
 
 // The first `take` rows of a school's list by id, as the resolvers read a list.

@@ -1,7 +1,9 @@
 // A V8 CPU profile (.cpuprofile, written by node --cpu-prof) summed by where the time went: each
 // npm package, Node.js itself, the service's own code, WebAssembly, the garbage collector. Self
-// time only (a function's own samples, not its callees'), so the rows add up to the whole.
+// time only (a function's own samples, not its callees'), so the rows add up to the whole. By
+// layer of the request path instead: bench/layers.mjs.
 import { readFileSync } from 'node:fs'
+import { inWindows, sampleTimes } from './layers.mjs'
 
 /** The group a sampled function belongs to, from its script's URL. */
 export function groupOf (callFrame, projectDir) {
@@ -27,11 +29,17 @@ export function groupOf (callFrame, projectDir) {
   return 'other'
 }
 
-/** Microseconds of self time by group, idle left out, largest first. */
-export function summarize (profile, projectDir) {
+/**
+ * Microseconds of self time by group, idle left out, largest first; only the samples within
+ * `windows` when given (see bench/layers.mjs).
+ */
+export function summarize (profile, projectDir, windows) {
   const nodes = new Map(profile.nodes.map((node) => [node.id, node]))
+  const times = sampleTimes(profile)
   const self = new Map()
-  profile.samples.forEach((id, i) => { self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)) })
+  profile.samples.forEach((id, i) => {
+    if (inWindows(times[i], windows)) self.set(id, (self.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0))
+  })
   const groups = new Map()
   for (const [id, us] of self) {
     const group = groupOf(nodes.get(id).callFrame, projectDir)
@@ -42,9 +50,9 @@ export function summarize (profile, projectDir) {
   return { totalUs: total, rows: [...groups].sort((a, b) => b[1] - a[1]).map(([group, us]) => ({ group, us, share: us / total })) }
 }
 
-/** A Markdown table of the summary of the profile in `file`. */
-export function summaryMarkdown (file, projectDir) {
-  const { totalUs, rows } = summarize(JSON.parse(readFileSync(file, 'utf8')), projectDir)
+/** A Markdown table of the summary of the profile in `file` (within `windows` when given). */
+export function summaryMarkdown (file, projectDir, windows) {
+  const { totalUs, rows } = summarize(JSON.parse(readFileSync(file, 'utf8')), projectDir, windows)
   const lines = [`CPU time by package (self time, idle excluded): ${(totalUs / 1e6).toFixed(2)} s in all.`, '',
     '| where | CPU s | share |', '|---|---:|---:|']
   const shown = rows.filter((row) => row.share >= 0.005)

@@ -10,7 +10,6 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync
 import os from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
 import pg from 'pg'
 import {
@@ -20,6 +19,8 @@ import {
 import { freePort, startNode, stopNode, waitForQuiet, waitReady, watchProcess } from './processes.mjs'
 import { summaryMarkdown } from './profile-summary.mjs'
 import { renderMarkdown, renderSvg } from './report.mjs'
+import { formatSpread, laneRow, roundRatios } from './rounds.mjs'
+import { layerCosts } from './layers.mjs'
 import { LOGIN_MUTATION, WORKLOADS, accessTokenOf, checkClientToken, checkRead, checkTokens, requestBody } from './workloads.mjs'
 
 const projectDir = resolve(dirname(fileURLToPath(import.meta.url)), '..')
@@ -35,17 +36,49 @@ function intSetting (name, fallback, min = 1) {
   return n
 }
 
+// The fresh reads the targets are about: `npm run bench -- --profile` profiles these.
+const FRESH_READS = ['flat', 'deep-page', 'nested']
+
+/**
+ * `--profile`, `--profile WORKLOADS` or `--profile=WORKLOADS` (comma-separated): undefined when
+ * absent, null without workloads. (node:util's parseArgs has no option with an optional value.)
+ */
+function profileArgument (args) {
+  let profile
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]
+    if (arg === '--profile') {
+      const next = args[i + 1]
+      profile = next === undefined || next.startsWith('-') ? null : next
+      if (profile !== null) i++
+    } else if (arg.startsWith('--profile=')) {
+      profile = arg.slice('--profile='.length)
+    } else {
+      throw new Error(`unknown argument ${arg} (known: --profile [WORKLOADS])`)
+    }
+  }
+  return profile
+}
+
 function readSettings () {
-  // `npm run bench -- --profile WORKLOAD`: that workload alone, each server profiled, and a summary
-  // of each profile by package (bench/results/profiles/).
-  const { values: args } = parseArgs({ options: { profile: { type: 'string' } }, strict: true })
+  // `npm run bench -- --profile [WORKLOADS]`: the fresh reads (or WORKLOADS) alone, on the service
+  // with the response cache off and its peers, each server CPU-profiled, its CPU split by layer.
+  const profileArg = profileArgument(process.argv.slice(2))
+  const profiling = profileArg !== undefined
+  const listed = profiling ? profileArg ?? FRESH_READS.join(',') : process.env.BENCH_WORKLOADS ?? WORKLOADS.map((w) => w.name).join(',')
+  const durationSeconds = intSetting('BENCH_DURATION', 10)
+  const rounds = intSetting('BENCH_ROUNDS', 5)
   const settings = {
     adminUrl: process.env.BENCH_DATABASE_URL || 'postgresql://postgres@127.0.0.1:5432/postgres',
     database: process.env.BENCH_DATABASE || 'sds_bench',
     // BENCH_CITUS_WORKERS=host:port,...: BENCH_DATABASE_URL's server is a Citus coordinator with
     // these workers; the database is made on every node and distributed by school after loading.
     citusWorkers: (process.env.BENCH_CITUS_WORKERS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
-    durationSeconds: intSetting('BENCH_DURATION', 10),
+    durationSeconds,
+    // The interleaved comparison measures each server BENCH_ROUNDS times for about
+    // BENCH_DURATION / BENCH_ROUNDS seconds (whole seconds: autocannon stops on a second's tick).
+    rounds,
+    roundSeconds: Math.max(1, Math.round(durationSeconds / rounds)),
     // The service takes seconds to reach its pace (V8 and the ORM's caches warm up): measured alone,
     // its first seconds run at a fraction of the rest.
     warmupSeconds: intSetting('BENCH_WARMUP', 5, 0),
@@ -54,9 +87,11 @@ function readSettings () {
     // Total seconds the run may wait, before measurements, for other programs to leave the CPU.
     quietWaitSeconds: intSetting('BENCH_QUIET_WAIT', 30, 0),
     // BENCH_PROFILE=1: each server writes a V8 CPU profile to bench/results/profiles/ (slows it down).
-    profile: process.env.BENCH_PROFILE === '1' || args.profile !== undefined,
+    profile: process.env.BENCH_PROFILE === '1' || profiling,
+    // --profile: only the comparison of the fresh reads (no cached reads, superuser or scaling).
+    profileOnly: profiling,
     nodes: intSetting('BENCH_NODES', 2),
-    workloads: (args.profile ?? process.env.BENCH_WORKLOADS ?? WORKLOADS.map((w) => w.name).join(',')).split(',').map((s) => s.trim()).filter(Boolean),
+    workloads: listed.split(',').map((s) => s.trim()).filter(Boolean),
     sizes: {
       schools: intSetting('BENCH_SCHOOLS', 50),
       students: intSetting('BENCH_STUDENTS', 2000),
@@ -66,7 +101,7 @@ function readSettings () {
     }
   }
   for (const name of settings.workloads) {
-    if (!WORKLOADS.some((w) => w.name === name)) throw new Error(`${args.profile !== undefined ? '--profile' : 'BENCH_WORKLOADS'}: unknown workload ${name} (known: ${WORKLOADS.map((w) => w.name).join(', ')})`)
+    if (!WORKLOADS.some((w) => w.name === name)) throw new Error(`${profiling ? '--profile' : 'BENCH_WORKLOADS'}: unknown workload ${name} (known: ${WORKLOADS.map((w) => w.name).join(', ')})`)
   }
   if (settings.sizes.students < 100 || settings.sizes.teachers < 100) {
     throw new Error('BENCH_STUDENTS and BENCH_TEACHERS must be at least 100 (the nested pages hold 100)')
@@ -93,15 +128,15 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 // ---- The service's pool ------------------------------------------------------------------------
 
 /**
- * The service's pool size: the configuration variable for it if the built service has one
- * (a `...POOL...` key of the env schema in dist/config.js), otherwise the default in
- * dist/db/client.js. The ceiling gets a pool of the same size.
+ * The service's pool size: the configuration variable for it if the built service has one (a
+ * `...POOL...` variable of its environment schema, ENV_SCHEMA of dist/config.js), otherwise the
+ * default in dist/db/client.js. The peers get a pool of the same size.
  */
-function servicePool () {
-  const configJs = readFileSync(join(projectDir, 'dist', 'config.js'), 'utf8')
-  const variable = /\b([A-Z][A-Z0-9_]*POOL[A-Z0-9_]*)\s*:\s*\{/.exec(configJs)?.[1] ?? null
+async function servicePool () {
+  const { ENV_SCHEMA } = await import(pathToFileURL(join(projectDir, 'dist', 'config.js')).href)
+  const variable = Object.keys(ENV_SCHEMA?.properties ?? {}).find((name) => /POOL/.test(name)) ?? null
   if (variable !== null) {
-    return { variable, size: settings.poolSize, note: `the service's ${variable} is set to ${settings.poolSize}; the ceiling's pg.Pool has ${settings.poolSize} connections too.` }
+    return { variable, size: settings.poolSize, note: `the service's ${variable} is set to ${settings.poolSize}; the peers' pg.Pool has ${settings.poolSize} connections too.` }
   }
   const clientJs = readFileSync(join(projectDir, 'dist', 'db', 'client.js'), 'utf8')
   const fixed = Number(/poolSize\s*\?\?\s*(\d+)/.exec(clientJs)?.[1] ?? 10)
@@ -110,7 +145,7 @@ function servicePool () {
     size: fixed,
     note: `the service has no pool-size setting, so its pool keeps its built-in ${fixed} connections` +
       (fixed === settings.poolSize ? '' : ` (not the ${settings.poolSize} wanted)`) +
-      `; the ceiling's pg.Pool has ${fixed} too, to compare like with like.`
+      `; the peers' pg.Pool has ${fixed} too, to compare like with like.`
   }
 }
 
@@ -212,6 +247,8 @@ async function cannon (port, workload, schools, seconds, check, connections = se
     url: `http://127.0.0.1:${port}`,
     connections,
     duration: seconds,
+    // autocannon stops at a tick of its sampling: a tenth of a second for a fraction of a second.
+    ...(Number.isInteger(seconds) ? {} : { sampleInt: 100 }),
     timeout: 30,
     requests: [{
       method: 'POST',
@@ -322,30 +359,39 @@ const errorSummary = (result) => result.errors + result.timeouts + result.non2xx
   ? `${result.errors} errors, ${result.timeouts} timeouts, ${result.non2xx} non-2xx`
   : null
 
-async function measureOnce (port, workload, target, schools, check, watch, probe) {
-  log(`${target}: ${workload.name}: warm-up ${settings.warmupSeconds} s, then ${settings.durationSeconds} s`)
-  const failures = []
-  let checkedResponses = 0
-  if (settings.warmupSeconds > 0) {
-    const warm = await cannon(port, workload, schools, settings.warmupSeconds, check)
-    checkedResponses += warm.checked
-    failures.push(...warm.examples.map((m) => `(warm-up) ${m}`))
-    const errors = errorSummary(warm.result)
-    if (errors !== null) failures.push(`(warm-up) ${errors}`)
-  }
+/** Microseconds of the monotonic clock, which V8's CPU profiles use too (bench/layers.mjs). */
+const monotonicUs = () => Number(process.hrtime.bigint() / 1000n)
+
+/** Load that is checked but not measured (a warm-up, a round's lead-in). */
+async function warm (port, workload, schools, seconds, check, label = 'warm-up') {
+  if (seconds <= 0) return { failures: [], checkedResponses: 0 }
+  const { result, checked, examples } = await cannon(port, workload, schools, seconds, check)
+  const failures = examples.map((m) => `(${label}) ${m}`)
+  const errors = errorSummary(result)
+  if (errors !== null) failures.push(`(${label}) ${errors}`)
+  return { failures, checkedResponses: checked }
+}
+
+/**
+ * One measured window of `seconds`: the load's figures, the server's RSS and CPU, the PostgreSQL
+ * backends' CPU, the load generator's and everyone else's, and the window itself (for the profile).
+ */
+async function segment (port, workload, target, schools, seconds, check, watch, probe) {
   const window = watch.window()
-  probe.start()
+  probe?.start()
   const ownCpu = process.cpuUsage()
   const ownStart = performance.now()
-  const { result, checked, wrong, examples } = await cannon(port, workload, schools, settings.durationSeconds, check)
+  const startUs = monotonicUs()
+  const { result, checked, wrong, examples } = await cannon(port, workload, schools, seconds, check)
+  const endUs = monotonicUs()
   const usage = window.end()
   const own = process.cpuUsage(ownCpu)
   const loadGenCores = (own.user + own.system) / 1000 / (performance.now() - ownStart)
-  const connections = await probe.stop()
-  checkedResponses += checked
-  failures.push(...examples)
+  const connections = probe === undefined ? undefined : await probe.stop()
+  const failures = [...examples]
   const errors = errorSummary(result)
   if (errors !== null) failures.push(errors)
+  const otherCores = usage.machineBusy * os.cpus().length - usage.cpuCores - (usage.postgresCores || 0) - loadGenCores
   const row = {
     workload: workload.name,
     target,
@@ -369,15 +415,106 @@ async function measureOnce (port, workload, target, schools, check, watch, probe
     postgresCpuUsPerRequest: usage.postgresCores * usage.wallSeconds / result.requests.total * 1e6,
     machineCpuBusy: usage.machineBusy,
     // CPU the machine spent on anything else (other programs, PostgreSQL's background processes).
-    otherCores: usage.machineBusy * os.cpus().length - usage.cpuCores - (usage.postgresCores || 0) - loadGenCores,
-    dbConnections: connections
+    otherCores,
+    disturbed: otherCores > DISTURBED_CORES,
+    dbConnections: connections,
+    windows: [[startUs, endUs]]
   }
+  return { row, failures, checkedResponses: checked }
+}
+
+async function measureOnce (port, workload, target, schools, check, watch, probe) {
+  log(`${target}: ${workload.name}: warm-up ${settings.warmupSeconds} s, then ${settings.durationSeconds} s`)
+  const warmed = await warm(port, workload, schools, settings.warmupSeconds, check)
+  const m = await segment(port, workload, target, schools, settings.durationSeconds, check, watch, probe)
+  const { row } = m
   log(`${target}: ${workload.name}: ${row.rps.toFixed(0)} req/s, p50 ${row.p50} ms, p99 ${row.p99} ms, ` +
-    `errors ${row.errors + row.timeouts}, non-2xx ${row.non2xx}, wrong ${wrong}, RSS ${row.peakRssMb.toFixed(0)} MB, ` +
-    `CPU cores: server ${row.cpuCores.toFixed(2)}, PostgreSQL ${row.postgresCores.toFixed(2)}, load generator ${loadGenCores.toFixed(2)}, other ${row.otherCores.toFixed(2)}; ` +
+    `errors ${row.errors + row.timeouts}, non-2xx ${row.non2xx}, wrong ${row.wrong}, RSS ${row.peakRssMb.toFixed(0)} MB, ` +
+    `CPU cores: server ${row.cpuCores.toFixed(2)}, PostgreSQL ${row.postgresCores.toFixed(2)}, load generator ${row.loadGenCores.toFixed(2)}, other ${row.otherCores.toFixed(2)}; ` +
     `CPU per request: server ${row.serverCpuUsPerRequest.toFixed(0)} µs, PostgreSQL ${row.postgresCpuUsPerRequest.toFixed(0)} µs`)
+  const failures = [...warmed.failures, ...m.failures]
   for (const f of failures) log(`  PROBLEM: ${f}`)
-  return { row, failures, checkedResponses }
+  return { row, failures, checkedResponses: warmed.checkedResponses + m.checkedResponses }
+}
+
+// Before each round of a lane: load, checked and not measured, so that the server's pool has its
+// connections again (idle ones close between rounds) and the round measures its pace.
+const ROUND_LEAD_SECONDS = 0.5
+// After each round: the peers close idle connections after this (POOL_IDLE_MS), before the next
+// server's round starts, so that at most two servers' pools are open (max_connections).
+const PEER_POOL_IDLE_MS = 200
+
+/**
+ * The order of the lanes in round `round`, by the rows of a Williams design (0, 1, n-1, 2, n-2...,
+ * each round adding 1 modulo n): over n rounds of n lanes (n even), every lane comes right after
+ * every other lane once, so that no server always inherits the same one's tail.
+ */
+function roundOrder (lanes, round) {
+  const n = lanes.length
+  const first = Array.from({ length: n }, (_, i) => i === 0 ? 0 : i % 2 === 1 ? (i + 1) / 2 : n - i / 2)
+  return first.map((i) => lanes[(i + round) % n])
+}
+
+// A server has settled when it and the bench database's backends use less than this many cores.
+const SETTLED_CORES = 0.05
+const SETTLE_MAX_MS = 2_000
+
+/** Waits (at most SETTLE_MAX_MS) until `server` and the bench database's backends are idle. */
+async function settle (server) {
+  const started = performance.now()
+  while (performance.now() - started < SETTLE_MAX_MS) {
+    const window = server.watch.window()
+    await sleep(100)
+    const usage = window.end()
+    if (usage.cpuCores < SETTLED_CORES && !(usage.postgresCores >= SETTLED_CORES)) return
+  }
+}
+
+/**
+ * The interleaved comparison of `lanes` ({ target, workload, server: { port, watch, probe } }):
+ * each lane's warm-up, then settings.rounds rounds, each measuring every lane for
+ * settings.roundSeconds after a lead-in, in an order that changes from round to round. Returns a
+ * row per lane (bench/rounds.mjs: medians over the rounds, each round kept), the failures and the
+ * answers checked.
+ */
+async function interleave (lanes, schools, pages, verify) {
+  const failures = []
+  let checkedResponses = 0
+  const note = (lane, m) => {
+    checkedResponses += m.checkedResponses
+    failures.push(...m.failures.map((message) => ({ workload: lane.workload.name, target: lane.target, message })))
+    for (const f of m.failures) log(`  PROBLEM: ${lane.target}: ${lane.workload.name}: ${f}`)
+  }
+  for (const lane of lanes) {
+    lane.check = checker(lane.workload, pages, verify)
+    lane.rounds = []
+    log(`${lane.target}: ${lane.workload.name}: warm-up ${settings.warmupSeconds} s`)
+    note(lane, await warm(lane.server.port, lane.workload, schools, settings.warmupSeconds, lane.check))
+    // The peers' idle connections close before the next server's load (PEER_POOL_IDLE_MS).
+    await sleep(PEER_POOL_IDLE_MS + 100)
+    await settle(lane.server)
+  }
+  let previous
+  for (let round = 0; round < settings.rounds; round++) {
+    await waitQuiet()
+    for (const lane of roundOrder(lanes, round)) {
+      const { port, watch, probe } = lane.server
+      // The previous server's tail (its last answers, a collection, the audit's last batch) is not
+      // this one's round.
+      if (previous !== undefined) await settle(previous)
+      note(lane, await warm(port, lane.workload, schools, ROUND_LEAD_SECONDS, lane.check, 'lead-in'))
+      const m = await segment(port, lane.workload, lane.target, schools, settings.roundSeconds, lane.check, watch, probe)
+      note(lane, m)
+      lane.rounds.push(m.row)
+      const { row } = m
+      log(`round ${round + 1}/${settings.rounds}: ${lane.workload.name} on ${lane.target}: ${row.rps.toFixed(0)} req/s, ` +
+        `CPU per request: server ${row.serverCpuUsPerRequest.toFixed(0)} µs, PostgreSQL ${row.postgresCpuUsPerRequest.toFixed(0)} µs` +
+        (row.wrong > 0 ? `, ${row.wrong} wrong` : '') + (row.disturbed ? `; other programs ${row.otherCores.toFixed(2)} cores` : ''))
+      await sleep(PEER_POOL_IDLE_MS + 100)
+      previous = lane.server
+    }
+  }
+  return { rows: lanes.map((lane) => laneRow(lane.rounds)), failures, checkedResponses }
 }
 
 /** Samples the number of connections `user` holds to the bench database every 200 ms. */
@@ -445,15 +582,18 @@ function gitInfo () {
 
 const profilesDir = join(resultsDir, 'profiles')
 
-/** Each server's CPU profile summed by package, next to it as NAME.summary.md, and printed. */
-function summarizeProfiles () {
+/**
+ * Each server's CPU profile summed by package over its measured windows, next to it as
+ * NAME.summary.md (the layers are in the report).
+ */
+function summarizeProfiles (runs) {
   for (const file of readdirSync(profilesDir).filter((name) => name.endsWith('.cpuprofile')).sort()) {
-    const summary = summaryMarkdown(join(profilesDir, file), projectDir)
-    const out = join(profilesDir, file.replace(/\.cpuprofile$/, '.summary.md'))
-    writeFileSync(out, `# ${file}\n\n${summary}`)
-    process.stdout.write(`\n${file} (${settings.workloads.join(', ')}):\n${summary}`)
+    const target = file.replace(/\.cpuprofile$/, '')
+    const windows = runs.filter((row) => row.target === target).flatMap((row) => row.windows ?? [])
+    const summary = summaryMarkdown(join(profilesDir, file), projectDir, windows.length === 0 ? undefined : windows)
+    writeFileSync(join(profilesDir, `${target}.summary.md`), `# ${file}\n\n${summary}`)
   }
-  log(`wrote the profiles and their summaries to ${profilesDir}`)
+  log(`wrote the profiles and their summaries by package to ${profilesDir}`)
 }
 
 async function main () {
@@ -466,7 +606,7 @@ async function main () {
   const serviceBenchUrl = databaseUrl(settings.adminUrl, settings.database, SERVICE_ROLE, rolePassword)
   const jwtSecret = randomBytes(48).toString('base64url')
   const verify = jwtVerifier(jwtSecret)
-  const pool = servicePool()
+  const pool = await servicePool()
 
   const pgInfo = await serverInfo(settings.adminUrl)
   log(`PostgreSQL ${pgInfo.version}; recreating database ${settings.database}`)
@@ -499,11 +639,13 @@ async function main () {
   log(`pool: ${pool.note}`)
 
   const runs = []
+  const comparisons = []
   const failures = []
   const ready = {}
   const peakRssMb = {}
   const modes = {}
   let checkedResponses = 0
+  let loggedIn = false
 
   /** Starts a server with the first of `variants` ({ mode, env(port) }) that becomes ready. */
   async function start (target, args, variants) {
@@ -526,64 +668,166 @@ async function main () {
     }
   }
 
-  /** Starts a server, runs `workloads` against it, stops it. */
+  /** Starts a server that stays up for several workloads; `stop()` it afterwards. */
+  async function serve (target, args, variants, user) {
+    const server = await start(target, args, variants)
+    modes[target] = server.mode
+    ready[target] = server.readyMs
+    log(`${target}: ready ${server.readyMs.toFixed(0)} ms after the process started (${server.mode} mode, pid ${server.proc.pid}, port ${server.port})`)
+    return {
+      ...server,
+      target,
+      user,
+      probe: connectionProbe(adminBenchUrl, user),
+      async stop () {
+        peakRssMb[target] = server.watch.peakRssMb()
+        server.watch.stop()
+        const exit = await stopNode(server.proc)
+        if (exit.code !== 0 && exit.code !== null) log(`${target}: exited with ${exit.code}`)
+      }
+    }
+  }
+
+  /** Starts a server, runs `workloads` against it one long measurement each, stops it. */
   async function against (target, args, variants, workloads, user, before) {
-    const { proc, port, watch, readyMs, mode } = await start(target, args, variants)
-    modes[target] = mode
+    const server = await serve(target, args, variants, user)
     try {
-      ready[target] = readyMs
-      log(`${target}: ready ${ready[target].toFixed(0)} ms after the process started (${mode} mode, pid ${proc.pid}, port ${port})`)
-      if (before !== undefined) await before(port)
+      if (before !== undefined) await before(server.port)
       for (const workload of workloads) {
-        const m = await measure(port, workload, target, schools, checker(workload, pages, verify), watch, connectionProbe(adminBenchUrl, user))
+        const m = await measure(server.port, workload, target, schools, checker(workload, pages, verify), server.watch, server.probe)
         runs.push(m.row)
         checkedResponses += m.checkedResponses
         failures.push(...m.failures.map((message) => ({ workload: workload.name, target, message })))
         await sleep(300)
       }
-      peakRssMb[target] = watch.peakRssMb()
     } finally {
-      watch.stop()
-      const exit = await stopNode(proc)
-      if (exit.code !== 0 && exit.code !== null) log(`${target}: exited with ${exit.code}`)
+      await server.stop()
     }
+  }
+
+  /** Logs in once per school (and each school's teacher and client when their workloads run). */
+  async function logIn (port) {
+    if (loggedIn) return
+    log(`logging in once per school (${schools.length} users${callers.size > 0 ? `, and each school's ${[...callers].join(' and ')}` : ''})`)
+    await loginAll(port, schools, verify, callers)
+    loggedIn = true
+  }
+
+  /**
+   * Runs the interleaved comparison of `lanes` (see interleave), keeps each lane's row with the
+   * comparison's name, and the comparison itself: its reference lane's target and every lane's
+   * rounds.
+   */
+  async function compare (name, reference, lanes) {
+    log(`${name}: ${lanes[0].workload.name}: ${lanes.length} servers in ${settings.rounds} rounds of ${settings.roundSeconds} s (after ${settings.warmupSeconds} s of warm-up each)`)
+    const m = await interleave(lanes, schools, pages, verify)
+    checkedResponses += m.checkedResponses
+    failures.push(...m.failures)
+    for (const row of m.rows) row.comparison = name
+    runs.push(...m.rows)
+    comparisons.push({ name, workload: lanes[0].workload.name, reference, rows: m.rows })
   }
 
   // (a) The reported configuration: the service as a non-superuser role, so row-level security applies.
   // As the service is started in production (npm start, the Docker image): src/server-flags.ts.
   const { SERVER_NODE_FLAGS } = await import(pathToFileURL(join(projectDir, 'dist', 'server-flags.js')).href)
   const serviceArgs = [...SERVER_NODE_FLAGS, join('dist', 'server.js')]
-  // The teacher logins and the clients get their tokens here too, when a workload of theirs runs.
+  // The teacher logins and the clients get their tokens at the login too, when a workload of theirs runs.
   const callers = new Set(selected.map((w) => w.caller).filter(Boolean))
-  await against('service', serviceArgs, [{ mode: 'production', env: (port) => serviceEnv('production', serviceBenchUrl, port, jwtSecret, pool) }], selected.filter((w) => !w.uncachedOnly), SERVICE_ROLE,
-    async (port) => {
-      log(`logging in once per school (${schools.length} users${callers.size > 0 ? `, and each school's ${[...callers].join(' and ')}` : ''})`)
-      await loginAll(port, schools, verify, callers)
-    })
+  // With --profile, only logins and refreshes (when asked for) run on the service with its cache on.
+  const cachedWorkloads = selected.filter((w) => !w.uncachedOnly && (!settings.profileOnly || w.kind !== 'read'))
+  if (cachedWorkloads.length > 0) {
+    await against('service', serviceArgs, [{ mode: 'production', env: (port) => serviceEnv('production', serviceBenchUrl, port, jwtSecret, pool) }], cachedWorkloads, SERVICE_ROLE, logIn)
+  }
 
-  // (b) The read workloads with the response cache off, so that every request does the whole
-  // work: as the service role (with the teacher's and the client's reads), then as the superuser
-  // (row-level security bypassed). Production mode refuses the superuser (a deliberate guard);
-  // sandbox mode then runs the same code.
-  const rlsWorkloads = selected.filter((w) => w.rlsCompare)
-  const uncachedWorkloads = selected.filter((w) => w.rlsCompare || w.uncachedOnly)
-  if (uncachedWorkloads.length > 0) {
-    await against('uncached', serviceArgs, [{
+  // (b) The fresh reads, interleaved: the service with the response cache off, so that every request
+  // does the whole work (as the service role, with the teacher's and the client's reads beside the
+  // administrator's flat page), against the ceiling, the Prisma floors and the Mercurius + pg peer,
+  // in short rounds, each workload's servers in turn.
+  const ceilingReads = selected.filter((w) => w.ceiling)
+  const callerReads = selected.filter((w) => w.uncachedOnly)
+  const freshReads = [...ceilingReads, ...callerReads]
+  const rlsWorkloads = settings.profileOnly ? [] : selected.filter((w) => w.rlsCompare)
+  const superuser = new URL(settings.adminUrl).username || 'postgres'
+  if (freshReads.length > 0) {
+    const uncached = await serve('uncached', serviceArgs, [{
       mode: 'production',
       env: (port) => serviceEnv('production', serviceBenchUrl, port, jwtSecret, pool, UNCACHED)
-    }], uncachedWorkloads, SERVICE_ROLE)
-  }
-  if (rlsWorkloads.length > 0) {
-    await against('superuser', serviceArgs, ['production', 'sandbox'].map((mode) => ({
-      mode,
-      env: (port) => serviceEnv(mode, adminBenchUrl, port, jwtSecret, pool, UNCACHED)
-    })), rlsWorkloads, new URL(settings.adminUrl).username || 'postgres')
+    }], SERVICE_ROLE)
+    const peers = []
+    try {
+      await logIn(uncached.port)
+      // The peers: the ceiling (one SQL statement per request), the Prisma floor (one Prisma
+      // operation), its raw-SQL form (the flat lists), the same GraphQL stack without Prisma and walls.
+      const peerServers = [
+        ['ceiling', 'ceiling.mjs', '', (w) => true],
+        ['mercurius-pg', 'mercurius-pg.mjs', '', (w) => true],
+        ['prisma', 'prisma-minimal.mjs', 'model', (w) => true],
+        ['prisma-raw', 'prisma-minimal.mjs', 'raw', (w) => w.name === 'flat' || w.name === 'deep-page']
+      ]
+      for (const [target, script, floor, serves] of peerServers) {
+        if (!ceilingReads.some(serves)) continue
+        const server = await serve(target, [join('bench', script)], [{
+          mode: 'production',
+          env: (port) => ({
+            ...process.env,
+            CEILING_DATABASE_URL: adminBenchUrl,
+            JWT_SECRET: jwtSecret,
+            PORT: String(port),
+            HOST: '127.0.0.1',
+            POOL_SIZE: String(pool.size),
+            POOL_IDLE_MS: String(PEER_POOL_IDLE_MS),
+            PRISMA_FLOOR: floor,
+            NODE_ENV: 'production'
+          })
+        }], superuser)
+        // Their connections are the superuser's, as the bench's own probe: not counted.
+        server.probe = undefined
+        peers.push({ server, serves })
+      }
+      for (const workload of ceilingReads) {
+        const lanes = [{ target: 'uncached', workload, server: uncached }]
+        // A teacher's and a client's page beside the administrator's flat page, on the same server.
+        if (workload.name === 'flat') for (const w of callerReads) lanes.push({ target: 'uncached', workload: w, server: uncached })
+        for (const { server, serves } of peers) if (serves(workload)) lanes.push({ target: server.target, workload, server })
+        await compare('peers', 'ceiling', lanes)
+      }
+      if (!ceilingReads.some((w) => w.name === 'flat') && callerReads.length > 0) {
+        await compare('callers', null, callerReads.map((workload) => ({ target: 'uncached', workload, server: uncached })))
+      }
+      for (const { server } of peers) await server.stop()
+      peers.length = 0
+
+      // (c) Row-level security's cost: the same reads as the superuser (row-level security
+      // bypassed), interleaved with the service role's. Production mode refuses the superuser (a
+      // deliberate guard); sandbox mode then runs the same code.
+      if (rlsWorkloads.length > 0) {
+        const bypassing = await serve('superuser', serviceArgs, ['production', 'sandbox'].map((mode) => ({
+          mode,
+          env: (port) => serviceEnv(mode, adminBenchUrl, port, jwtSecret, pool, UNCACHED)
+        })), superuser)
+        bypassing.probe = undefined
+        try {
+          for (const workload of rlsWorkloads) {
+            await compare('rls', 'superuser', [
+              { target: 'uncached', workload, server: uncached },
+              { target: 'superuser', workload, server: bypassing }
+            ])
+          }
+        } finally {
+          await bypassing.stop()
+        }
+      }
+    } finally {
+      for (const { server } of peers) await server.stop()
+      await uncached.stop()
+    }
   }
 
   // Two API processes against the one database (issue: scaling out), with the cache on and off,
   // beside the single process measured above.
   const flatWorkload = selected.filter((w) => w.name === 'flat')
-  if (flatWorkload.length > 0 && settings.nodes > 1) {
+  if (flatWorkload.length > 0 && settings.nodes > 1 && !settings.profile) {
     for (const [target, extra] of [['service-2', {}], ['uncached-2', UNCACHED]]) {
       const nodes = []
       try {
@@ -608,39 +852,29 @@ async function main () {
     }
   }
 
-  // The ceiling: the same requests answered by one SQL statement each; then the Prisma floor: the
-  // same server answering with one Prisma operation each (bench/prisma-minimal.mjs).
-  const ceilingWorkloads = selected.filter((w) => w.ceiling)
-  if (ceilingWorkloads.length > 0) {
-    const servers = [
-      ['ceiling', 'ceiling.mjs', '', ceilingWorkloads],
-      ['prisma', 'prisma-minimal.mjs', 'model', ceilingWorkloads],
-      // Raw SQL through Prisma serves the flat lists (what typed SQL would cost).
-      ['prisma-raw', 'prisma-minimal.mjs', 'raw', ceilingWorkloads.filter((w) => w.name === 'flat' || w.name === 'deep-page')]
-    ]
-    for (const [target, script, floor, workloads] of servers) {
-      if (workloads.length === 0) continue
-      await against(target, [join('bench', script)], [{
-        mode: 'production',
-        env: (port) => ({
-          ...process.env,
-          CEILING_DATABASE_URL: adminBenchUrl,
-          JWT_SECRET: jwtSecret,
-          PORT: String(port),
-          HOST: '127.0.0.1',
-          POOL_SIZE: String(pool.size),
-          PRISMA_FLOOR: floor,
-          NODE_ENV: 'production'
-        })
-      }], workloads, new URL(settings.adminUrl).username || 'postgres')
+  // ---- Figures and targets ----
+  const find = (workload, target, comparison) => runs.find((r) => r.workload === workload && r.target === target && (comparison === undefined || r.comparison === comparison))
+  const comparisonOf = (name, workload) => comparisons.find((c) => c.name === name && c.workload === workload)
+  const laneOf = (comparison, target, workload = comparison?.workload) => comparison?.rows.find((r) => r.target === target && r.workload === workload)
+  // Within a comparison, each server against the reference of its own rounds: req/s and CPU.
+  for (const c of comparisons) {
+    const reference = laneOf(c, c.reference)
+    if (reference === undefined) continue
+    for (const row of c.rows) {
+      if (row === reference || row.workload !== c.workload) continue
+      row.versus = { target: c.reference, rps: roundRatios(row, reference), cpu: roundRatios(row, reference, (r) => r.serverCpuUsPerRequest) }
     }
   }
-
-  // ---- Figures and targets ----
-  const find = (workload, target) => runs.find((r) => r.workload === workload && r.target === target)
+  // Against the ceiling: the median of the rounds' ratios when interleaved with it, else the ratio
+  // to the ceiling's median (measured at another time).
   for (const row of runs) {
+    if (row.target === 'ceiling') continue
+    if (row.versus?.target === 'ceiling') {
+      row.ceilingRatio = row.versus.rps.median
+      continue
+    }
     const ceiling = find(row.workload, 'ceiling')
-    row.ceilingRatio = row.target !== 'ceiling' && ceiling !== undefined ? row.rps / ceiling.rps : undefined
+    row.ceilingRatio = ceiling !== undefined ? row.rps / ceiling.rps : undefined
   }
   // Two processes against one: the throughput ratio of the same workload.
   const scaling = {}
@@ -649,33 +883,52 @@ async function main () {
     const b = find('flat', one)
     if (a && b) scaling[two] = a.rps / b.rps
   }
+  // Row-level security: 1 - the service role's req/s over the superuser's, round by round.
   const rlsCost = {}
+  const rlsSpread = {}
   for (const w of rlsWorkloads) {
-    const a = find(w.name, 'uncached')
-    const b = find(w.name, 'superuser')
-    if (a && b) rlsCost[w.name] = 1 - a.rps / b.rps
+    const ratio = laneOf(comparisonOf('rls', w.name), 'uncached')?.versus?.rps
+    if (ratio === undefined) continue
+    rlsCost[w.name] = 1 - ratio.median
+    rlsSpread[w.name] = { min: 1 - ratio.max, max: 1 - ratio.min, n: ratio.n }
   }
-  // Fresh reads (issue 16): the response cache off, both walls, the audit and the rate limits on.
+  const fmtRatio = (s) => formatSpread(s)
+  const us = (n) => Number.isFinite(n) ? n.toFixed(0) : 'n/a'
+  // Fresh reads (issues 16 and 29): the response cache off, both walls, the audit, the rate limits
+  // and the request log on, against the ceiling of the same rounds.
   const fresh = (workload, ratio) => {
-    const row = find(workload, 'uncached')
-    return target(`uncached ${workload} >= ${ratio} x ceiling`, row?.ceilingRatio !== undefined, row?.ceilingRatio >= ratio,
-      `${row?.rps.toFixed(0)} req/s = ${row?.ceilingRatio?.toFixed(2)} x the ceiling's ${find(workload, 'ceiling')?.rps.toFixed(0)} req/s; ` +
-      `server ${row?.serverCpuUsPerRequest?.toFixed(0)} µs and PostgreSQL ${row?.postgresCpuUsPerRequest?.toFixed(0)} µs of CPU per request` +
-      (find(workload, 'prisma') ? `; the Prisma floor ${find(workload, 'prisma').ceilingRatio.toFixed(2)} x ceiling` : ''))
+    const row = find(workload, 'uncached', 'peers')
+    const ceiling = find(workload, 'ceiling', 'peers')
+    const floor = find(workload, 'prisma', 'peers')
+    const graphqlPeer = find(workload, 'mercurius-pg', 'peers')
+    return target(`fresh ${workload} >= ${ratio} x ceiling (median of the rounds)`, row?.versus !== undefined, row?.versus?.rps.median >= ratio,
+      `${fmtRatio(row?.versus?.rps)}; ${us(row?.rps)} req/s against the ceiling's ${us(ceiling?.rps)} (medians); ` +
+      `server ${us(row?.serverCpuUsPerRequest)} µs and PostgreSQL ${us(row?.postgresCpuUsPerRequest)} µs of CPU per request (the ceiling's ${us(ceiling?.serverCpuUsPerRequest)} and ${us(ceiling?.postgresCpuUsPerRequest)})` +
+      (graphqlPeer?.versus ? `; Mercurius + pg ${fmtRatio(graphqlPeer.versus.rps)}` : '') +
+      (floor?.versus ? `; the Prisma floor ${fmtRatio(floor.versus.rps)}` : ''))
+  }
+  const freshCpu = (workload, times) => {
+    const row = find(workload, 'uncached', 'peers')
+    return target(`fresh ${workload}: server CPU per request <= ${times} x the ceiling's (median of the rounds)`, row?.versus !== undefined, row?.versus?.cpu.median <= times,
+      `${fmtRatio(row?.versus?.cpu)}; ${us(row?.serverCpuUsPerRequest)} µs against the ceiling's ${us(find(workload, 'ceiling', 'peers')?.serverCpuUsPerRequest)} µs (medians)`)
   }
   // Least privilege (issue 17): a teacher's and a client's flat page against the administrator's,
-  // all with the response cache off, in this run.
-  const adminFlat = find('flat', 'uncached')
+  // all with the response cache off, round by round on the same server.
+  const callersComparison = comparisonOf('peers', 'flat') ?? comparisons.find((c) => c.name === 'callers')
+  const adminFlat = laneOf(callersComparison, 'uncached', 'flat')
   const callerRatios = {}
   for (const name of ['teacher-flat', 'client-flat']) {
-    const row = find(name, 'uncached')
-    if (row && adminFlat) row.adminRatio = callerRatios[name] = row.rps / adminFlat.rps
+    const row = laneOf(callersComparison, 'uncached', name)
+    if (row === undefined || adminFlat === undefined) continue
+    row.adminSpread = roundRatios(row, adminFlat)
+    row.adminCpu = roundRatios(row, adminFlat, (r) => r.serverCpuUsPerRequest)
+    row.adminRatio = callerRatios[name] = row.adminSpread.median
   }
   const versusAdmin = (name) => {
-    const row = find(name, 'uncached')
-    return `${row?.rps.toFixed(0)} req/s = ${row?.adminRatio?.toFixed(2)} x the administrator's uncached flat ${adminFlat?.rps.toFixed(0)} req/s; ` +
-      `server ${row?.serverCpuUsPerRequest?.toFixed(0)} µs and PostgreSQL ${row?.postgresCpuUsPerRequest?.toFixed(0)} µs of CPU per request ` +
-      `(the administrator's: ${adminFlat?.serverCpuUsPerRequest?.toFixed(0)} µs and ${adminFlat?.postgresCpuUsPerRequest?.toFixed(0)} µs)`
+    const row = laneOf(callersComparison, 'uncached', name)
+    return `${fmtRatio(row?.adminSpread)} of the administrator's uncached flat, round by round; ${us(row?.rps)} req/s against ${us(adminFlat?.rps)} (medians); ` +
+      `server ${us(row?.serverCpuUsPerRequest)} µs and PostgreSQL ${us(row?.postgresCpuUsPerRequest)} µs of CPU per request ` +
+      `(the administrator's: ${us(adminFlat?.serverCpuUsPerRequest)} µs and ${us(adminFlat?.postgresCpuUsPerRequest)} µs)`
   }
   const flat = find('flat', 'service')
   const nested = find('nested', 'service')
@@ -684,21 +937,38 @@ async function main () {
   const f1 = (n) => Number.isFinite(n) ? n.toFixed(1) : 'n/a'
   const targets = [
     target('flat >= 0.8 x ceiling', flat && flatCeiling, flat?.ceilingRatio >= 0.8,
-      `${flat?.rps.toFixed(0)} req/s = ${flat?.ceilingRatio?.toFixed(2)} x the ceiling's ${flatCeiling?.rps.toFixed(0)} req/s`),
+      `${flat?.rps.toFixed(0)} req/s = ${flat?.ceilingRatio?.toFixed(2)} x the ceiling's ${flatCeiling?.rps.toFixed(0)} req/s (its median in the interleaved rounds)`),
     target('nested p50 <= 2 x flat p50', flat && nested, nested?.p50 <= 2 * flat?.p50,
       `nested p50 ${f1(nested?.p50)} ms vs flat p50 ${f1(flat?.p50)} ms (${(nested?.p50 / flat?.p50).toFixed(2)} x)`),
     target('flat p99 < 30 ms', flat, flat?.p99 < 30, `flat p99 ${f1(flat?.p99)} ms`),
-    target('peak RSS < 200 MB', true, peakRssMb.service < 200, `service peak RSS ${f1(peakRssMb.service)} MB over the whole run`),
-    target('ready < 1 s', true, ready.service < 1000, `${ready.service.toFixed(0)} ms from process start to the first 200 from /ready`),
+    target('peak RSS < 200 MB', peakRssMb.service !== undefined, peakRssMb.service < 200, `service peak RSS ${f1(peakRssMb.service)} MB over the whole run`),
+    target('ready < 1 s', ready.service !== undefined, ready.service < 1000, `${ready.service?.toFixed(0)} ms from process start to the first 200 from /ready`),
     target('RLS cost <= 15%', rlsCost.flat !== undefined, rlsCost.flat <= 0.15,
-      `flat, response cache off: 1 - ${find('flat', 'uncached')?.rps.toFixed(0)} / ${find('flat', 'superuser')?.rps.toFixed(0)} = ${((rlsCost.flat ?? NaN) * 100).toFixed(1)}%` +
+      `flat, response cache off: 1 - the service role's req/s / the superuser's, median of the rounds = ${((rlsCost.flat ?? NaN) * 100).toFixed(1)}% ` +
+      `(${((rlsSpread.flat?.min ?? NaN) * 100).toFixed(1)}% to ${((rlsSpread.flat?.max ?? NaN) * 100).toFixed(1)}% over ${rlsSpread.flat?.n} rounds)` +
       (rlsTables.length === 0 ? ' (no row-level security in the schema yet)' : '')),
+    // Issue 29's first step, then issue 16's targets.
+    fresh('flat', 0.65),
+    fresh('deep-page', 0.65),
+    fresh('nested', 0.45),
+    freshCpu('flat', 2),
     fresh('flat', 0.8),
     fresh('deep-page', 0.8),
     fresh('nested', 0.6),
     target('teacher flat within 15% of the administrator\'s (>= 0.85 x, cache off)', callerRatios['teacher-flat'] !== undefined,
       callerRatios['teacher-flat'] >= 0.85, versusAdmin('teacher-flat'))
   ]
+
+  // Server CPU by layer (bench/layers.mjs), from each profiled server's samples in the windows of
+  // each of its workloads' measurements, scaled to the CPU per request measured in them.
+  const layers = []
+  if (settings.profile) {
+    for (const row of runs) {
+      const file = join(profilesDir, `${row.target}.cpuprofile`)
+      if (row.windows === undefined || !existsSync(file)) continue
+      layers.push({ workload: row.workload, target: row.target, comparison: row.comparison, ...layerCosts(file, projectDir, row.windows, row.serverCpuUsPerRequest) })
+    }
+  }
 
   const results = {
     finishedAt: new Date().toISOString(),
@@ -708,7 +978,11 @@ async function main () {
       connections: settings.connections,
       durationSeconds: settings.durationSeconds,
       warmupSeconds: settings.warmupSeconds,
+      rounds: settings.rounds,
+      roundSeconds: settings.roundSeconds,
+      roundLeadSeconds: ROUND_LEAD_SECONDS,
       profile: settings.profile,
+      profileOnly: settings.profileOnly,
       disturbedCores: DISTURBED_CORES,
       workloads: settings.workloads,
       sizes: settings.sizes
@@ -729,15 +1003,18 @@ async function main () {
       variable: pool.variable,
       size: pool.size,
       note: pool.note,
-      observedMax: Math.max(0, ...runs.filter((r) => r.target === 'service').map((r) => r.dbConnections ?? 0))
+      observedMax: Math.max(0, ...runs.filter((r) => r.target === 'service' || r.target === 'uncached').map((r) => r.dbConnections ?? 0))
     },
-    rls: { tables: rls, summary: rlsSummary, cost: rlsCost },
+    rls: { tables: rls, summary: rlsSummary, cost: rlsCost, spread: rlsSpread },
     callers: { ratios: callerRatios, detail: Object.fromEntries(Object.keys(callerRatios).map((name) => [name, versusAdmin(name)])) },
     scaling,
     ready,
     modes,
     peakRssMb,
     runs,
+    // Each interleaved comparison: its workload, its reference server, its lanes (rows of `runs`).
+    comparisons: comparisons.map((c) => ({ name: c.name, workload: c.workload, reference: c.reference, lanes: c.rows.map((row) => ({ target: row.target, workload: row.workload })) })),
+    layers,
     targets,
     correct: failures.length === 0,
     checkedResponses,
@@ -750,7 +1027,7 @@ async function main () {
   writeFileSync(join(resultsDir, 'latest.svg'), renderSvg(results))
   process.stdout.write('\n' + markdown)
   log(`wrote bench/results/latest.{json,md,svg} (${results.totalSeconds} s in all)`)
-  if (settings.profile) summarizeProfiles()
+  if (settings.profile) summarizeProfiles(runs)
   if (failures.length > 0) {
     log(`FAILED: ${failures.length} problem(s) with the answers; first: ${failures[0].workload} on ${failures[0].target}: ${failures[0].message}`)
     process.exitCode = 1

@@ -12,7 +12,7 @@ const ONCE = new Map([
   // Their behaviour does not depend on the database engine: HTTP, GraphQL over HTTP, clients and
   // browsers, the schema, configuration, documentation, counters in memory or Redis.
   ...[
-    'test/architecture.test.ts', 'test/clients.test.ts', 'test/config.test.ts', 'test/contracts/fastify-close-order.test.ts',
+    'test/architecture.test.ts', 'test/bench-layers.test.ts', 'test/clients.test.ts', 'test/config.test.ts', 'test/contracts/fastify-close-order.test.ts',
     'test/cors-browser.test.ts', 'test/docs.test.ts', 'test/example-consumer.test.ts', 'test/graphiql.test.ts',
     'test/graphql-over-http.test.ts', 'test/graphql-route-hooks.test.ts', 'test/http-refusals.test.ts',
     'test/login-throttle.test.ts', 'test/logs.test.ts', 'test/metrics.test.ts', 'test/persisted-queries.test.ts',
