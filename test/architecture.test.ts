@@ -1,11 +1,11 @@
-// docs/changing/architecture.md walks a fresh read and a command-line write file by file: every file
+// docs/architecture.md walks a fresh read and a command-line write file by file: every file
 // it names exists and holds the name it gives, so a rename that leaves the page behind fails here.
 import { existsSync, readFileSync } from 'node:fs'
 import t from 'tap'
 import type { Tokens } from 'marked'
 import { markdown, section } from './fixtures/markdown.js'
 
-const PAGE = 'docs/changing/architecture.md'
+const PAGE = 'docs/architecture.md'
 const tokens = markdown(PAGE)
 
 /** The code spans of a table cell, as written. */
