@@ -1,8 +1,8 @@
 // `npm test`'s suites, after the checks and the build (package.json): every test file on the
-// PostgreSQL server of TEST_DATABASE_URL (or DATABASE_URL) when one is named, then again on the
-// embedded PGlite the files whose behaviour depends on the database; with no server, every file on
-// PGlite. Files given as arguments narrow both runs. Exits non-zero when any run failed.
-import { spawnSync } from 'node:child_process'
+// PostgreSQL server of TEST_DATABASE_URL (or DATABASE_URL) when one is named and, at the same time,
+// on the embedded PGlite the files whose behaviour depends on the database; with no server, every
+// file on PGlite. Files given as arguments narrow both runs. Exits non-zero when any run failed.
+import { spawn } from 'node:child_process'
 import { existsSync, readdirSync } from 'node:fs'
 
 /**
@@ -26,11 +26,24 @@ const ONCE = new Map([
   ...['test/cli-assignments.test.ts', 'test/cli-clients.test.ts', 'test/cli-roles.test.ts'].map((file) => [file, 'command line'])
 ])
 
-function run (name, files, env) {
-  if (files.length === 0) return true
-  console.log(`\n# ${name}: ${files.length} test files`)
-  const tap = spawnSync('npx', ['tap', ...files], { stdio: 'inherit', env: { ...process.env, ...env } })
-  return tap.status === 0
+/**
+ * Runs tap on `files`; resolves to whether it passed and, with `buffered`, to its output, kept to be
+ * printed in one piece after the other run's, so that two runs at once do not interleave their lines.
+ */
+function run (name, files, env, buffered = false) {
+  const header = `\n# ${name}: ${files.length} test files\n`
+  if (files.length === 0) return Promise.resolve({ passed: true, output: '' })
+  if (!buffered) process.stdout.write(header)
+  // The buffered run collects no coverage: tap keeps it in one folder (.tap/coverage), which the
+  // other run's report reads at its end.
+  const options = buffered ? ['--disable-coverage'] : []
+  const tap = spawn('npx', ['tap', ...options, ...files], { stdio: ['ignore', buffered ? 'pipe' : 'inherit', buffered ? 'pipe' : 'inherit'], env: { ...process.env, ...env } })
+  const chunks = []
+  tap.stdout?.on('data', (chunk) => chunks.push(chunk))
+  tap.stderr?.on('data', (chunk) => chunks.push(chunk))
+  return new Promise((resolve) => {
+    tap.on('close', (code) => resolve({ passed: code === 0, output: buffered ? header + Buffer.concat(chunks).toString() : '' }))
+  })
 }
 
 const missing = [...ONCE.keys()].filter((file) => !existsSync(file))
@@ -43,10 +56,15 @@ const all = readdirSync('test', { recursive: true }).map((file) => `test/${file}
 const files = given.length > 0 ? given : all
 const server = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || undefined
 const embedded = { TEST_DATABASE_URL: '', DATABASE_URL: '' }
+// The two runs go at once: the PGlite run opens no connection to the server, and each run's test
+// files spend much of their time waiting on a database, a child process or a socket, so together
+// they keep the cores busy where one after the other left them half idle. The PGlite run's output
+// follows the PostgreSQL run's.
 const results = server === undefined
-  ? [run('PGlite (no TEST_DATABASE_URL)', files, embedded)]
-  : [
-      run('PostgreSQL', files, { TEST_DATABASE_URL: server }),
-      run('PGlite', files.filter((file) => !ONCE.has(file)), embedded)
-    ]
-process.exit(results.every(Boolean) ? 0 : 1)
+  ? [await run('PGlite (no TEST_DATABASE_URL)', files, embedded)]
+  : await Promise.all([
+    run('PostgreSQL', files, { TEST_DATABASE_URL: server }),
+    run('PGlite', files.filter((file) => !ONCE.has(file)), embedded, true)
+  ])
+for (const { output } of results) process.stdout.write(output)
+process.exit(results.every(({ passed }) => passed) ? 0 : 1)
