@@ -50,7 +50,8 @@ export async function readList<T> (
 
 /** A relation of the parents `ids` in one statement, grouped by parent in their order. */
 export async function readRelation<T> (db: SchoolDb, relation: RelationName, fields: readonly string[], ids: readonly string[]): Promise<T[][]> {
-  const { statement, values } = relationRead(relation, fields, ids)
+  // A page's rows share parents (a classroom's students): each parent once in the statement.
+  const { statement, values } = relationRead(relation, fields, [...new Set(ids)])
   const rows = await db.$queryRawUnsafe<Array<Record<string, unknown>>>(statement.sql, ...values)
   return byParent<T>(statement, rows, ids)
 }
