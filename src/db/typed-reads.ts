@@ -14,6 +14,7 @@
 // rows have the generated client's row types (`Pick<Student, ...>`); COLUMN_TYPES says the SQL type
 // of each, checked against the generated client by the compiler and against the migrated database
 // by test/typed-reads.test.ts (part of `npm test`, on the embedded database too).
+import { LRUCache } from 'lru-cache'
 import type { Prisma } from '../generated/prisma/client.js'
 
 /** The models whose lists are read as statements, and their tables. */
@@ -91,7 +92,12 @@ export interface TypedStatement {
   readonly classroom: readonly string[] | undefined
 }
 
-const REGISTERED = new Map<string, TypedStatement>()
+// Statements are kept per shape (list, columns, filter kinds, order, cursor or not): a few dozen in
+// practice, but a caller chooses the columns, so the kept ones are bounded. A statement dropped
+// between its building and its run (only by thousands of other shapes in between) is refused by
+// wall 1 like any unknown statement: fails closed.
+const KEPT = 10_000
+const REGISTERED = new LRUCache<string, TypedStatement>({ max: KEPT })
 
 /** The registered statement of this text, or undefined. */
 export function registeredStatement (sql: unknown): TypedStatement | undefined {
@@ -112,17 +118,17 @@ export function registerStatement (statement: TypedStatement): TypedStatement {
 const TENANT_TABLES: ReadonlySet<string> = new Set(['students', 'teachers', 'classrooms', 'teacher_classrooms'])
 const SCHOOL_CONDITION = /\b([a-z_]+)\.school_id = \$1\b/g
 const TABLE_REFERENCE = /\b(?:FROM|JOIN)\s+([a-z_]+)\s+([a-z_]+)\b/gi
-const placements = new Map<string, string | null>()
+const placements = new LRUCache<string, { error: string | null }>({ max: KEPT })
 
 /**
  * Why a statement does not take the school where wall 1 puts it ($1, in `<alias>.school_id = $1` of
  * every table it reads), or null when it does. Statements are few: the answer is kept per text.
  */
 export function schoolPlacementError (sql: string): string | null {
-  let error = placements.get(sql)
-  if (error !== undefined) return error
-  error = placementError(sql)
-  placements.set(sql, error)
+  const known = placements.get(sql)
+  if (known !== undefined) return known.error
+  const error = placementError(sql)
+  placements.set(sql, { error })
   return error
 }
 
@@ -151,7 +157,7 @@ export function statementRefusal (sql: unknown): string | null {
   return error === null ? null : `The statement does not take the school: ${error}`
 }
 
-const unfiltered = new Map<string, string>()
+const unfiltered = new LRUCache<string, string>({ max: KEPT })
 
 /**
  * For the isolation tests that take wall 1 away only: the registered statement `sql` with its
@@ -200,7 +206,7 @@ export interface Read {
   readonly values: unknown[]
 }
 
-const statements = new Map<string, TypedStatement>()
+const statements = new LRUCache<string, TypedStatement>({ max: KEPT })
 
 function columnType (model: TypedModel, field: string): string {
   const type = (COLUMN_TYPES[model] as Record<string, string>)[field]
@@ -291,7 +297,8 @@ export function listRead (read: ListRead): Read {
     statement = registerStatement({ sql, model: read.model, classroom })
     statements.set(shape, statement)
   }
-  return { statement, values }
+  // Registered again if it was dropped from the registry meanwhile (the two are bounded apart).
+  return { statement: registerStatement(statement), values }
 }
 
 /** The relations of a page read as one statement each, for all of the page's rows (loaders). */
@@ -333,7 +340,7 @@ export function relationRead (relation: RelationName, fields: readonly string[],
     statement = registerStatement({ sql, model, classroom })
     statements.set(shape, statement)
   }
-  return { statement, values: [ids] }
+  return { statement: registerStatement(statement), values: [ids] }
 }
 
 /**
