@@ -92,7 +92,9 @@ export const RULES = [
   { layer: 'GraphQL: endpoint rules and hooks', where: npm('negotiator') },
   // Our resolvers and what they build: the Prisma select from the query, the page plan, ids.
   { layer: 'resolvers and selection', where: src('graphql/resolvers/') },
-  { layer: 'resolvers and selection', where: src('graphql/(?:selection|selects|paging|ids|models|generated)\\.ts$') },
+  { layer: 'resolvers and selection', where: src('graphql/(?:selection|selects|paging|ids|models|generated|typed-lists)\\.ts$') },
+  // The typed statements: building a list's SQL (kept per shape) and mapping its rows.
+  { layer: 'resolvers and selection', where: src('db/typed-reads\\.ts$') },
   { layer: 'resolvers and selection', where: src('validators\\.ts$') },
   { layer: 'resolvers and selection', where: npm('graphql-parse-resolve-info', 'debug', 'ms') },
 

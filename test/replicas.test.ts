@@ -23,7 +23,8 @@ const unavailable = serverUrl === undefined
   : clusterUnavailable()
 
 const SERVICE = 'sds_replica_service'
-const STUDENTS_SQL = /FROM "public"\."students"/g
+// A read of the students: a model query's, or a typed statement's (src/db/typed-reads.ts).
+const STUDENTS_SQL = /FROM "public"\."students"|FROM students s\b/g
 
 function count (log: string): number {
   return log.match(STUDENTS_SQL)?.length ?? 0

@@ -49,7 +49,9 @@ t.test('each client gets the steps it needs, in the list\'s order; those of tran
     'an administrator, no replicas, plain PostgreSQL': ['operationsObserved', 'schoolFilter', 'enterSchoolSession'],
     'a client with the core scope only': ['operationsObserved', 'schoolFilter', 'callerReach', 'enterSchoolSession'],
     'a teacher, the node keeping classrooms, with replicas, on Citus': [...SCHOOL_CLIENT_STEPS],
-    'wall 1 taken away (isolation tests)': ['operationsObserved', 'roomsChanged', 'enterSchoolSession']
+    // Taken away, the school filter only binds the school of the typed statements, their school
+    // conditions taken out (tenant.ts, schoolFilterTakenAway).
+    'wall 1 taken away (isolation tests)': ['operationsObserved', 'schoolFilter', 'roomsChanged', 'enterSchoolSession']
   })
   t.same(schoolClientSteps(prisma, {}, { deniedColumns: deniedColumns(['roster-core.readonly', 'roster.readonly', 'roster-demographics.readonly']) }),
     ['operationsObserved', 'schoolFilter', 'enterSchoolSession'], 'every scope: nothing denied, no reach step')

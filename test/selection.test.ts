@@ -9,8 +9,35 @@ import { createClassroomAssignment } from './fixtures.js'
 import { build, gql, login, seedSchool, testDatabase } from './helper.js'
 
 /**
+ * The columns a typed statement (src/db/typed-reads.ts) reads, as the findMany `select` of the model
+ * path that reads the same: a list's (Student), or a relation's for its parents (TeacherClassroom).
+ */
+function selectOfStatement (sql: string): { model: string, select: Record<string, unknown> } {
+  const columns = [...sql.slice(0, sql.indexOf(' FROM ')).matchAll(/(\w+)\.(\w+)(?:::text)? AS "([^"]+)"/g)]
+  const select: Record<string, unknown> = {}
+  const below: Record<string, true> = {}
+  let relation: string | undefined
+  for (const [, table, column, alias] of columns) {
+    if (alias === '$parent') {
+      select[column!.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())] = true
+      relation = table === 'tc' && sql.includes('JOIN teachers t') ? 'teacher' : 'classroom'
+    } else if (alias!.startsWith('classroom.')) {
+      below[alias!.slice('classroom.'.length)] = true
+      relation = 'classroom'
+    } else if (columns[0]![3] === '$parent') {
+      below[alias!] = true
+    } else {
+      select[alias!] = true
+    }
+  }
+  if (relation !== undefined) select[relation] = { select: below }
+  return { model: columns[0]![3] === '$parent' ? 'TeacherClassroom' : 'Student', select }
+}
+
+/**
  * The `select` of every findMany of `model` the app's resolvers and loaders run through the school's
- * client, as they asked for it (before the tenant extension adds the school), until the test ends.
+ * client, as they asked for it (before the tenant extension adds the school), or of the typed
+ * statement they send instead, until the test ends.
  */
 function spySelects (t: Test, app: FastifyInstance, model: 'Student' | 'TeacherClassroom'): unknown[] {
   const selects: unknown[] = []
@@ -24,6 +51,11 @@ function spySelects (t: Test, app: FastifyInstance, model: 'Student' | 'TeacherC
           if (name === model) selects.push(args.select)
           return query(args)
         }
+      },
+      $queryRawUnsafe ({ args, query }) {
+        const read = selectOfStatement((args as unknown as [string])[0])
+        if (read.model === model) selects.push(read.select)
+        return query(args)
       }
     }
   })

@@ -5,6 +5,7 @@
 // operation outside one (the CLI, tests) is observed.
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { Prisma } from '../generated/prisma/client.js'
+import { registeredStatement } from './typed-reads.js'
 
 export interface OperationObserver {
   /** `operation` of `model` in `schoolId` answered `result` (rows, a row, null or a count). */
@@ -21,9 +22,14 @@ export function operationsObserved (schoolId: string) {
     query: {
       $allOperations ({ model, operation, args, query }) {
         const observer = operationObserver.getStore()
-        if (observer === undefined || model === undefined) return query(args)
+        if (observer === undefined) return query(args)
+        // A typed statement (typed-reads.ts) hands over rows of its model, as a findMany would.
+        const typed = model === undefined ? registeredStatement((args as unknown[] | undefined)?.[0]) : undefined
+        const observed = model ?? typed?.model
+        if (observed === undefined) return query(args)
+        const as = typed === undefined ? operation : 'findMany'
         return query(args).then((result: unknown) => {
-          observer.observe(schoolId, model, operation, result)
+          observer.observe(schoolId, observed, as, result)
           return result
         })
       }

@@ -240,7 +240,19 @@ export function readRouting (schoolId: string, reads: ReadRouter, onReplica: (re
     name: 'read-routing',
     query: {
       $allOperations ({ model, operation, args, query }) {
-        if (model === undefined) return query(args)
+        if (model === undefined) {
+          // A typed statement (typed-reads.ts; wall 1 has bound its school) is a read too.
+          if (operation !== '$queryRawUnsafe') return query(args)
+          const replica = reads.replicaFor(schoolId)
+          if (replica === undefined) return query(args)
+          const [sql, ...values] = args as [string, ...unknown[]]
+          const client = onReplica(replica) as { $queryRawUnsafe: (sql: string, ...values: unknown[]) => Promise<unknown> }
+          return client.$queryRawUnsafe(sql, ...values).catch(() => {
+            // The replica is gone or refused: this read, and the next ones, on the primary.
+            reads.failed(replica)
+            return query(args)
+          })
+        }
         if (!READS.has(operation)) {
           return query(args).then((result: unknown) => {
             reads.changed(schoolId)

@@ -43,7 +43,7 @@ import { DATA_CHANGED_CHANNEL } from './notifications.js'
 import { readRouting, type ReadRouter } from './replicas.js'
 import { enterSchoolSession, outsideSchoolSession, schoolSession, type SchoolSession } from './school-session.js'
 import { teacherRooms, type TeacherRooms } from './teacher-rooms.js'
-import { schoolFilter, TenantViolationError } from './tenant.js'
+import { schoolFilter, schoolFilterTakenAway, TenantViolationError } from './tenant.js'
 
 export interface SchoolClientOptions {
   /** Wall 1; off only in the isolation tests that show wall 2 holds on its own. */
@@ -142,7 +142,13 @@ interface StepDefinition {
 const STEPS = [
   { name: 'relationsByQuery', inTransactions: true, make: ({ options }) => options.citus === true ? relationsByQuery : undefined },
   { name: 'operationsObserved', inTransactions: true, make: ({ schoolId }) => operationsObserved(schoolId) },
-  { name: 'schoolFilter', inTransactions: true, make: ({ schoolId, options }) => options.filter === false ? undefined : schoolFilter(schoolId) },
+  {
+    name: 'schoolFilter',
+    inTransactions: true,
+    // Taken away in the isolation tests only: then it only binds the school of typed statements,
+    // taking their school conditions out, so that they run with wall 2 alone.
+    make: ({ schoolId, options }) => options.filter === false ? schoolFilterTakenAway(schoolId) : schoolFilter(schoolId)
+  },
   {
     name: 'callerReach',
     inTransactions: true,
@@ -226,9 +232,17 @@ export function schoolClient (prisma: PrismaClient, schoolId: string, options: S
   }
   const reads = options.reads
   const rooms = options.rooms
+  // The typed statements (typed-reads.ts) serve a caller who reaches the whole school, with every
+  // column, on plain PostgreSQL or PGlite; the others read through the model operations, where
+  // callerReach confines them (it refuses raw statements) and relationsByQuery serves Citus.
+  const typedReads = !narrowsReach(reach) && options.citus !== true
   return client.$extends({
     name: 'school-transactions',
     client: {
+      /** Whether this client reads lists as typed statements (`$queryRawUnsafe` of typed-reads.ts). */
+      $typedReads (): boolean {
+        return typedReads
+      },
       /** Interactive transactions only, begun in the school session (the school set after BEGIN). */
       $transaction (work: unknown, ...rest: unknown[]): Promise<unknown> {
         if (typeof work !== 'function') {

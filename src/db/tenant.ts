@@ -1,9 +1,11 @@
 // Wall 1 of tenant isolation: a Prisma client extension that confines a client to one school.
 // Default deny: every operation goes through one hook; tenant models get the school added to
 // their filter and written data, School is readable only as the caller's own row, and anything
-// else (users, tokens, raw SQL, unknown operations) is refused.
+// else (users, tokens, raw SQL, unknown operations) is refused but the typed statements of
+// typed-reads.ts, to which it binds the school.
 import { Prisma } from '../generated/prisma/client.js'
 import { RELATIONS, TENANT_MODELS } from './data-model.js'
+import { statementRefusal, withoutSchoolConditions } from './typed-reads.js'
 
 /** Models the scoped client never reaches; only authentication and administration code does. */
 export const PRIVATE_MODELS: ReadonlySet<string> = new Set<Prisma.ModelName>(['User', 'RefreshToken', 'Client', 'ClientSecret', 'UserAccessChange', 'AuditEvent'])
@@ -174,7 +176,41 @@ export function schoolFilter (schoolId: string) {
     name: 'school-filter',
     query: {
       $allOperations ({ model, operation, args, query }) {
+        if (model === undefined && operation === RAW_READ) return query(typedStatementArgs(schoolId, args) as typeof args)
         return query(scopeArgs(schoolId, model, operation, args as Args, TENANT_MODEL_INFO) as typeof args)
+      }
+    }
+  })
+}
+
+/** The raw-query operation the typed statements run through (typed-reads.ts). */
+export const RAW_READ = '$queryRawUnsafe'
+
+/**
+ * Wall 1 on a typed statement: the arguments of `$queryRawUnsafe` (its text, then its own
+ * parameters) with the school bound as $1; refused when the statement is not one of typed-reads.ts
+ * or does not take the school in `<alias>.school_id = $1` of every table it reads.
+ */
+export function typedStatementArgs (schoolId: string, args: unknown): unknown[] {
+  const [sql, ...values] = args as unknown[]
+  const refusal = statementRefusal(sql)
+  if (refusal !== null) throw new TenantViolationError(refusal)
+  return [sql, schoolId, ...values]
+}
+
+/**
+ * The school filter taken away (the isolation tests that show wall 2 alone): model operations pass
+ * as they are, and a typed statement runs with its school conditions taken out, the school still
+ * bound where it would be.
+ */
+export function schoolFilterTakenAway (schoolId: string) {
+  return Prisma.defineExtension({
+    name: 'school-filter-taken-away',
+    query: {
+      $allOperations ({ model, operation, args, query }) {
+        if (model !== undefined || operation !== RAW_READ) return query(args)
+        const [sql, ...values] = typedStatementArgs(schoolId, args)
+        return query([withoutSchoolConditions(sql as string), ...values] as typeof args)
       }
     }
   })

@@ -52,6 +52,8 @@ export interface PagePlan {
   select: Record<string, true>
   /** The cursor of a row read with this plan. */
   cursorOf: (row: Record<string, unknown>) => string
+  /** The fields of the order (the last is `id`), its direction and the cursor's sort key: the typed statements' keyset. */
+  keyset: { fields: readonly string[], descending: boolean, after: unknown[] | undefined }
 }
 
 interface CursorBody { l: string, o: string, d: Direction, v: unknown[] }
@@ -99,6 +101,7 @@ export function planPage<O extends string> (spec: ListSpec<O>, args: PageArgs<O>
   const fields = spec.orders[order]
   const sort = direction === 'ASC' ? 'asc' : 'desc'
   let where: Record<string, unknown> = {}
+  let after: unknown[] | undefined
   if (args.after !== null && args.after !== undefined) {
     const cursor = decodeCursor(args.after, 'after')
     if (cursor.l !== spec.list) throw badUserInput(`after is a cursor of ${cursor.l}, not of ${spec.list}`)
@@ -106,13 +109,15 @@ export function planPage<O extends string> (spec: ListSpec<O>, args: PageArgs<O>
       throw badUserInput(`after was read with orderBy { field: ${cursor.o}, direction: ${cursor.d} }: use the same orderBy to continue (got { field: ${order}, direction: ${direction} })`)
     }
     if (cursor.v.length !== fields.length) throw notOurs('after')
-    where = keysetAfter(fields, fields.map((field, i) => keyValue(spec, field, cursor.v[i])), direction)
+    after = fields.map((field, i) => keyValue(spec, field, cursor.v[i]))
+    where = keysetAfter(fields, after, direction)
   }
   return {
     take,
     where,
     orderBy: fields.map((field) => ({ [field]: sort })),
     select: Object.fromEntries(fields.map((field) => [field, true])),
+    keyset: { fields, descending: direction === 'DESC', after },
     cursorOf: (row) => encodeCursor({
       l: spec.list,
       o: order,
@@ -184,10 +189,16 @@ export function toPage<T extends Record<string, unknown>> (rows: T[], plan: Page
 
 /** A name search: 1 to 100 characters, matched as a substring ignoring case (LIKE wildcards escaped). */
 export function nameSearch (search: string | null | undefined, fields: readonly string[]): Record<string, unknown> {
-  if (search === null || search === undefined) return {}
+  const pattern = searchPattern(search)
+  if (pattern === undefined) return {}
+  return { OR: fields.map((field) => ({ [field]: { contains: pattern, mode: 'insensitive' } })) }
+}
+
+/** The LIKE pattern of a name search (its wildcards escaped), undefined without one; throws BAD_USER_INPUT as nameSearch. */
+export function searchPattern (search: string | null | undefined): string | undefined {
+  if (search === null || search === undefined) return undefined
   const text = search.trim()
   if (text.length < 1 || text.length > 100) throw badUserInput(`filter.search must have 1 to 100 characters (got ${text.length})`)
   if (!isStorableText(text)) throw badUserInput('filter.search must not contain NUL characters')
-  const pattern = text.replace(/[\\%_]/g, (c) => '\\' + c)
-  return { OR: fields.map((field) => ({ [field]: { contains: pattern, mode: 'insensitive' } })) }
+  return text.replace(/[\\%_]/g, (c) => '\\' + c)
 }

@@ -1,9 +1,12 @@
 import type { Prisma } from '../../generated/prisma/client.js'
 import type { QueryResolvers, StudentResolvers } from '../generated.js'
 import { requireUuid } from '../ids.js'
-import { listQuery, nameSearch, toPage, type ListArgs, type ListSpec } from '../paging.js'
+import type { ListCondition } from '../../db/typed-reads.js'
+import type { StudentRow } from '../models.js'
+import { listQuery, nameSearch, planPage, searchPattern, toPage, type ListArgs, type ListSpec } from '../paging.js'
 import { prismaSelect } from '../selection.js'
 import { STUDENT_SELECT } from '../selects.js'
+import { readList } from '../typed-lists.js'
 
 type StudentOrderField = 'FAMILY_NAME' | 'GIVEN_NAME' | 'CREATED_AT' | 'UPDATED_AT' | 'ID'
 
@@ -32,10 +35,28 @@ export function studentWhere (filter: StudentListArgs['filter']): Prisma.Student
   return { ...where, ...nameSearch(filter.search, ['fullName', 'givenName', 'familyName', 'preferredName']) }
 }
 
+/** The conditions of a StudentFilter for the typed statement (as studentWhere). */
+function studentConditions (filter: StudentListArgs['filter']): ListCondition[] {
+  const conditions: ListCondition[] = []
+  if (filter == null) return conditions
+  if (filter.classroomId != null) conditions.push({ kind: 'equals', field: 'classroomId', value: requireUuid(filter.classroomId, 'filter.classroomId') })
+  if (filter.gradeLevel != null) conditions.push({ kind: 'equals', field: 'gradeLevel', value: filter.gradeLevel })
+  if (filter.status != null) conditions.push({ kind: 'equals', field: 'status', value: filter.status })
+  const pattern = searchPattern(filter.search)
+  if (pattern !== undefined) conditions.push({ kind: 'contains', fields: ['fullName', 'givenName', 'familyName', 'preferredName'], pattern })
+  return conditions
+}
+
 export const studentQueries: Pick<QueryResolvers, 'students' | 'studentsPage' | 'student'> = {
   async students (_parent, args, ctx, info) {
-    const { plan, query } = listQuery(STUDENT_LIST, args as StudentListArgs, studentWhere, 'list')
     const { db } = ctx.school()
+    if (db.$typedReads()) {
+      const plan = planPage(STUDENT_LIST, args as StudentListArgs)
+      const conditions = studentConditions((args as StudentListArgs).filter)
+      if (plan.take === 0) return []
+      return await readList<StudentRow>(db, 'Student', plan, conditions, prismaSelect(info, 'Student', STUDENT_SELECT), plan.take)
+    }
+    const { plan, query } = listQuery(STUDENT_LIST, args as StudentListArgs, studentWhere, 'list')
     if (plan.take === 0) return []
     const select: Prisma.StudentSelect = prismaSelect(info, 'Student', STUDENT_SELECT)
     return await db.student.findMany({
@@ -46,8 +67,14 @@ export const studentQueries: Pick<QueryResolvers, 'students' | 'studentsPage' | 
   },
 
   async studentsPage (_parent, args, ctx, info) {
-    const { plan, query } = listQuery(STUDENT_LIST, args as StudentListArgs, studentWhere, 'page')
     const { db } = ctx.school()
+    if (db.$typedReads()) {
+      const plan = planPage(STUDENT_LIST, args as StudentListArgs)
+      const conditions = studentConditions((args as StudentListArgs).filter)
+      const select = { ...prismaSelect(info, 'Student', STUDENT_SELECT, [['StudentPage', 'nodes']]), ...plan.select }
+      return toPage(await readList<StudentRow>(db, 'Student', plan, conditions, select, plan.take + 1), plan)
+    }
+    const { plan, query } = listQuery(STUDENT_LIST, args as StudentListArgs, studentWhere, 'page')
     const select: Prisma.StudentSelect = { ...prismaSelect(info, 'Student', STUDENT_SELECT, [['StudentPage', 'nodes']]), ...plan.select }
     const rows = await db.student.findMany({
       relationLoadStrategy: 'join',

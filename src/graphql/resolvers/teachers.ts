@@ -4,9 +4,13 @@ import type { Prisma } from '../../generated/prisma/client.js'
 import type { QueryResolvers } from '../generated.js'
 import type { AssignmentRow, ClassroomRow, TeacherRow } from '../models.js'
 import { requireUuid } from '../ids.js'
-import { listQuery, nameSearch, toPage, type ListArgs, type ListSpec } from '../paging.js'
+import { COLUMN_TYPES, type ListCondition } from '../../db/typed-reads.js'
+import { listQuery, nameSearch, planPage, searchPattern, toPage, type ListArgs, type ListSpec } from '../paging.js'
 import { loaderSelect, prismaSelect } from '../selection.js'
 import { CLASSROOM_SELECT, TEACHER_SELECT } from '../selects.js'
+import { readList, readRelation, selectedColumns } from '../typed-lists.js'
+
+const CLASSROOM_COLUMNS = COLUMN_TYPES.Classroom
 
 type TeacherOrderField = 'FAMILY_NAME' | 'GIVEN_NAME' | 'CREATED_AT' | 'UPDATED_AT' | 'ID'
 
@@ -35,10 +39,27 @@ function teacherWhere (filter: TeacherListArgs['filter']): Prisma.TeacherWhereIn
   return { ...where, ...nameSearch(filter.search, ['fullName', 'givenName', 'familyName', 'preferredName']) }
 }
 
+/** The conditions of a TeacherFilter for the typed statement (as teacherWhere). */
+function teacherConditions (filter: TeacherListArgs['filter']): ListCondition[] {
+  const conditions: ListCondition[] = []
+  if (filter == null) return conditions
+  if (filter.classroomId != null) conditions.push({ kind: 'teaches', classroomId: requireUuid(filter.classroomId, 'filter.classroomId') })
+  if (filter.status != null) conditions.push({ kind: 'equals', field: 'status', value: filter.status })
+  const pattern = searchPattern(filter.search)
+  if (pattern !== undefined) conditions.push({ kind: 'contains', fields: ['fullName', 'givenName', 'familyName', 'preferredName'], pattern })
+  return conditions
+}
+
 export const teacherQueries: Pick<QueryResolvers, 'teachers' | 'teachersPage' | 'teacher'> = {
   async teachers (_parent, args, ctx, info) {
-    const { plan, query } = listQuery(TEACHER_LIST, args as TeacherListArgs, teacherWhere, 'list')
     const { db } = ctx.school()
+    if (db.$typedReads()) {
+      const plan = planPage(TEACHER_LIST, args as TeacherListArgs)
+      const conditions = teacherConditions((args as TeacherListArgs).filter)
+      if (plan.take === 0) return []
+      return await readList<TeacherRow>(db, 'Teacher', plan, conditions, prismaSelect(info, 'Teacher', TEACHER_SELECT), plan.take)
+    }
+    const { plan, query } = listQuery(TEACHER_LIST, args as TeacherListArgs, teacherWhere, 'list')
     if (plan.take === 0) return []
     const select: Prisma.TeacherSelect = prismaSelect(info, 'Teacher', TEACHER_SELECT)
     return await db.teacher.findMany({
@@ -48,8 +69,14 @@ export const teacherQueries: Pick<QueryResolvers, 'teachers' | 'teachersPage' | 
   },
 
   async teachersPage (_parent, args, ctx, info) {
-    const { plan, query } = listQuery(TEACHER_LIST, args as TeacherListArgs, teacherWhere, 'page')
     const { db } = ctx.school()
+    if (db.$typedReads()) {
+      const plan = planPage(TEACHER_LIST, args as TeacherListArgs)
+      const conditions = teacherConditions((args as TeacherListArgs).filter)
+      const select = { ...prismaSelect(info, 'Teacher', TEACHER_SELECT, [['TeacherPage', 'nodes']]), ...plan.select }
+      return toPage(await readList<TeacherRow>(db, 'Teacher', plan, conditions, select, plan.take + 1), plan)
+    }
+    const { plan, query } = listQuery(TEACHER_LIST, args as TeacherListArgs, teacherWhere, 'page')
     const select: Prisma.TeacherSelect = { ...prismaSelect(info, 'Teacher', TEACHER_SELECT, [['TeacherPage', 'nodes']]), ...plan.select }
     const rows = await db.teacher.findMany({
       ...query,
@@ -94,6 +121,10 @@ async function assignmentsOf (queries: Array<{ obj: TeacherRow }>, ctx: Mercuriu
 async function teacherClassrooms (queries: Array<{ obj: TeacherRow, info?: GraphQLResolveInfo }>, ctx: MercuriusContext): Promise<ClassroomRow[][]> {
   const { db } = ctx.school()
   const classroom = loaderSelect(queries, 'Teacher', 'classrooms', CLASSROOM_SELECT)
+  if (db.$typedReads()) {
+    const fields = classroom === true ? Object.keys(CLASSROOM_COLUMNS) : selectedColumns(classroom).fields
+    return await readRelation<ClassroomRow>(db, 'Teacher.classrooms', fields, queries.map((q) => q.obj.id))
+  }
   const rows = await db.teacherClassroom.findMany({
     relationLoadStrategy: 'join',
     where: { teacherId: { in: queries.map((q) => q.obj.id) } },
