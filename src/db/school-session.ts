@@ -23,10 +23,10 @@
 //   (set_config is a function call, never passed on). There both paths send that form.
 //
 // Cost, in round trips to PostgreSQL: none per statement. There the pool itself sends a school's
-// statement between `BEGIN; SET LOCAL` and `COMMIT`, written together (session-pool.ts, the one
-// place that relies on how @prisma/adapter-pg uses its pool); a transaction's set_config goes out
-// with its first statement. On the embedded PGlite (no network) a statement is BEGIN, set_config,
-// the statement, COMMIT, through the adapter's own transactions.
+// statement after its `SET LOCAL` in one implicit transaction (session-pool.ts, the one place that
+// relies on how @prisma/adapter-pg uses its pool); a transaction's set_config is one round trip
+// after BEGIN. On the embedded PGlite (no network) a statement is BEGIN, set_config, the
+// statement, COMMIT, through the adapter's own transactions.
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type {
   IsolationLevel,
@@ -225,10 +225,15 @@ class SessionTransaction implements Transaction {
 export interface SessionAdapterOptions {
   /**
    * The driver sets the school around a statement sent outside a transaction by itself
-   * (session-pool.ts), and pipelines: statements of one connection go out without waiting for
-   * the previous answer. Without it (PGlite), each statement of a school is a transaction of its own.
+   * (session-pool.ts). Without it (PGlite), each statement of a school is a transaction of its own.
    */
   driverSetsSchool: boolean
+  /**
+   * The driver pipelines: statements of one connection go out without waiting for the previous
+   * answer, so a transaction's setting may be written with its first statement. (session-pool.ts's
+   * pool does not: pg refuses its school statements in pipeline mode.)
+   */
+  pipelines?: boolean
   /**
    * The server is a Citus coordinator (asked once the pool has opened): an interactive transaction
    * sets the school with SET LOCAL, which reaches the workers, instead of set_config.
@@ -273,7 +278,7 @@ class SessionDriverAdapter implements SqlDriverAdapter {
       // Unnamed (client.ts): a name per school would be a prepared statement per school.
       ? Promise.all(setLocalStatements(session, true).map(async (sql) => await tx.executeRaw({ sql, args: [], argTypes: [] })))
       : tx.queryRaw(setConfigQuery(session))
-    return new SessionTransaction(tx, setting, this.options.driverSetsSchool)
+    return new SessionTransaction(tx, setting, this.options.pipelines === true)
   }
 
   getConnectionInfo (): ReturnType<NonNullable<SqlDriverAdapter['getConnectionInfo']>> {

@@ -1,30 +1,36 @@
 // The one place where tenant isolation relies on how a library uses another: the pg pool that
 // @prisma/adapter-pg (PrismaPg) is given, so that a school's statement and the setting of its
-// school (wall 2, school-session.ts) reach PostgreSQL in one round trip.
+// school (wall 2, school-session.ts) reach PostgreSQL in one round trip and one transaction.
 //
-// Public APIs only: pg-pool's `connect()`/`release()`, pg's `client.query(config)` and its
-// documented `pipeline` client option (https://node-postgres.com/features/pipelining: queries of
-// one connection are written without waiting for the previous answer). What is relied upon is
-// checked by test/contracts/school-session.test.ts, so that an upgrade that changes it fails there:
+// Public APIs only: pg-pool's `query`, pg's `Query` and its Submittable interface (what
+// `client.query` accepts besides a config: pg-cursor's way in; pg accepts it on a client that does
+// not pipeline), the extended-protocol messages a Submittable writes (Parse, Bind, Execute), and
+// the `queryMode: 'extended'` query option. What is relied upon is checked by
+// test/contracts/school-session.test.ts, so that an upgrade that changes it fails there:
 // 1. PrismaPg sends a statement outside a transaction through `pool.query(config)` and the
 //    statements of a transaction through a client of `pool.connect()`. Were it to change, the
 //    school would not be set and row-level security would show nothing (it fails closed).
 // 2. PrismaPg accepts a Proxy of a pg.Pool as its pool (it checks `instanceof pg.Pool`).
-// 3. With `pipeline: true`, the three queries below leave in one round trip.
+// 3. A school's statement and its setting cost one round trip.
 //
-// A school's statement outside a transaction goes out as
-//   `BEGIN; SET LOCAL app.school_id = '<school>'` (simple protocol; SET LOCAL is set_config(...,
-//   true) as a utility command: nothing to plan, no row to return), with
-//   `; SET LOCAL app.teacher_id = '<teacher>'` for a teacher,
-//   the statement itself (PrismaPg's own query config, untouched: names, types, row mode),
-//   `COMMIT`,
-// on one connection, pipelined. The school and teacher are validated UUIDs, safe as literals.
+// A school's statement outside a transaction goes out as one sequence of the extended protocol,
+// closed by one Sync (SchoolStatement below):
+//   Parse/Bind/Execute `SET LOCAL app.school_id = '<school>'` (and `app.teacher_id` for a teacher),
+//   then PrismaPg's own query (names, types, row mode untouched) as pg's Query writes it:
+//   Parse (unless the connection has it), Bind, Describe, Execute, Sync.
+// PostgreSQL runs a sequence up to its Sync as one implicit transaction: SET LOCAL holds for the
+// statement and ends with it; an error anywhere (the setting refused, the statement cancelled or
+// timed out) makes PostgreSQL skip the rest up to the Sync and roll back; a connection lost
+// mid-way commits nothing; a pooler in transaction mode (PgBouncer) keeps one transaction on one
+// server connection. No BEGIN and no COMMIT to parse, run and answer (BENCHMARKS.md, "One parse
+// and wall 2's cost"). The school and teacher are validated UUIDs, safe as literals. On any error
+// pg-pool closes the connection instead of reusing it. test/wall2-faults.test.ts injects each
+// fault with wall 2 alone.
 //
 // On a Citus coordinator the statement may run on the workers, over connections of the
 // coordinator's own; Citus passes SET LOCAL on to them only when told to, for the transaction
-// (`citus.propagate_set_commands = 'local'`, Citus's documented setting). So there the BEGIN
-// message sets that first: `BEGIN; SET LOCAL citus.propagate_set_commands = 'local'; SET LOCAL
-// app.school_id = ...`. Whether the server is one is asked once, when the pool opens (`detect`).
+// (`citus.propagate_set_commands = 'local'`, Citus's documented setting). So there the sequence
+// sets that first. Whether the server is one is asked once, when the pool opens (`detect`).
 import pg from 'pg'
 import { currentSchoolSession, setLocalStatements, type SchoolSession } from './school-session.js'
 
@@ -45,41 +51,123 @@ export interface SessionPool {
 /** Whether the database has the citus extension, i.e. tables may be distributed to workers. */
 export const CITUS_CHECK = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS citus"
 
-function beginStatement (session: SchoolSession, citus: boolean): string {
-  return ['BEGIN', ...setLocalStatements(session, citus)].join('; ')
+/** What pg's client calls on the query it is running (pg's Query, and any Submittable like pg-cursor). */
+interface RunningQuery {
+  name?: string | undefined
+  text?: string | undefined
+  callback?: ((err: Error | null, result?: unknown) => void) | undefined
+  submit (connection: Messages): Error | null | undefined
+  handleRowDescription (msg: unknown): void
+  handleDataRow (msg: unknown): void
+  handleCommandComplete (msg: unknown, connection: Messages): void
+  handleEmptyQuery (connection: Messages): void
+  handleError (err: Error, connection: Messages): void
+  handleReadyForQuery (connection: Messages): void
+  handlePortalSuspended (connection: Messages): void
+  handleCopyInResponse (connection: Messages): void
+  handleCopyData (msg: unknown, connection: Messages): void
 }
 
-/** The result of one statement of a school, sent between the school's BEGIN and COMMIT. */
-async function pipelinedTransaction (pool: pg.Pool, session: SchoolSession, citus: boolean, config: pg.QueryConfig): Promise<pg.QueryResult> {
-  const client = await pool.connect()
-  // A checked-out client reports a lost connection as an 'error' event, which its holder must
-  // listen to (pg-pool); the queries in flight fail with it and are handled below.
-  const lost = (): void => {}
-  client.on('error', lost)
-  // Written together (pipeline mode): no answer is awaited before the next query is sent.
-  const begin = client.query(beginStatement(session, citus))
-  const statement = client.query(config)
-  const commit = client.query('COMMIT')
-  const [began, ran, committed] = await Promise.allSettled([begin, statement, commit])
-  client.removeListener('error', lost)
-  // A connection whose BEGIN or COMMIT failed is in an unknown state: it is closed, not reused.
-  const broken: unknown = began.status === 'rejected' ? began.reason : committed.status === 'rejected' ? committed.reason : undefined
-  client.release(broken as Error | undefined)
-  if (began.status === 'rejected') throw began.reason
-  if (ran.status === 'rejected') throw ran.reason
-  if (committed.status === 'rejected') throw committed.reason
-  return ran.value
+/** The messages of the extended protocol a Submittable writes (pg's Connection). */
+interface Messages {
+  parse (query: { text: string }): void
+  bind (config: Record<string, never>): void
+  execute (config: Record<string, never>): void
+  stream: { cork?: () => void, uncork?: () => void, destroy: () => void }
+}
+
+/**
+ * A school's statement and its setting as one sequence of the extended protocol with one Sync:
+ * Parse, Bind, Execute of each `SET LOCAL` (no Describe: their answers are read past), then pg's
+ * own Query of the statement (forced to the extended protocol), whose Sync closes the sequence.
+ * PostgreSQL runs everything before a Sync in one implicit transaction: the setting holds for the
+ * statement and ends with it; if the setting fails, PostgreSQL skips the statement (it discards
+ * every message up to the Sync); a statement cancelled, timed out or failing ends the transaction
+ * and the setting with it; a connection lost mid-way commits nothing. No BEGIN, no COMMIT: one
+ * message sequence, one answer.
+ */
+class SchoolStatement implements RunningQuery {
+  callback: RunningQuery['callback']
+  private readonly statement: RunningQuery
+  /** The settings' answers still to read past (each a CommandComplete). */
+  private settingsLeft: number
+
+  constructor (private readonly settings: readonly string[], config: pg.QueryConfig) {
+    // `queryMode: 'extended'` (pg's documented query option, missing from @types/pg): a statement
+    // without values would otherwise go out as a simple Query message, not in the sequence.
+    const extended = { ...config, queryMode: 'extended' } as pg.QueryConfig
+    this.statement = new pg.Query(extended) as unknown as RunningQuery
+    this.statement.callback = (err, result) => { this.callback?.(err, result) }
+    this.settingsLeft = settings.length
+  }
+
+  // pg's client keeps the names of the statements a connection has parsed by these.
+  get name (): string | undefined { return this.statement.name }
+  get text (): string | undefined { return this.statement.text }
+
+  submit (connection: Messages): Error | null | undefined {
+    connection.stream.cork?.()
+    try {
+      for (const text of this.settings) {
+        connection.parse({ text })
+        connection.bind({})
+        connection.execute({})
+      }
+      const refused = this.statement.submit(connection)
+      // The statement was not written (pg refused it): the settings must not stay open on the
+      // connection for whatever is sent next. The connection is closed, unsent.
+      if (refused !== null && refused !== undefined) connection.stream.destroy()
+      return refused
+    } finally {
+      connection.stream.uncork?.()
+    }
+  }
+
+  handleDataRow (msg: unknown): void { if (this.settingsLeft === 0) this.statement.handleDataRow(msg) }
+  handleCommandComplete (msg: unknown, connection: Messages): void {
+    if (this.settingsLeft > 0) this.settingsLeft--
+    else this.statement.handleCommandComplete(msg, connection)
+  }
+
+  handleEmptyQuery (connection: Messages): void {
+    if (this.settingsLeft > 0) this.settingsLeft--
+    else this.statement.handleEmptyQuery(connection)
+  }
+
+  handleRowDescription (msg: unknown): void { this.statement.handleRowDescription(msg) }
+  handleError (err: Error, connection: Messages): void { this.statement.handleError(err, connection) }
+  handleReadyForQuery (connection: Messages): void { this.statement.handleReadyForQuery(connection) }
+  handlePortalSuspended (connection: Messages): void { this.statement.handlePortalSuspended(connection) }
+  handleCopyInResponse (connection: Messages): void { this.statement.handleCopyInResponse(connection) }
+  handleCopyData (msg: unknown, connection: Messages): void { this.statement.handleCopyData(msg, connection) }
+}
+
+/**
+ * The result of one statement of a school, sent with the school's setting in one implicit
+ * transaction. pg-pool's `query` releases the connection with the error on any failure, which
+ * closes it: a connection whose sequence failed is never reused.
+ */
+function schoolStatement (pool: pg.Pool, session: SchoolSession, citus: boolean, config: pg.QueryConfig): Promise<pg.QueryResult> {
+  return new Promise((resolve, reject) => {
+    const submittable = new SchoolStatement(setLocalStatements(session, citus), config)
+    pool.query(submittable as unknown as pg.QueryConfig, (err: Error | null | undefined, result?: pg.QueryResult) => {
+      if (err !== null && err !== undefined) reject(err)
+      else resolve(result!)
+    })
+  })
 }
 
 export function openSessionPool (config: pg.PoolConfig, known: { citus?: boolean } = {}): SessionPool {
-  const pool = new pg.Pool({ ...config, pipeline: true })
+  // Not pipelined: pg refuses a Submittable in pipeline mode, and a school's statement is one
+  // message sequence anyway.
+  const pool = new pg.Pool({ ...config, pipeline: false })
   let citus = known.citus ?? false
   function query (config: unknown, ...rest: unknown[]): unknown {
     const session = currentSchoolSession()
     if (session === undefined || rest.length > 0 || typeof config !== 'object' || config === null) {
       return (pool.query as (...args: unknown[]) => unknown)(config, ...rest)
     }
-    return pipelinedTransaction(pool, session, citus, config as pg.QueryConfig)
+    return schoolStatement(pool, session, citus, config as pg.QueryConfig)
   }
   const bound = new Map<PropertyKey, unknown>()
   const forPrisma = new Proxy(pool, {

@@ -4,7 +4,9 @@
 //   reads the school there), for many concurrent calls of different schools.
 // - src/db/session-pool.ts: PrismaPg takes the pool Proxy, sends a statement outside a
 //   transaction through `pool.query` (where the school is set) and a transaction's through
-//   `pool.connect`; the school's BEGIN, the statement and COMMIT cost one round trip together.
+//   `pool.connect`; a school's statement and its setting cost one round trip together (one
+//   sequence of the extended protocol, session-pool.ts), which pg accepts from a Submittable on a
+//   pool that does not pipeline.
 import { randomUUID } from 'node:crypto'
 import { createServer, connect, type Server, type Socket } from 'node:net'
 import { PrismaPg } from '@prisma/adapter-pg'
@@ -112,7 +114,7 @@ t.test('session-pool.ts: what it relies on in PrismaPg and pg', { skip: onServer
   t.equal(await schoolSession.run({ schoolId: school }, async () => await settingOf(prisma)), school, 'and the pool goes on serving schools')
 })
 
-t.test('session-pool.ts: a school\'s statement costs one round trip, a transaction no more than BEGIN, its statements and COMMIT', { skip: onServer }, async (t) => {
+t.test('session-pool.ts: a school\'s statement costs one round trip, a transaction BEGIN, its setting, its statements and COMMIT', { skip: onServer }, async (t) => {
   const delayMs = 60
   const proxy = await delayingProxy(new URL((await testDatabaseUrl())!), delayMs)
   t.teardown(() => proxy.close())
@@ -130,9 +132,9 @@ t.test('session-pool.ts: a school\'s statement costs one round trip, a transacti
   }
   const best = Math.min(...times)
   const roundTrip = 2 * delayMs
-  t.ok(best >= roundTrip && best < 2 * roundTrip, `BEGIN and set_config, the statement and COMMIT in one round trip of ${roundTrip} ms: ${best.toFixed(0)} ms`)
+  t.ok(best >= roundTrip && best < 2 * roundTrip, `the setting and the statement in one round trip of ${roundTrip} ms: ${best.toFixed(0)} ms`)
 
-  // A transaction: BEGIN, then set_config written with the first statement, then COMMIT.
+  // A transaction: BEGIN, set_config, the statement, COMMIT (the pool does not pipeline).
   const spans: number[] = []
   for (let i = 0; i < 3; i++) {
     const started = performance.now()
@@ -144,7 +146,7 @@ t.test('session-pool.ts: a school\'s statement costs one round trip, a transacti
     spans.push(performance.now() - started)
   }
   const fastest = Math.min(...spans)
-  t.ok(fastest >= 3 * roundTrip && fastest < 4 * roundTrip, `a school's transaction of one statement in three round trips (${3 * roundTrip} ms): ${fastest.toFixed(0)} ms`)
+  t.ok(fastest >= 4 * roundTrip && fastest < 5 * roundTrip, `a school's transaction of one statement in four round trips (${4 * roundTrip} ms): ${fastest.toFixed(0)} ms`)
 })
 
 // On a real coordinator the citus settings are Citus's own (test/citus.test.ts shows the forms there).
