@@ -29,8 +29,10 @@
 //
 // On a Citus coordinator the statement may run on the workers, over connections of the
 // coordinator's own; Citus passes SET LOCAL on to them only when told to, for the transaction
-// (`citus.propagate_set_commands = 'local'`, Citus's documented setting). So there the sequence
-// sets that first. Whether the server is one is asked once, when the pool opens (`detect`).
+// (`citus.propagate_set_commands = 'local'`, Citus's documented setting), and only inside a
+// transaction block (its utility hook checks IsMultiStatementTransaction): there the sequence is
+// `BEGIN`, that setting, the school's, the statement, and a `COMMIT` after it (two round trips).
+// Whether the server is one is asked once, when the pool opens (`detect`).
 import pg from 'pg'
 import { currentSchoolSession, setLocalStatements, type SchoolSession } from './school-session.js'
 
@@ -142,19 +144,45 @@ class SchoolStatement implements RunningQuery {
   handleCopyData (msg: unknown, connection: Messages): void { this.statement.handleCopyData(msg, connection) }
 }
 
+/** The result of `statement` run by `client` (pg calls back the Submittable). */
+function run (client: pg.PoolClient, statement: SchoolStatement): Promise<pg.QueryResult> {
+  return new Promise((resolve, reject) => {
+    statement.callback = (err, result) => {
+      if (err !== null && err !== undefined) reject(err)
+      else resolve(result as pg.QueryResult)
+    }
+    // (A Submittable: pg returns it, not a promise, and calls its callback.)
+    void client.query(statement as unknown as pg.QueryConfig)
+  })
+}
+
 /**
  * The result of one statement of a school, sent with the school's setting in one implicit
- * transaction. pg-pool's `query` releases the connection with the error on any failure, which
- * closes it: a connection whose sequence failed is never reused.
+ * transaction. On any failure the connection is released with the error, which closes it: a
+ * connection whose sequence failed is never reused.
+ *
+ * On a Citus coordinator the sequence begins a transaction block instead (`BEGIN`, then the
+ * SET LOCALs): Citus passes SET LOCAL on to the workers only inside one, not in an implicit
+ * transaction. Its COMMIT follows, a round trip of its own.
  */
-function schoolStatement (pool: pg.Pool, session: SchoolSession, citus: boolean, config: pg.QueryConfig): Promise<pg.QueryResult> {
-  return new Promise((resolve, reject) => {
-    const submittable = new SchoolStatement(setLocalStatements(session, citus), config)
-    pool.query(submittable as unknown as pg.QueryConfig, (err: Error | null | undefined, result?: pg.QueryResult) => {
-      if (err !== null && err !== undefined) reject(err)
-      else resolve(result!)
-    })
-  })
+async function schoolStatement (pool: pg.Pool, session: SchoolSession, citus: boolean, config: pg.QueryConfig): Promise<pg.QueryResult> {
+  const client = await pool.connect()
+  // A checked-out client reports a lost connection as an 'error' event, which its holder must
+  // listen to (pg-pool); the query in flight fails with it.
+  const lost = (): void => {}
+  client.on('error', lost)
+  try {
+    const settings = setLocalStatements(session, citus)
+    const result = await run(client, new SchoolStatement(citus ? ['BEGIN', ...settings] : settings, config))
+    if (citus) await client.query('COMMIT')
+    client.removeListener('error', lost)
+    client.release()
+    return result
+  } catch (err) {
+    client.removeListener('error', lost)
+    client.release(err as Error)
+    throw err
+  }
 }
 
 export function openSessionPool (config: pg.PoolConfig, known: { citus?: boolean } = {}): SessionPool {
