@@ -6,10 +6,13 @@
 // wall. No read may return a row of another school, and nothing a fault leaves may carry a school
 // to the next statement.
 import { createConnection, createServer, type Server, type Socket } from 'node:net'
+import { PrismaPg } from '@prisma/adapter-pg'
 import pg from 'pg'
 import t from 'tap'
+import { PrismaClient } from '../src/generated/prisma/client.js'
 import { openPostgresClient, type PostgresClient } from '../src/db/open.js'
-import { schoolSession } from '../src/db/school-session.js'
+import { schoolSession, sessionAdapter } from '../src/db/school-session.js'
+import { openSessionPool } from '../src/db/session-pool.js'
 import { seedSchool, serverUrl, testDatabase, testDatabaseUrl } from './helper.js'
 
 /** What the proxy does with the bytes the pool sends: pass them, change them, or pass a part and cut. */
@@ -139,3 +142,98 @@ t.test('wall 2 alone: no fault between the pool and PostgreSQL returns another s
 })
 
 type Tap = Pick<typeof t, 'same'>
+
+/**
+ * A pooler in transaction mode, as PgBouncer's: each client connection is served by whichever of
+ * two server connections is free at the start of a transaction, and gives it back when the server
+ * says it is idle again (ReadyForQuery 'I'). Here the two take turns, transaction by transaction,
+ * so that no statement finds the server connection its previous one ran on.
+ */
+async function transactionPooler (target: URL): Promise<{ url: string, close: () => Promise<void> }> {
+  const sockets = new Set<Socket>()
+  const server: Server = createServer((client) => {
+    const servers = [0, 1].map(() => createConnection({ port: Number(target.port || 5432), host: target.hostname }))
+    for (const socket of [client, ...servers]) sockets.add(socket)
+    const end = (): void => { for (const socket of [client, ...servers]) socket.destroy() }
+    let active = 0
+    let started = false
+    let pending = Buffer.alloc(0)
+    client.on('data', (chunk: Buffer) => {
+      pending = Buffer.concat([pending, chunk])
+      if (!started) {
+        // The startup message (no type byte): both server connections start the same session.
+        if (pending.length < 4 || pending.length < pending.readInt32BE(0)) return
+        const length = pending.readInt32BE(0)
+        for (const upstream of servers) upstream.write(pending.subarray(0, length))
+        pending = pending.subarray(length)
+        started = true
+      }
+      while (pending.length >= 5 && pending.length >= 1 + pending.readInt32BE(1)) {
+        const length = 1 + pending.readInt32BE(1)
+        servers[active]!.write(pending.subarray(0, length))
+        pending = pending.subarray(length)
+      }
+    })
+    servers.forEach((upstream, index) => {
+      let buffered = Buffer.alloc(0)
+      let ready = false // this server connection's own start-up is answered
+      upstream.on('data', (chunk: Buffer) => {
+        buffered = Buffer.concat([buffered, chunk])
+        while (buffered.length >= 5 && buffered.length >= 1 + buffered.readInt32BE(1)) {
+          const length = 1 + buffered.readInt32BE(1)
+          const message = buffered.subarray(0, length)
+          buffered = buffered.subarray(length)
+          const idle = message[0] === 0x5a && message[5] === 0x49 // ReadyForQuery, 'I'
+          // The second connection's start-up is the pooler's, not the client's.
+          if (index === active && (ready || index === 0)) client.write(message)
+          if (idle && !ready) { ready = true; continue }
+          if (idle && index === active) active = 1 - active
+        }
+      })
+    })
+    client.on('error', end).on('close', end)
+    for (const upstream of servers) upstream.on('error', end).on('close', end)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const address = server.address()
+  if (address === null || typeof address === 'string') throw new Error('no pooler address')
+  const url = new URL(target)
+  url.hostname = '127.0.0.1'
+  url.port = String(address.port)
+  return {
+    url: url.toString(),
+    close: async () => {
+      for (const socket of sockets) socket.destroy()
+      await new Promise<void>((resolve) => server.close(() => { resolve() }))
+    }
+  }
+}
+
+t.test('wall 2 alone behind a pooler in transaction mode: each statement sees its own school only', { skip: serverUrl === undefined ? 'needs PostgreSQL (the pool of session-pool.ts)' : false }, async (t) => {
+  const a = await seedSchool('Pooled North', [['Ada Pooled'], ['Alan Pooled']])
+  const b = await seedSchool('Pooled South', [['Bea Pooled']])
+  const pooler = await transactionPooler(new URL((await testDatabaseUrl())!))
+  t.teardown(() => pooler.close())
+  // Unnamed statements, as behind PgBouncer without prepared-statement support: a named one would
+  // not exist on the other server connection.
+  const { forPrisma } = openSessionPool({ connectionString: pooler.url, max: 1 })
+  const prisma = new PrismaClient({ adapter: sessionAdapter(new PrismaPg(forPrisma, { disposeExternalPool: true }), { driverSetsSchool: true }) })
+  t.teardown(() => prisma.$disconnect())
+  const studentsOf = (schoolId: string): Promise<string[]> =>
+    schoolSession.run({ schoolId }, async () => (await prisma.student.findMany({ select: { schoolId: true } })).map((s) => s.schoolId))
+  const servers = new Set<number>()
+  for (let i = 0; i < 6; i++) {
+    const school = i % 2 === 0 ? a : b
+    const seen = await studentsOf(school.schoolId)
+    t.same([...new Set(seen)], [school.schoolId], `read ${i + 1}: ${school === a ? 'north' : 'south'}'s students only`)
+    t.equal(seen.length, school.studentIds.length)
+    const [row] = await prisma.$queryRawUnsafe<Array<{ pid: number, setting: string | null, students: bigint }>>(
+      "SELECT pg_backend_pid() AS pid, nullif(current_setting('app.school_id', true), '') AS setting, (SELECT count(*) FROM students) AS students")
+    t.same({ setting: row?.setting, students: Number(row?.students) }, { setting: null, students: 0 }, `after read ${i + 1}: no school on the next server connection`)
+    servers.add(row!.pid)
+    // One more transaction: the next read goes to the other server connection than this one's.
+    const [other] = await prisma.$queryRawUnsafe<Array<{ pid: number }>>('SELECT pg_backend_pid() AS pid')
+    servers.add(other!.pid)
+  }
+  t.equal(servers.size, 2, 'the statements ran on both server connections, the reads too')
+})
