@@ -15,10 +15,11 @@
 //
 // A school's statement outside a transaction goes out as one sequence of the extended protocol,
 // closed by one Sync (SchoolStatement below):
-//   Parse/Bind/Execute `SET LOCAL app.school_id = '<school>'` (and `app.teacher_id` for a teacher),
+//   Parse/Bind/Execute `SELECT set_config('app.school_id', '<school>', true)` (and `app.teacher_id`
+//   for a teacher: setConfigStatement; SET LOCAL would hold too, with a WARNING each time),
 //   then PrismaPg's own query (names, types, row mode untouched) as pg's Query writes it:
 //   Parse (unless the connection has it), Bind, Describe, Execute, Sync.
-// PostgreSQL runs a sequence up to its Sync as one implicit transaction: SET LOCAL holds for the
+// PostgreSQL runs a sequence up to its Sync as one implicit transaction: the setting holds for the
 // statement and ends with it; an error anywhere (the setting refused, the statement cancelled or
 // timed out) makes PostgreSQL skip the rest up to the Sync and roll back; a connection lost
 // mid-way commits nothing; a pooler in transaction mode (PgBouncer) keeps one transaction on one
@@ -34,7 +35,7 @@
 // `BEGIN`, that setting, the school's, the statement, and a `COMMIT` after it (two round trips).
 // Whether the server is one is asked once, when the pool opens (`detect`).
 import pg from 'pg'
-import { currentSchoolSession, setLocalStatements, type SchoolSession } from './school-session.js'
+import { currentSchoolSession, setConfigStatement, setLocalStatements, type SchoolSession } from './school-session.js'
 
 export interface SessionPool {
   /** The pool to give PrismaPg: its `query` runs a school's statement with the school set. */
@@ -80,7 +81,7 @@ interface Messages {
 
 /**
  * A school's statement and its setting as one sequence of the extended protocol with one Sync:
- * Parse, Bind, Execute of each `SET LOCAL` (no Describe: their answers are read past), then pg's
+ * Parse, Bind, Execute of each setting (no Describe: their rows and answers are read past), then pg's
  * own Query of the statement (forced to the extended protocol), whose Sync closes the sequence.
  * PostgreSQL runs everything before a Sync in one implicit transaction: the setting holds for the
  * statement and ends with it; if the setting fails, PostgreSQL skips the statement (it discards
@@ -91,7 +92,7 @@ interface Messages {
 class SchoolStatement implements RunningQuery {
   callback: RunningQuery['callback']
   private readonly statement: RunningQuery
-  /** The settings' answers still to read past (each a CommandComplete). */
+  /** The settings' answers still to read past (each ends with a CommandComplete). */
   private settingsLeft: number
 
   constructor (private readonly settings: readonly string[], config: pg.QueryConfig) {
@@ -172,8 +173,8 @@ async function schoolStatement (pool: pg.Pool, session: SchoolSession, citus: bo
   const lost = (): void => {}
   client.on('error', lost)
   try {
-    const settings = setLocalStatements(session, citus)
-    const result = await run(client, new SchoolStatement(citus ? ['BEGIN', ...settings] : settings, config))
+    const settings = citus ? ['BEGIN', ...setLocalStatements(session, true)] : [setConfigStatement(session)]
+    const result = await run(client, new SchoolStatement(settings, config))
     if (citus) await client.query('COMMIT')
     client.removeListener('error', lost)
     client.release()
