@@ -6,7 +6,8 @@
 //   operation's result to the request's tally, which `scope` below sets up per request as the
 //   operations' observer (src/db/operation-observer.ts).
 // - Recorded when the answer is sent (onSend): one row per request, school, record type and
-//   action, pushed onto the writer's queue; nothing on the request path waits for the database.
+//   action (the operation as src/graphql/operation.ts names it: no parse here), pushed onto the
+//   writer's queue; nothing on the request path waits for the database.
 // - Answers served from the response cache ran no query: the tally of the answer that filled the
 //   cache is kept in the cache with the answer itself, and recorded again for every request the
 //   answer serves. The GraphQL plugin runs `audit.scope` after the cache's lookup: a hit needs no
@@ -15,9 +16,8 @@
 // - Written in batches (writer.ts); the queue is written out when the app closes.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { Kind, parse, type OperationDefinitionNode } from 'graphql'
-import { LRUCache } from 'lru-cache'
 import { operationObserver } from '../db/operation-observer.js'
+import { operationOf } from '../graphql/operation.js'
 import { RequestAccess, type AccessCount } from './access.js'
 import { insertAuditRows } from './store.js'
 import { AuditWriter, type AuditStats } from './writer.js'
@@ -36,8 +36,6 @@ declare module 'fastify' {
 
 const kAccess = Symbol('access audit tally')
 type AuditedRequest = FastifyRequest & { [kAccess]?: RequestAccess }
-
-const OPERATION_NAME = /^[_A-Za-z][_0-9A-Za-z]{0,99}$/
 
 export default fp(async (app: FastifyInstance) => {
   const { auditFlushMs, auditBatchSize, auditMaxQueue } = app.config
@@ -58,26 +56,6 @@ export default fp(async (app: FastifyInstance) => {
   // (test/contracts/fastify-close-order.test.ts, test/plugin-order.test.ts).
   app.addHook('onClose', async () => { await writer.close() })
 
-  const operationNames = new LRUCache<string, string>({ max: 1_000 })
-
-  /** The operation the request names: its operationName, else its document's only operation (parsed once per text). */
-  function documentOperationOf (request: FastifyRequest): string {
-    const params = (request.method === 'GET' ? request.query : request.body) as { query?: unknown, operationName?: unknown } | undefined
-    if (typeof params?.operationName === 'string' && OPERATION_NAME.test(params.operationName)) return params.operationName
-    if (typeof params?.query !== 'string') return 'anonymous'
-    let name = operationNames.get(params.query)
-    if (name === undefined) {
-      try {
-        const operations = parse(params.query).definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)
-        name = operations.length === 1 ? operations[0]!.name?.value ?? 'anonymous' : 'anonymous'
-      } catch {
-        name = 'anonymous'
-      }
-      operationNames.set(params.query, name)
-    }
-    return name
-  }
-
   function enqueue (request: FastifyRequest, at: Date, counts: readonly AccessCount[]): void {
     const identity = request.identity
     if (identity.kind !== 'user' && identity.kind !== 'client') {
@@ -87,7 +65,7 @@ export default fp(async (app: FastifyInstance) => {
     }
     const userId = identity.kind === 'user' ? identity.userId : null
     const clientId = identity.kind === 'client' ? identity.clientId : null
-    const operation = documentOperationOf(request)
+    const operation = operationOf(request)
     for (const { schoolId, recordType, action, count } of counts) {
       writer.push({ at, schoolId, userId, clientId, requestId: request.id, operation, recordType, recordCount: count, action })
     }

@@ -7,7 +7,8 @@
 //   teacher's answers are theirs alone) and the caller's scopes (docs/api/access.md), so an answer
 //   is shared only by callers who may read every field of it: the scope check runs after this
 //   cache's lookup (src/plugins/graphql.ts). Only queries (never mutations) with no error in the
-//   answer are kept.
+//   answer are kept. The lookup parses nothing: an answer is kept only when the operation Mercurius
+//   executed was a query (src/graphql/operation.ts), so a mutation's text never finds one.
 // - Invalidated by writes: triggers on the tenant tables and on schools send
 //   NOTIFY school_data_changed '<school id>' (migration response_cache_notifications); each node
 //   drops that school's answers. A read that was running while a write landed is not kept (each
@@ -15,18 +16,16 @@
 //   down nothing is served from or kept in the cache.
 // - Bounded: at most `maxBytes` of answers (least recently used out first), each for at most `ttlMs`.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { Kind, OperationTypeNode, parse, type OperationDefinitionNode } from 'graphql'
 import { LRUCache } from 'lru-cache'
 import { accessOf } from '../auth/identity.js'
 import { DATA_CHANGED_CHANNEL, type Subscription } from '../db/notifications.js'
+import { executedQuery, OPERATION_NAME, operationOf } from './operation.js'
 import { asksPersistedDocument } from './persisted-documents.js'
 import { parseUuid } from '../validators.js'
 
 export interface ResponseCacheOptions {
   maxBytes: number
   ttlMs: number
-  /** The token limit of GraphQL documents (limits.ts): this cache parses ahead of Mercurius. */
-  maxTokens?: number
 }
 
 interface GraphQLBody {
@@ -43,6 +42,8 @@ export interface CachedAnswer {
    * answer so that every hit records what the answer holds.
    */
   tally: unknown
+  /** The name of the operation that ran (operation.ts): the log, metrics and audit of every hit name it. */
+  operation: string
 }
 
 declare module 'fastify' {
@@ -68,8 +69,6 @@ export async function registerResponseCache (app: FastifyInstance, options: Resp
     dispose: (_value, key) => { keysBySchool.get(key.slice(0, 36))?.delete(key) }
   })
   const generations = new Map<string, number>()
-  /** Whether a document (and operation name) is a query: parsed once per distinct text. */
-  const isQuery = new LRUCache<string, boolean>({ max: 1_000 })
 
   function invalidate (schoolId: string): void {
     generations.set(schoolId, (generations.get(schoolId) ?? 0) + 1)
@@ -95,25 +94,6 @@ export async function registerResponseCache (app: FastifyInstance, options: Resp
   })
   app.addHook('onClose', async () => { await listener.close() })
 
-  function queryOperation (query: string, operationName: string | undefined): boolean {
-    // The name first, with its length: no name and query pair can spell another's key.
-    const key = operationName === undefined ? `-${query}` : `${operationName.length}:${operationName}\0${query}`
-    let answer = isQuery.get(key)
-    if (answer === undefined) {
-      try {
-        const operations = parse(query, { maxTokens: options.maxTokens }).definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)
-        const chosen = operationName === undefined
-          ? (operations.length === 1 ? operations[0] : undefined)
-          : operations.find((o) => o.name?.value === operationName)
-        answer = chosen?.operation === OperationTypeNode.QUERY
-      } catch {
-        answer = false // a syntax error: GraphQL answers it
-      }
-      isQuery.set(key, answer)
-    }
-    return answer
-  }
-
   /** The answer kept for this request, else undefined (and the slot to keep it in, when it may be). */
   function lookUp (request: FastifyRequest): CachedAnswer | undefined {
     // (Its hooks are the GraphQL endpoint's only: src/plugins/graphql.ts.)
@@ -121,8 +101,9 @@ export async function registerResponseCache (app: FastifyInstance, options: Resp
     const body = request.body as GraphQLBody | undefined
     // A document asked for by hash, or registered with it, is for Mercurius to resolve or keep.
     if (typeof body?.query !== 'string' || asksPersistedDocument(body)) return undefined
+    // An operation name that is not a GraphQL name runs nothing (Mercurius refuses it): not looked up.
     const operationName = typeof body.operationName === 'string' ? body.operationName : undefined
-    if (!queryOperation(body.query, operationName)) return undefined
+    if (operationName !== undefined && !OPERATION_NAME.test(operationName)) return undefined
     const identity = request.identity
     if ((identity.kind !== 'user' && identity.kind !== 'client') || identity.schoolId === null) return undefined
     const schoolId = identity.schoolId
@@ -131,8 +112,7 @@ export async function registerResponseCache (app: FastifyInstance, options: Resp
     const scopes = accessOf(identity)!.scopes.join(' ')
     const teacher = identity.kind === 'user' ? identity.teacherId ?? '' : ''
     // Only the query may hold a NUL (in a comment), and it sits between fields that cannot (an
-    // operation name that is a GraphQL name: queryOperation found it; variables as JSON): one key,
-    // one request.
+    // operation name that is a GraphQL name, checked above; variables as JSON): one key, one request.
     const key = `${schoolId}\0${teacher}\0${scopes}\0${operationName ?? ''}\0${body.query}\0${JSON.stringify(body.variables ?? null)}`
     const cached = answers.get(key)
     if (cached === undefined) request.responseCacheSlot = { schoolId, key, generation: generations.get(schoolId) ?? 0 }
@@ -148,16 +128,18 @@ export async function registerResponseCache (app: FastifyInstance, options: Resp
       return
     }
     request.responseCacheHit = cached
+    request.graphqlCachedOperation = cached.operation
     void reply.header('content-type', 'application/json; charset=utf-8').header('x-cache', 'hit').send(cached.body)
   })
 
   app.addHook('onSend', (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) => {
     const slot = request.responseCacheSlot
-    if (slot !== undefined && reply.statusCode === 200 && typeof payload === 'string') {
+    // Only a query's answer is kept (a mutation's text had a slot too: the lookup parses nothing).
+    if (slot !== undefined && reply.statusCode === 200 && typeof payload === 'string' && executedQuery(request)) {
       reply.header('x-cache', 'miss')
       // A write landed while this read ran, or the answer holds an error: not kept.
       if (listener.live && (generations.get(slot.schoolId) ?? 0) === slot.generation && !payload.includes('"errors"')) {
-        answers.set(slot.key, { body: Buffer.from(payload), tally: slot.tally })
+        answers.set(slot.key, { body: Buffer.from(payload), tally: slot.tally, operation: operationOf(request) })
         let keys = keysBySchool.get(slot.schoolId)
         if (keys === undefined) keysBySchool.set(slot.schoolId, keys = new Set())
         keys.add(slot.key)

@@ -1,10 +1,12 @@
 // Reads only what a query selects: the GraphQL fields under the current field, mapped to the
 // Prisma `select` that serves them.
 import {
+  BREAK,
   Kind,
   TypeInfo,
   visit,
   visitWithTypeInfo,
+  type DirectiveNode,
   type FragmentDefinitionNode,
   type GraphQLResolveInfo,
   type OperationDefinitionNode,
@@ -59,19 +61,83 @@ function isSubSelect (value: unknown): value is { select: Record<string, unknown
   return typeof value === 'object' && value !== null && typeof (value as { select?: unknown }).select === 'object'
 }
 
-/** The Prisma `select` for the fields selected on `typeName`; always includes `id`. */
+/**
+ * The Prisma `select` for the fields selected on `typeName`; always includes `id`. Worked out once
+ * per parsed operation (Mercurius keeps the document of each query text), field path and map, and
+ * the same frozen object handed out after that: callers copy it to add to it. An operation whose
+ * `@skip` or `@include` takes a variable selects by its variables, and is worked out per call.
+ */
 export function prismaSelect (
   info: GraphQLResolveInfo,
   typeName: string,
   map: SelectionMap,
   path: ReadonlyArray<[via: string, field: string]> = []
+): Readonly<Record<string, unknown>> {
+  let kept = rootSelects.get(info.operation)
+  if (kept === undefined) rootSelects.set(info.operation, kept = { byVariables: directivesTakeVariables(info), selects: new Map() })
+  if (kept.byVariables) return buildSelect(info, typeName, map, path)
+  let byPlace = kept.selects.get(map)
+  if (byPlace === undefined) kept.selects.set(map, byPlace = new Map<string, Readonly<Record<string, unknown>>>())
+  // The field's place in the answer, list indexes left out: every item of a list shares it.
+  const key = `${responseKeys(info.path)}\0${info.parentType.name}\0${typeName}\0${path.map(([via, field]) => `${via}.${field}`).join('/')}`
+  let select = byPlace.get(key)
+  if (select === undefined) {
+    select = deepFreeze(buildSelect(info, typeName, map, path))
+    byPlace.set(key, select)
+  }
+  return select
+}
+
+/** What prismaSelect worked out for one parsed operation: per map, per place in the answer. */
+interface KeptSelects {
+  /** An `@skip` or `@include` of the operation takes a variable: nothing is kept. */
+  byVariables: boolean
+  selects: Map<SelectionMap, Map<string, Readonly<Record<string, unknown>>>>
+}
+
+const rootSelects = new WeakMap<OperationDefinitionNode, KeptSelects>()
+
+function responseKeys (path: GraphQLResolveInfo['path'] | undefined): string {
+  const keys: string[] = []
+  for (let at = path; at !== undefined; at = at.prev) if (typeof at.key === 'string') keys.push(at.key)
+  return keys.reverse().join('.')
+}
+
+function directivesTakeVariables (info: GraphQLResolveInfo): boolean {
+  let found = false
+  const visitor = {
+    Directive (node: DirectiveNode) {
+      if (node.arguments?.some((argument) => argument.value.kind === Kind.VARIABLE) === true) {
+        found = true
+        return BREAK
+      }
+      return undefined
+    }
+  }
+  visit(info.operation, visitor)
+  for (const fragment of Object.values(info.fragments)) if (!found) visit(fragment, visitor)
+  return found
+}
+
+function deepFreeze<T extends Record<string, unknown>> (value: T): Readonly<T> {
+  for (const inner of Object.values(value)) {
+    if (typeof inner === 'object' && inner !== null && !Object.isFrozen(inner)) deepFreeze(inner as Record<string, unknown>)
+  }
+  return Object.freeze(value)
+}
+
+function buildSelect (
+  info: GraphQLResolveInfo,
+  typeName: string,
+  map: SelectionMap,
+  path: ReadonlyArray<[via: string, field: string]>
 ): Record<string, unknown> {
   const select: Record<string, unknown> = { id: true }
   for (const field of selectedFields(info, typeName, path)) {
     const wanted = map[field]
     if (wanted === undefined) continue
     mergeSelect(select, typeof wanted === 'function'
-      ? wanted((below, belowMap) => prismaSelect(info, below, belowMap, [...path, [typeName, field]]))
+      ? wanted((below, belowMap) => buildSelect(info, below, belowMap, [...path, [typeName, field]]))
       : wanted)
   }
   return select

@@ -24,13 +24,12 @@ import { persistedQueryProvider } from '../graphql/persisted-documents.js'
 import { registerResponseCache } from '../graphql/response-cache.js'
 import { buildResolvers, loaders } from '../graphql/resolvers/index.js'
 import { buildSdlSchema } from '../graphql/schema.js'
+import { executing } from '../graphql/operation.js'
 import { outOfScopeFields } from '../graphql/scope-check.js'
 import { logGraphQLRequest } from './logging.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The GraphQL operation of this request, as executed (set before execution). */
-    graphqlOperation?: string
     /**
      * Whether the executed operation's result held errors, and of which kind; `rejected`: a request
      * error, nothing ran (set by the error formatter, src/graphql/errors.ts).
@@ -129,7 +128,7 @@ async function registerEndpoint (app: FastifyInstance): Promise<void> {
   app.addHook('preHandler', logGraphQLRequest)
   const { responseCacheTtl, responseCacheMb } = config
   if (responseCacheTtl > 0) {
-    await registerResponseCache(app, { ttlMs: responseCacheTtl * 1000, maxBytes: responseCacheMb * 1024 * 1024, maxTokens: limits.maxTokens })
+    await registerResponseCache(app, { ttlMs: responseCacheTtl * 1000, maxBytes: responseCacheMb * 1024 * 1024 })
   }
   app.addHook('preHandler', app.audit.scope)
 
@@ -200,7 +199,7 @@ async function registerEndpoint (app: FastifyInstance): Promise<void> {
       }
     }
     if (operation === undefined) return // graphql-js answers it
-    request.graphqlOperation = operation.name?.value ?? 'anonymous'
+    executing(request, operation)
     // Without a valid token the resolvers answer (login, refreshToken; UNAUTHENTICATED elsewhere).
     const access = accessOf(request.identity)
     if (access === null) return

@@ -5,7 +5,8 @@
 // are redacted; the request line carries the path without its query string (a GET query's variables).
 import { LogController, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { Config } from '../config.js'
-import { isGraphQLRequest, operationOf } from './metrics.js'
+import { operationOf } from '../graphql/operation.js'
+import { isGraphQLRequest } from './metrics.js'
 
 const SECRET_FIELDS = ['password', 'newPassword', 'refreshToken', 'accessToken', 'token', 'secret']
 

@@ -10,6 +10,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import { isGraphQLRoute } from '../graphql/http.js'
+import { operationOf } from '../graphql/operation.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -23,21 +24,6 @@ declare module 'fastify' {
 
 /** Distinct operation names kept as labels; later ones count as "other" (bounded cardinality). */
 export const MAX_OPERATION_LABELS = 100
-const OPERATION_NAME = /^[_A-Za-z][_0-9A-Za-z]{0,99}$/
-// The first named operation of a document, for answers served without execution (response cache).
-const NAMED_OPERATION = /^\s*(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)/
-
-/** The operation of a GraphQL request: what was executed, else what the body names. */
-export function operationOf (request: FastifyRequest): string {
-  if (request.graphqlOperation !== undefined) return request.graphqlOperation
-  const body = request.body as { query?: unknown, operationName?: unknown } | undefined
-  if (typeof body?.operationName === 'string' && OPERATION_NAME.test(body.operationName)) return body.operationName
-  if (typeof body?.query === 'string') {
-    const match = NAMED_OPERATION.exec(body.query)
-    if (match !== null) return match[1]!
-  }
-  return 'anonymous'
-}
 
 /** A GraphQL request: a POST or GET of the endpoint (not its HEAD). */
 export function isGraphQLRequest (request: FastifyRequest): boolean {
