@@ -174,3 +174,33 @@ t.test('who may write: administrators and clients with the write scopes; teacher
   const deleter = await clientToken(app, await seedClient(schoolId, ['roster.delete']))
   t.same(ok(await send('mutation ($id: ID!) { deleteStudent(student: { id: $id }) { recordType } }', { id: made.id }, deleter)).deleteStudent, { recordType: 'STUDENT' })
 })
+
+t.test('idempotency keys: the first answer again, per caller; a refused mutation keeps none; expired keys are pruned', async (t) => {
+  const CREATE = 'mutation ($input: StudentInput!, $key: String) { createStudent(input: $input, idempotencyKey: $key) { id fullName } }'
+  const first = ok(await send(CREATE, { input: { fullName: 'Once', sourcedId: 'once-1' }, key: 'key-1' })).createStudent
+  const again = ok(await send(CREATE, { input: { fullName: 'Once', sourcedId: 'once-1' }, key: 'key-1' })).createStudent
+  t.same(again, first, 'the same answer, nothing created again (a second create would be a CONFLICT)')
+  const reused = await send(CREATE, { input: { fullName: 'Twice', sourcedId: 'once-2' }, key: 'key-1' })
+  t.equal(reused.body.errors?.[0]?.extensions?.code, 'IDEMPOTENCY_KEY_REUSED')
+  const theirs = ok(await send(CREATE, { input: { fullName: 'Once', sourcedId: 'once-1' }, key: 'key-1' }, otherToken)).createStudent
+  t.not(theirs.id, first.id, 'keys are per caller: another caller\'s key-1 is its own')
+
+  const header = await app.inject({ method: 'POST', url: '/', headers: { authorization: `Bearer ${token}`, 'idempotency-key': '"key-2"' }, payload: { query: CREATE, variables: { input: { fullName: 'Header' }, key: 'other' } } })
+  t.equal(header.json().errors?.[0]?.extensions?.code, 'BAD_USER_INPUT', 'the header and the argument must agree')
+  const bad = await send(CREATE, { input: { fullName: 'Bad key' }, key: 'with space' })
+  t.equal(bad.body.errors?.[0]?.extensions?.code, 'BAD_USER_INPUT', 'a key is printable ASCII without spaces')
+
+  const refused = await send(CREATE, { input: { fullName: 'Refused', classroom: { name: 'No Room Yet' } }, key: 'key-3' })
+  t.equal(refused.body.errors?.[0]?.extensions?.code, 'NOT_FOUND')
+  ok(await send('mutation { createClassroom(input: { name: "No Room Yet" }) { id } }'))
+  const retried = ok(await send(CREATE, { input: { fullName: 'Refused', classroom: { name: 'No Room Yet' } }, key: 'key-3' })).createStudent
+  t.equal(retried.fullName, 'Refused', 'a refused mutation keeps no answer: the retry runs it')
+
+  const db = await testDatabase()
+  const kept = await db.prisma.idempotencyKey.count({ where: { key: 'key-1' } })
+  t.equal(kept, 2, 'one key-1 per caller')
+  await db.prisma.idempotencyKey.updateMany({ where: { key: { in: ['key-1', 'key-3'] } }, data: { createdAt: new Date(Date.now() - 25 * 3600_000) } })
+  ok(await send(CREATE, { input: { fullName: 'Prunes' }, key: 'key-4' }))
+  t.same((await db.prisma.idempotencyKey.findMany({ where: { key: { in: ['key-1', 'key-3', 'key-4'] } }, select: { key: true } })).map((k) => k.key).sort(), ['key-1', 'key-4'],
+    'the caller\'s next key pruned its keys older than 24 hours (the other caller\'s stay until its next)')
+})
