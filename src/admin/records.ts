@@ -489,7 +489,7 @@ export interface RecordRef {
   name?: string | null | undefined
 }
 
-type Kind = 'Student' | 'Teacher' | 'Classroom'
+export type Kind = 'Student' | 'Teacher' | 'Classroom'
 
 const REF_KEYS: Readonly<Record<Kind, ReadonlyArray<keyof RecordRef>>> = {
   Student: ['id', 'sourcedId', 'studentNumber'],
@@ -1028,4 +1028,43 @@ export async function unassignStudent (
   }
   await moveStudent(tenant, student, null)
   return { classroomId: student.classroomId, classroomName: student.classroom?.name ?? '' }
+}
+
+/**
+ * Moves a teacher's assignment from one classroom to another, in the same role, in one transaction
+ * (the CLI's `teacher move`): NOT_FOUND when there is no assignment to move.
+ */
+export async function moveTeacher (target: SchoolTarget, teacher: RecordRef, from: RecordRef, to: RecordRef): Promise<{ teacherId: string, from: string, to: string, role: TeacherRole }> {
+  const fields = new Fields()
+  const teacherKey = fields.check(['teacher'], () => keyOf('Teacher', teacher, ['teacher']))
+  fields.check(['from'], () => keyOf('Classroom', from, ['from']))
+  fields.check(['to'], () => keyOf('Classroom', to, ['to']))
+  fields.done()
+  const { schoolId } = target
+  return await inTransaction(target.tenant, async (tx) => {
+    const found = await tx.teacher.findFirst({ where: teacherKey!, select: { id: true } })
+    if (found === null) throw notFound('Teacher', teacherKey!, schoolId)
+    const source = await requireClassroomRef(tx, schoolId, from, ['from'])
+    const destination = await requireClassroomRef(tx, schoolId, to, ['to'])
+    const current = await tx.teacherClassroom.findFirst({ where: { teacherId: found.id, classroomId: source.id }, select: { role: true } })
+    if (current === null) throw new AdminError(`Teacher ${found.id} is not assigned to classroom ${source.id}: nothing was changed`, 'NOT_FOUND')
+    if (source.id !== destination.id) {
+      await tx.teacherClassroom.deleteMany({ where: { teacherId: found.id, classroomId: source.id } })
+      const key = { schoolId, teacherId: found.id, classroomId: destination.id }
+      const created = await tx.teacherClassroom.createMany({ data: [{ ...key, role: current.role }], skipDuplicates: true })
+      if (created.count === 0) await tx.teacherClassroom.updateMany({ where: key, data: { role: current.role } })
+    }
+    return { teacherId: found.id, from: source.id, to: destination.id, role: current.role }
+  })
+}
+
+/**
+ * A record as an operator names it on the command line: a UUID is an id; `number:VALUE` a
+ * student's number; other text a classroom's name, or a student's or teacher's sourcedId.
+ */
+export function cliRef (kind: Kind, text: string): RecordRef {
+  const value = text.trim()
+  if (parseUuid(value) !== undefined) return { id: value }
+  if (kind === 'Student' && value.startsWith('number:')) return { studentNumber: value.slice('number:'.length) }
+  return kind === 'Classroom' ? { name: value } : { sourcedId: value }
 }
