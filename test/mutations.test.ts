@@ -204,3 +204,34 @@ t.test('idempotency keys: the first answer again, per caller; a refused mutation
   t.same((await db.prisma.idempotencyKey.findMany({ where: { key: { in: ['key-1', 'key-3', 'key-4'] } }, select: { key: true } })).map((k) => k.key).sort(), ['key-1', 'key-4'],
     'the caller\'s next key pruned its keys older than 24 hours (the other caller\'s stay until its next)')
 })
+
+t.test('bulk upsert by sourcedId: per item created, changed or unchanged, in order; all or nothing; at most 1,000', async (t) => {
+  const UPSERT = 'mutation ($items: [StudentUpsert!]!) { upsertStudents(items: $items) { created changed unchanged items { sourcedId id outcome version } } }'
+  const items = [
+    { sourcedId: 'up-1', fullName: 'Up One', gradeLevel: 'GRADE_1' },
+    { sourcedId: 'up-2', fullName: 'Up Two', gradeLevel: 'GRADE_1', dateOfBirth: '2016-02-29' },
+    { sourcedId: 'up-3', fullName: 'Up Three' }
+  ]
+  const first = ok(await send(UPSERT, { items })).upsertStudents
+  t.match(first, { created: 3, changed: 0, unchanged: 0 })
+  t.same(first.items.map((i: { sourcedId: string, outcome: string, version: number }) => [i.sourcedId, i.outcome, i.version]), [['up-1', 'CREATED', 1], ['up-2', 'CREATED', 1], ['up-3', 'CREATED', 1]])
+  const again = ok(await send(UPSERT, { items })).upsertStudents
+  t.match(again, { created: 0, changed: 0, unchanged: 3 }, 'the same batch again writes nothing')
+  t.same(again.items.map((i: { id: string }) => i.id), first.items.map((i: { id: string }) => i.id))
+  const changed = ok(await send(UPSERT, {
+    items: [{ ...items[2], preferredName: 'Three' }, { ...items[0], gradeLevel: 'GRADE_2' }, { ...items[1], gradeLevel: 'GRADE_2' }, { sourcedId: 'up-4', givenName: 'Up', familyName: 'Four' }]
+  })).upsertStudents
+  t.same(changed.items.map((i: { sourcedId: string, outcome: string, version: number }) => [i.sourcedId, i.outcome, i.version]),
+    [['up-3', 'CHANGED', 2], ['up-1', 'CHANGED', 2], ['up-2', 'CHANGED', 2], ['up-4', 'CREATED', 1]], 'in the order given')
+  const read = ok(await send('{ students(filter: { search: "Up " }, limit: 10) { sourcedId fullName gradeLevel preferredName dateOfBirth } }')).students
+  t.same(read.map((s: { sourcedId: string, gradeLevel: string | null }) => [s.sourcedId, s.gradeLevel]).sort(), [['up-1', 'GRADE_2'], ['up-2', 'GRADE_2'], ['up-3', null], ['up-4', null]])
+
+  const bad = await send(UPSERT, { items: [{ sourcedId: 'up-5', fullName: 'Five' }, { sourcedId: 'up-5', fullName: 'Five again' }, { sourcedId: 'up-6' }] })
+  t.equal(bad.body.errors?.[0]?.extensions?.code, 'BAD_USER_INPUT')
+  t.same((bad.body.errors?.[0]?.extensions?.invalid as Array<{ path: unknown[] }>).map((f) => f.path), [['items', 1, 'sourcedId']], 'a sourcedId twice')
+  const nameless = await send(UPSERT, { items: [{ sourcedId: 'up-7', fullName: 'Seven' }, { sourcedId: 'up-8' }] })
+  t.same((nameless.body.errors?.[0]?.extensions?.invalid as Array<{ path: unknown[] }>).map((f) => f.path), [['items', 1]], 'a new student needs a name')
+  t.same(ok(await send('{ students(filter: { search: "Seven" }) { id } }')).students, [], 'all or nothing: the valid item is not written either')
+  const tooMany = await send(UPSERT, { items: Array.from({ length: 1001 }, (_, i) => ({ sourcedId: `many-${i}`, fullName: 'Many' })) })
+  t.equal(tooMany.body.errors?.[0]?.extensions?.code, 'BAD_USER_INPUT', 'at most 1,000 items')
+})

@@ -832,8 +832,9 @@ function same (a: unknown, b: unknown): boolean {
 
 /**
  * Creates or changes students by sourcedId, all or nothing (one transaction), set-based: one read
- * of the school's students with these sourcedIds, one INSERT of the new ones, and an UPDATE of each
- * one whose fields differ (a student already as given is not written: UNCHANGED).
+ * of the school's students with these sourcedIds, one INSERT of the new ones, and one UPDATE per
+ * set of changes (students whose fields differ the same way are written together; a student
+ * already as given is not written: UNCHANGED).
  */
 export async function upsertStudents (target: SchoolTarget, items: ReadonlyArray<StudentFields & { sourcedId: string }>, { path = ['items'] }: { path?: Path } = {}): Promise<UpsertedStudent[]> {
   const fields = new Fields()
@@ -857,6 +858,7 @@ export async function upsertStudents (target: SchoolTarget, items: ReadonlyArray
     const bySourced = new Map(existing.map((row) => [row.sourcedId!, row as unknown as Record<string, unknown> & Versioned]))
     const out: UpsertedStudent[] = []
     const fresh: Array<{ index: number, data: Record<string, unknown> }> = []
+    const changing = new Map<string, { changes: Record<string, unknown>, items: number[] }>()
     const invalid = new Fields()
     for (const [index, { data }] of rows.entries()) {
       const sourcedId = data.sourcedId as string
@@ -872,10 +874,19 @@ export async function upsertStudents (target: SchoolTarget, items: ReadonlyArray
         out.push({ sourcedId, id: row.id, version: row.version, outcome: 'UNCHANGED' })
         continue
       }
-      const [changed] = await tx.student.updateManyAndReturn({ where: { id: row.id }, data: changes, select: { id: true, version: true } })
-      out.push({ sourcedId, id: row.id, version: changed?.version ?? row.version + 1, outcome: 'CHANGED' })
+      // Students with the same changes are written by one UPDATE.
+      const key = JSON.stringify(Object.entries(changes).sort(([a], [b]) => a < b ? -1 : 1))
+      const group = changing.get(key)
+      if (group === undefined) changing.set(key, { changes, items: [index] })
+      else group.items.push(index)
+      out.push({ sourcedId, id: row.id, version: row.version, outcome: 'CHANGED' })
     }
     invalid.done()
+    for (const { changes, items } of changing.values()) {
+      const written = await tx.student.updateManyAndReturn({ where: { id: { in: items.map((i) => out[i]!.id) } }, data: changes, select: { id: true, version: true } })
+      const versions = new Map(written.map((row) => [row.id, row.version]))
+      for (const i of items) out[i]!.version = versions.get(out[i]!.id) ?? out[i]!.version + 1
+    }
     if (fresh.length > 0) {
       const created = await tx.student.createManyAndReturn({
         data: fresh.map(({ data }) => ({ ...data, schoolId })),
