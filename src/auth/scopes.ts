@@ -27,6 +27,9 @@ export const SCOPES = [
 ] as const
 export type Scope = typeof SCOPES[number]
 
+/** The scopes that read: what a read-only integration (the demo client) holds. */
+export const READ_SCOPES: readonly Scope[] = SCOPES.filter((scope) => scope.endsWith('.readonly'))
+
 const CORE: Scope = 'roster-core.readonly'
 const FULL: Scope = 'roster.readonly'
 const DEMOGRAPHICS: Scope = 'roster-demographics.readonly'
