@@ -97,7 +97,7 @@ export async function runWrites ({ adminUrl, projectDir, students = 20_000, conc
   const password = randomBytes(18).toString('base64url')
   const ownerUrl = databaseUrl(adminUrl, database)
   await recreateDatabase(adminUrl, database)
-  migrate(projectDir, ownerUrl)
+  await migrate(projectDir, ownerUrl)
   await prepareServiceRole(adminUrl, ownerUrl, password)
   const serviceUrl = databaseUrl(adminUrl, database, SERVICE_ROLE, password)
   const cliEnv = { PATH: process.env.PATH, DATABASE_URL: ownerUrl, LOG_LEVEL: 'silent' }
