@@ -13,7 +13,7 @@
 // bulk upsert costs per record (server and PostgreSQL CPU) no more than the import (its CLI process
 // and PostgreSQL CPU).
 import { randomBytes } from 'node:crypto'
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -177,7 +177,13 @@ export async function runWrites ({ adminUrl, projectDir, students = 20_000, conc
     let imported
     try {
       writeBundle(dir, students)
-      imported = await measured(undefined, database, async () => cli(['import', 'oneroster', dir, '--school', importSchool, '--json']))
+      // Spawned asynchronously: PostgreSQL's meter samples the CLI's backend while it runs.
+      imported = await measured(undefined, database, async () => await new Promise((resolve, reject) => {
+        const child = spawn(process.execPath, [bin, 'import', 'oneroster', dir, '--school', importSchool, '--json'], { env: cliEnv, stdio: ['ignore', 'ignore', 'pipe'] })
+        let stderr = ''
+        child.stderr.on('data', (chunk) => { stderr += chunk })
+        child.on('close', (code) => code === 0 ? resolve() : reject(new Error(`school-data import: ${stderr}`)))
+      }))
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
