@@ -109,7 +109,7 @@ function procStatus (pid) {
   }
 }
 
-function procCpuSeconds (pid) {
+export function procCpuSeconds (pid) {
   try {
     // Fields after the command name (which may hold spaces): utime is the 12th, stime the 13th.
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
@@ -125,7 +125,7 @@ const BACKEND_TITLE = /^postgres: (?:\S+: )?(\S+) (\S+) /
  * CPU seconds of each local PostgreSQL backend serving `database` (found by its process title), by
  * pid; null when there is no /proc to read.
  */
-function postgresCpuByPid (database) {
+export function postgresCpuByPid (database) {
   let pids
   try {
     pids = readdirSync('/proc').filter((name) => /^[0-9]+$/.test(name))

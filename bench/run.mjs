@@ -21,6 +21,7 @@ import { summaryMarkdown } from './profile-summary.mjs'
 import { renderMarkdown, renderSvg } from './report.mjs'
 import { formatSpread, laneRow, roundRatios } from './rounds.mjs'
 import { layerCosts } from './layers.mjs'
+import { runWrites } from './writes.mjs'
 import { LOGIN_MUTATION, WORKLOADS, accessTokenOf, checkClientToken, checkRead, checkTokens, requestBody } from './workloads.mjs'
 
 const projectDir = resolve(dirname(fileURLToPath(import.meta.url)), '..')
@@ -109,12 +110,50 @@ function readSettings () {
   return settings
 }
 
+// `--writes`: the write workload alone (bench/writes.mjs); without it, it runs after the reads
+// unless BENCH_WRITES=0.
+const writesOnly = process.argv.includes('--writes')
+process.argv = process.argv.filter((arg) => arg !== '--writes')
+
 let settings
 try {
   settings = readSettings()
 } catch (err) {
   process.stderr.write(`${err.message}\n`)
   process.exit(2)
+}
+
+/** The write workload: its figures into bench/results/writes.{json,md}; a wrong answer fails the run. */
+async function writes () {
+  log('write workload: bulk upserts, single changes and the CSV import of as many students')
+  const result = await runWrites({
+    adminUrl: settings.adminUrl,
+    projectDir,
+    students: intSetting('BENCH_WRITE_STUDENTS', 20_000),
+    concurrency: intSetting('BENCH_WRITE_CONCURRENCY', 4),
+    singles: intSetting('BENCH_WRITE_SINGLES', 2_000),
+    log
+  })
+  const rows = Object.entries(result.figures).filter(([name]) => name !== 'target').map(([name, f]) =>
+    `| ${name} | ${f.records} | ${f.wallSeconds.toFixed(1)} | ${f.recordsPerSecond.toFixed(0)} | ${f.clientCpuUsPerRecord.toFixed(0)} | ${f.postgresCpuUsPerRecord.toFixed(0)} | ${f.totalCpuUsPerRecord.toFixed(0)} |`)
+  const markdown = [
+    `Write workload (${new Date().toISOString()}, ${os.availableParallelism()} CPUs): ${result.students} students in batches of 1,000, ${result.singles} single changes ${result.concurrency} at once.`,
+    '',
+    '| Workload | Records | Seconds | Records/s | Server (import: CLI) CPU µs/record | PostgreSQL CPU µs/record | Total CPU µs/record |',
+    '|---|---|---|---|---|---|---|',
+    ...rows,
+    '',
+    `Bulk upsert (created) per record / CSV import per record, total CPU: ${result.figures.target.upsertOverImport.toFixed(2)} (target <= 1: ${result.figures.target.met ? 'met' : 'missed'}).`,
+    ''
+  ].join('\n')
+  mkdirSync(resultsDir, { recursive: true })
+  writeFileSync(join(resultsDir, 'writes.json'), JSON.stringify(result, null, 2) + '\n')
+  writeFileSync(join(resultsDir, 'writes.md'), markdown)
+  process.stdout.write('\n' + markdown)
+  if (result.failures.length > 0) {
+    log(`FAILED: ${result.failures.length} wrong write answer(s); first: ${result.failures[0]}`)
+    process.exitCode = 1
+  }
 }
 
 // Other processes using more than this many cores during a measurement make its figures unreliable.
@@ -1035,7 +1074,8 @@ async function main () {
 }
 
 try {
-  await main()
+  if (!writesOnly) await main()
+  if (writesOnly || process.env.BENCH_WRITES !== '0') await writes()
 } catch (err) {
   log(`the benchmark could not run: ${err.stack ?? err}`)
   process.exitCode = 2

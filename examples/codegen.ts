@@ -9,7 +9,7 @@ const config: CodegenConfig = {
   emitLegacyCommonJSImports: false,
   // Ends in .graphql: the URL loader reads SDL with a GET instead of sending introspection.
   schema: new URL('schema.graphql', api).toString(),
-  documents: ['list-students.ts'],
+  documents: ['list-students.ts', 'enrol-student.ts'],
   generates: {
     './gql/': {
       preset: 'client',

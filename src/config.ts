@@ -71,6 +71,8 @@ export const ENV_SCHEMA = {
     RATE_LIMIT_CLIENT_PER_MINUTE: integer(0, undefined, 600),
     RATE_LIMIT_SCHOOL_PER_MINUTE: integer(0, undefined, 6000),
     RATE_LIMIT_ADDRESS_PER_MINUTE: integer(0, undefined, 300),
+    // Record mutations per minute per user or client, beside its requests (0: off).
+    RATE_LIMIT_WRITES_PER_MINUTE: integer(0, undefined, 120),
     // Failed logins per account and per client address before locks begin (0: off); seconds after
     // which failed logins are forgotten, and the longest lock.
     LOGIN_FAILURES_PER_ACCOUNT: integer(0, 1000, 5),

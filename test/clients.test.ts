@@ -110,6 +110,28 @@ t.test('Apollo Client 4 (HttpLink, default fetch)', async (t) => {
   }
 })
 
+t.test('Apollo Client 4: a mutation with an Idempotency-Key header, retried, runs once and answers the same; another body is IDEMPOTENCY_KEY_REUSED', async (t) => {
+  const server = await serve(t)
+  const school = await seeded('Apollo Writing School')
+  const anonymous = new ApolloClient({ link: new HttpLink({ uri: server.url }), cache: new InMemoryCache() })
+  const token = (await anonymous.mutate<{ login: { accessToken: string } }>({ mutation: gql(LOGIN), variables: { username: school.username, password: PASSWORD } })).data!.login.accessToken
+  const client = new ApolloClient({ link: new HttpLink({ uri: server.url, headers: bearer(token) }), cache: new InMemoryCache() })
+  const ENROL = gql('mutation Enrol($input: StudentInput!) { createStudent(input: $input) { id fullName version } }')
+  const enrol = async (fullName: string): Promise<unknown> => await client.mutate({
+    mutation: ENROL,
+    variables: { input: { sourcedId: 'apollo-1', fullName } },
+    context: { headers: { 'Idempotency-Key': 'apollo-key-1' } }
+  }).then((r) => r.data, (e: unknown) => e)
+  const first = await enrol('Apollo Student') as { createStudent: { id: string, version: number } }
+  t.equal(first.createStudent.version, 1)
+  t.same(await enrol('Apollo Student'), first, 'the retry: the first answer again')
+  const reused = await enrol('Another Student')
+  t.ok(CombinedGraphQLErrors.is(reused), `CombinedGraphQLErrors, got ${String(reused)}`)
+  if (CombinedGraphQLErrors.is(reused)) t.equal(reused.errors[0]?.extensions?.code, 'IDEMPOTENCY_KEY_REUSED')
+  const { data } = await client.query<{ students: Array<{ id: string }> }>({ query: gql('query Enrolled { students(filter: { search: "Apollo Student" }) { id } }'), fetchPolicy: 'network-only' })
+  t.same(data?.students.map((s) => s.id), [first.createStudent.id], 'enrolled once')
+})
+
 t.test('Apollo Client 4: a rate limit is a CombinedGraphQLErrors with TOO_MANY_REQUESTS and retryAfter', async (t) => {
   const server = await serve(t, { rateLimitUserPerMinute: 3 })
   const school = await seeded('Apollo Limited School')

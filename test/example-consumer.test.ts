@@ -43,10 +43,24 @@ t.test('the example consumer generates its documents from the published SDL, the
   t.same(lines.map(([, name]) => name).sort(), [...names].sort())
   t.ok(lines.every(([, , status]) => status === 'ACTIVE'))
 
+  // The writer: a student enrolled through Apollo Client with an idempotency key; the same request
+  // again (a retry) answers the same and enrols nobody twice; the key with another body is refused.
+  const writer = { ...env, SCHOOL_DATA_USERNAME: school.username, SCHOOL_DATA_PASSWORD: PASSWORD, SCHOOL_DATA_SOURCED_ID: 'sis-4711', SCHOOL_DATA_FULL_NAME: 'Katherine Johnson', SCHOOL_DATA_IDEMPOTENCY_KEY: 'enrol-sis-4711' }
+  const enrolled = await run(process.execPath, [join('dist', 'enrol-student.js')], { cwd: dir, env: writer })
+  const [studentId, sourcedId, fullName, version, key] = enrolled.stdout.trim().split('\t')
+  t.same([sourcedId, fullName, version, key], ['sis-4711', 'Katherine Johnson', '1', 'enrol-sis-4711'])
+  const retried = await run(process.execPath, [join('dist', 'enrol-student.js')], { cwd: dir, env: writer })
+  t.equal(retried.stdout, enrolled.stdout, 'the retry gets the first answer: the same student')
+  const reused = await run(process.execPath, [join('dist', 'enrol-student.js')], { cwd: dir, env: { ...writer, SCHOOL_DATA_FULL_NAME: 'Someone Else' } }).then(() => undefined, (e: { code: number, stderr: string }) => e)
+  t.equal(reused?.code, 1)
+  t.match(reused?.stderr, /^IDEMPOTENCY_KEY_REUSED: /, 'the same key with another body: the coded error')
+  const again = await run(process.execPath, [join('dist', 'list-students.js')], { cwd: dir, env: { ...env, SCHOOL_DATA_USERNAME: school.username, SCHOOL_DATA_PASSWORD: PASSWORD } })
+  t.equal(again.stdout.split('\n').filter((line) => line.startsWith(`${studentId!}\t`)).length, 1, 'enrolled once')
+
   // The manifest of the same run: what an operator deploys as TRUSTED_DOCUMENTS.
   const manifestPath = join(dir, 'gql', 'persisted-documents.json')
   const manifest = JSON.parse(readFileSync(manifestPath, 'utf8')) as Record<string, string>
-  t.equal(Object.keys(manifest).length, 2, 'Login and StudentsPage')
+  t.equal(Object.keys(manifest).length, 4, 'Login, StudentsPage, EnrolLogin and EnrolStudent')
   // Keyed by GraphQL over HTTP's document identifier, `sha256:<hex>`, which the documents carry too.
   for (const [id, document] of Object.entries(manifest)) t.equal(id, `sha256:${createHash('sha256').update(document).digest('hex')}`)
   const trusted = await build(t, { trustedDocuments: readDocumentManifest(manifestPath) })

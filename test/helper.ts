@@ -57,6 +57,7 @@ export function testConfig (overrides: Partial<Config> = {}): Config {
     rateLimitClientPerMinute: 0,
     rateLimitSchoolPerMinute: 0,
     rateLimitAddressPerMinute: 0,
+    rateLimitWritesPerMinute: 0,
     loginFailuresPerAccount: 0,
     loginFailuresPerAddress: 0,
     loginFailureWindow: 900,

@@ -104,7 +104,12 @@ t.test('a client with the core scope only: the columns of other scopes stay unre
   await t.rejects(cdb.student.aggregate({ _max: { dateOfBirth: true } }), /dateOfBirth/, 'aggregating it: refused')
   await t.rejects(cdb.student.groupBy({ by: ['email'], _count: true }), /email/, 'grouping by it: refused')
   await t.rejects(cdb.classroom.findFirst({ select: { students: { select: { dateOfBirth: true } } } }), /dateOfBirth/, 'selecting it below another row: refused')
-  await t.rejects(cdb.student.updateMany({ data: { fullName: 'X' } }), /only read/, 'clients only read')
+  // A client writes (its write scopes are the GraphQL layer's to check), but only the columns it reads.
+  await t.rejects(cdb.student.updateMany({ data: { email: 'x@example.org' } }), /Student\.email needs the scope roster\.readonly/, 'writing a guarded column: refused')
+  await t.rejects(cdb.student.updateMany({ where: { dateOfBirth: null }, data: { fullName: 'X' } }), /dateOfBirth/, 'filtering a write by one: refused')
+  await t.rejects(cdb.student.createManyAndReturn({ data: [{ fullName: 'Y', dateOfBirth: new Date('2015-01-01') }] as never }), /dateOfBirth/, 'creating with one: refused')
+  const written = await cdb.student.updateManyAndReturn({ where: { fullName: 'Dee Birth' }, data: { preferredName: 'Dee' } })
+  t.same(written.map((row) => ['dateOfBirth' in row, 'email' in row, row.preferredName]), [[false, false, 'Dee']], 'a core column written; the row answered without the guarded ones')
   t.equal(await cdb.student.count(), 1, 'the whole school\'s rows are its own: only columns are narrowed')
   const full = await db.forSchool(schoolId, { deniedColumns: deniedColumns(['roster-core.readonly', 'roster.readonly', 'roster-demographics.readonly']) }).student.findFirst({})
   t.ok(full?.dateOfBirth instanceof Date, 'control: with every scope, the date of birth is read')

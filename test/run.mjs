@@ -23,7 +23,7 @@ const ONCE = new Map([
   // embedded database anew (seconds apiece on PGlite): what they run on the database is the
   // administration code (src/admin/), which the in-process tests exercise on PGlite too (ids-case,
   // seed, import, the helpers' seeding), and test/cli.test.ts runs the command on PGlite.
-  ...['test/cli-assignments.test.ts', 'test/cli-clients.test.ts', 'test/cli-roles.test.ts'].map((file) => [file, 'command line'])
+  ...['test/cli-assignments.test.ts', 'test/cli-clients.test.ts', 'test/cli-records.test.ts', 'test/cli-roles.test.ts'].map((file) => [file, 'command line'])
 ])
 
 /**

@@ -8,12 +8,29 @@ import { Prisma } from '../generated/prisma/client.js'
 import { GradeLevel, StudentStatus, TeacherRole, TeacherStatus, UserRole } from '../generated/prisma/enums.js'
 import { parseUuid } from '../validators.js'
 
-/** What an AdminError is about: bad input, or a record (or link) that is not there. */
-export type AdminErrorCode = 'BAD_USER_INPUT' | 'NOT_FOUND'
+/**
+ * What an AdminError is about: bad input; a record (or link) that is not there; a conflict with what
+ * is there (a natural key taken, a classroom with students); a record that moved on from the
+ * version a change was based on.
+ */
+export type AdminErrorCode = 'BAD_USER_INPUT' | 'NOT_FOUND' | 'CONFLICT' | 'VERSION_CONFLICT'
+
+/** One invalid field of a write: where it is in the input (e.g. `['input', 'email']`) and why. */
+export interface InvalidField {
+  path: Array<string | number>
+  message: string
+}
+
+export interface AdminErrorDetails {
+  /** BAD_USER_INPUT of a write: every invalid field, each with its path. */
+  invalid?: InvalidField[]
+  /** VERSION_CONFLICT: the record's version now. */
+  currentVersion?: number
+}
 
 export class AdminError extends Error {
   override name = 'AdminError'
-  constructor (message: string, readonly code: AdminErrorCode = 'BAD_USER_INPUT') {
+  constructor (message: string, readonly code: AdminErrorCode = 'BAD_USER_INPUT', readonly details: AdminErrorDetails = {}) {
     super(message)
   }
 }
@@ -317,94 +334,593 @@ function requireEmail (value: string): string {
   return email
 }
 
-/** Optional names: a record needs a full name or a given or family name (the database derives the rest). */
-interface Names {
-  fullName?: string | undefined
-  givenName?: string | undefined
-  familyName?: string | undefined
-  preferredName?: string | undefined
+// ---- Records written: the command line and the API's mutations (docs/api/mutations.md) ----------
+
+/** A school's client, as the records' operations take it. */
+type Tenant = ReturnType<Database['forSchool']>
+
+/**
+ * Where a record operation writes: the school, through a client of that school. In the API it is
+ * the caller's (both walls and the caller's reach); for an operator, the school's (schoolTarget).
+ */
+export interface SchoolTarget {
+  readonly schoolId: string
+  readonly tenant: Tenant
 }
 
-function names (input: Names): { fullName?: string, givenName?: string, familyName?: string, preferredName?: string } {
-  const out: { fullName?: string, givenName?: string, familyName?: string, preferredName?: string } = {}
-  if (input.fullName !== undefined) out.fullName = requireText('Full name', input.fullName)
-  if (input.givenName !== undefined) out.givenName = requireText('Given name', input.givenName)
-  if (input.familyName !== undefined) out.familyName = requireText('Family name', input.familyName)
-  if (input.preferredName !== undefined) out.preferredName = requireText('Preferred name', input.preferredName)
-  if (out.fullName === undefined && out.givenName === undefined && out.familyName === undefined) {
-    throw new AdminError('A full name, or a given or family name, is required')
+/** The target of an operator's command: an existing school, through its client. */
+export async function schoolTarget (db: Database, schoolId: string): Promise<SchoolTarget> {
+  const school = await requireSchool(db, schoolId)
+  return { schoolId: school, tenant: db.forSchool(school) }
+}
+
+/** The models a transaction of the school's client writes. */
+type Tx = Pick<Tenant, 'student' | 'teacher' | 'classroom' | 'teacherClassroom'>
+
+/** Runs `work` in one transaction of the school's client: all of it is written, or nothing. */
+async function inTransaction<T> (tenant: Tenant, work: (tx: Tx) => Promise<T>): Promise<T> {
+  return await tenant.$transaction(work) as T
+}
+
+type Path = Array<string | number>
+
+/** The invalid fields of one write, collected so that all of them are reported together. */
+class Fields {
+  readonly invalid: InvalidField[] = []
+
+  /** `check()`'s value, or undefined with the field recorded when it refuses the input. */
+  check<T> (path: Path, check: () => T): T | undefined {
+    try {
+      return check()
+    } catch (err) {
+      if (!(err instanceof AdminError) || err.code !== 'BAD_USER_INPUT') throw err
+      this.invalid.push(...(err.details.invalid ?? [{ path, message: err.message }]))
+      return undefined
+    }
   }
-  return out
-}
 
-function uniqueViolation (err: unknown, what: string): never {
-  if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2002') {
-    throw new AdminError(`${what} is taken in this school`)
+  fail (path: Path, message: string): void {
+    this.invalid.push({ path, message })
   }
-  throw err
+
+  /** Throws BAD_USER_INPUT with every invalid field, if there is one. */
+  done (): void {
+    const [first] = this.invalid
+    if (first === undefined) return
+    const message = this.invalid.length === 1
+      ? first.message
+      : `${this.invalid.length} invalid fields: ${this.invalid.map((f) => `${f.path.join('.')}: ${f.message}`).join('; ')}`
+    throw new AdminError(message, 'BAD_USER_INPUT', { invalid: this.invalid })
+  }
 }
 
-export interface StudentInput extends Names {
+/** A day as YYYY-MM-DD (the CLI), or the Date the GraphQL Date scalar makes of one. */
+export type Day = string | Date
+
+interface Rule {
+  label: string
+  /** May be cleared (`null`). */
+  nullable: boolean
+  parse: (label: string, value: never) => unknown
+}
+
+const text = (max = 200) => (label: string, value: string): string => requireText(label, value, max)
+const day = (label: string, value: Day): Date => value instanceof Date ? value : requireDay(label, value)
+
+/** A record's written fields, by name, each with its label, whether it may be cleared and its check. */
+const STUDENT_RULES = {
+  sourcedId: { label: 'Sourced id', nullable: true, parse: text(255) },
+  fullName: { label: 'Full name', nullable: false, parse: text() },
+  givenName: { label: 'Given name', nullable: false, parse: text() },
+  familyName: { label: 'Family name', nullable: false, parse: text() },
+  preferredName: { label: 'Preferred name', nullable: true, parse: text() },
+  studentNumber: { label: 'Student number', nullable: true, parse: text(64) },
+  email: { label: 'Email', nullable: true, parse: (_label: string, value: string) => requireEmail(value) },
+  dateOfBirth: { label: 'Date of birth', nullable: true, parse: day },
+  gradeLevel: { label: 'Grade level', nullable: true, parse: (_label: string, value: string) => requireGradeLevel(value) },
+  status: { label: 'Status', nullable: false, parse: (label: string, value: string) => requireEnum(label, value, StudentStatus) },
+  enrollmentStartDate: { label: 'Enrollment start date', nullable: true, parse: day },
+  enrollmentEndDate: { label: 'Enrollment end date', nullable: true, parse: day }
+} as const satisfies Record<string, Rule>
+
+const TEACHER_RULES = {
+  sourcedId: STUDENT_RULES.sourcedId,
+  fullName: STUDENT_RULES.fullName,
+  givenName: STUDENT_RULES.givenName,
+  familyName: STUDENT_RULES.familyName,
+  preferredName: STUDENT_RULES.preferredName,
+  email: STUDENT_RULES.email,
+  title: { label: 'Title', nullable: true, parse: text() },
+  status: { label: 'Status', nullable: false, parse: (label: string, value: string) => requireEnum(label, value, TeacherStatus) }
+} as const satisfies Record<string, Rule>
+
+const CLASSROOM_RULES = {
+  name: { label: 'Classroom name', nullable: false, parse: text() },
+  sourcedId: STUDENT_RULES.sourcedId,
+  gradeLevel: STUDENT_RULES.gradeLevel,
+  subject: { label: 'Subject', nullable: true, parse: text() }
+} as const satisfies Record<string, Rule>
+
+/** The fields of a record as a write gives them: left out (undefined), cleared (null) or set. */
+type Given<R extends Record<string, Rule>> = { [K in keyof R]?: Parameters<R[K]['parse']>[1] | null | undefined }
+
+export type StudentFields = Given<typeof STUDENT_RULES>
+export type TeacherFields = Given<typeof TEACHER_RULES>
+export type ClassroomFields = Given<typeof CLASSROOM_RULES>
+
+/** The columns a write sets: the fields given, checked; the invalid ones recorded under `base`. */
+function written (rules: Record<string, Rule>, input: object, fields: Fields, base: Path): Record<string, unknown> {
+  const data: Record<string, unknown> = {}
+  for (const [key, rule] of Object.entries(rules)) {
+    const value = (input as Record<string, unknown>)[key]
+    if (value === undefined) continue
+    if (value === null) {
+      if (rule.nullable) data[key] = null
+      else fields.fail([...base, key], `${rule.label} must not be null`)
+      continue
+    }
+    const parsed = fields.check([...base, key], () => rule.parse(rule.label, value as never))
+    if (parsed !== undefined) data[key] = parsed
+  }
+  return data
+}
+
+/** A new person's checks beyond their fields: a name to go by, enrollment dates in order. */
+function checkNewPerson (data: Record<string, unknown>, fields: Fields, base: Path): void {
+  if (data.fullName === undefined && data.givenName === undefined && data.familyName === undefined &&
+    !fields.invalid.some((f) => ['fullName', 'givenName', 'familyName'].includes(String(f.path.at(-1))))) {
+    fields.fail(base, 'A full name, or a given or family name, is required')
+  }
+  checkEnrollment(data, fields, base)
+}
+
+function checkEnrollment (data: Record<string, unknown>, fields: Fields, base: Path): void {
+  const { enrollmentStartDate: start, enrollmentEndDate: end } = data
+  if (start instanceof Date && end instanceof Date && end < start) {
+    fields.fail([...base, 'enrollmentEndDate'], 'Enrollment end date must not be before the start date')
+  }
+}
+
+/** A record named by one of its keys (GraphQL's StudentRef, TeacherRef, ClassroomRef; the CLI's options). */
+export interface RecordRef {
+  id?: string | null | undefined
+  sourcedId?: string | null | undefined
+  studentNumber?: string | null | undefined
+  name?: string | null | undefined
+}
+
+export type Kind = 'Student' | 'Teacher' | 'Classroom'
+
+const REF_KEYS: Readonly<Record<Kind, ReadonlyArray<keyof RecordRef>>> = {
+  Student: ['id', 'sourcedId', 'studentNumber'],
+  Teacher: ['id', 'sourcedId'],
+  Classroom: ['id', 'sourcedId', 'name']
+}
+
+/** The filter of the one key `ref` gives; BAD_USER_INPUT at `path` unless it gives exactly one, well formed. */
+function keyOf (kind: 'Student', ref: RecordRef, path: Path): { id: string } | { sourcedId: string } | { studentNumber: string }
+function keyOf (kind: 'Teacher', ref: RecordRef, path: Path): { id: string } | { sourcedId: string }
+function keyOf (kind: 'Classroom', ref: RecordRef, path: Path): { id: string } | { sourcedId: string } | { name: string }
+function keyOf (kind: Kind, ref: RecordRef, path: Path): Record<string, string>
+function keyOf (kind: Kind, ref: RecordRef, path: Path): Record<string, string> {
+  const keys = REF_KEYS[kind]
+  const given = keys.filter((key) => ref[key] !== undefined && ref[key] !== null)
+  const [key] = given
+  if (given.length !== 1 || key === undefined) {
+    throw new AdminError(`${kind}: give exactly one of ${keys.join(', ')}`, 'BAD_USER_INPUT', { invalid: [{ path, message: `Give exactly one of ${keys.join(', ')}` }] })
+  }
+  const value = ref[key]!
+  if (key === 'id') {
+    const id = parseUuid(value)
+    if (id === undefined) {
+      const message = `${kind} id "${value.slice(0, 64)}" is not a UUID`
+      throw new AdminError(message, 'BAD_USER_INPUT', { invalid: [{ path: [...path, 'id'], message }] })
+    }
+    return { id }
+  }
+  const label = key === 'name' ? 'Classroom name' : key === 'sourcedId' ? 'Sourced id' : 'Student number'
+  try {
+    return { [key]: requireText(label, value, key === 'sourcedId' ? 255 : key === 'studentNumber' ? 64 : 200) }
+  } catch (err) {
+    throw new AdminError((err as Error).message, 'BAD_USER_INPUT', { invalid: [{ path: [...path, key], message: (err as Error).message }] })
+  }
+}
+
+/** `ref` in words, as a refusal names it. */
+function describe (key: Record<string, string>): string {
+  const [[name, value] = ['', '']] = Object.entries(key)
+  return name === 'id' ? value : `with ${name} "${value}"`
+}
+
+/**
+ * Refusal of a record that is not there. Another school's record is refused the same way: the
+ * school's client cannot see it, and the message names only what was asked.
+ */
+function notFound (kind: Kind, key: Record<string, string>, schoolId: string): AdminError {
+  return new AdminError(`${kind} ${describe(key)} is not a ${kind.toLowerCase()} of school ${schoolId}`, 'NOT_FOUND')
+}
+
+interface Versioned { id: string, version: number }
+
+function versionConflict (kind: Kind, row: Versioned, expected: number): AdminError {
+  return new AdminError(`${kind} ${row.id} is at version ${row.version}, not ${expected}: it changed meanwhile, nothing was written (read it again and retry)`,
+    'VERSION_CONFLICT', { currentVersion: row.version })
+}
+
+/** The model delegate of a kind, as the operations below use it (the three share these calls). */
+interface Delegate {
+  findFirst: (args: { where: Record<string, unknown>, select: Record<string, boolean> }) => Promise<Record<string, unknown> | null>
+  findMany: (args: { where: Record<string, unknown>, select: Record<string, boolean> }) => Promise<Array<Record<string, unknown>>>
+  createManyAndReturn: (args: { data: Array<Record<string, unknown>>, select: Record<string, boolean> }) => Promise<Array<Record<string, unknown>>>
+  updateManyAndReturn: (args: { where: Record<string, unknown>, data: Record<string, unknown>, select: Record<string, boolean> }) => Promise<Array<Record<string, unknown>>>
+  deleteMany: (args: { where: Record<string, unknown> }) => Promise<{ count: number }>
+}
+
+function delegate (tx: Tx, kind: Kind): Delegate {
+  switch (kind) {
+    case 'Student': return tx.student as unknown as Delegate
+    case 'Teacher': return tx.teacher as unknown as Delegate
+    case 'Classroom': return tx.classroom as unknown as Delegate
+  }
+}
+
+const VERSIONED = { id: true, version: true, sourcedId: true } as const
+
+/** The record `ref` names, with its id, version and sourcedId; NOT_FOUND when the school has none. */
+async function requireRecord (tx: Tx, schoolId: string, kind: Kind, ref: RecordRef, path: Path): Promise<Versioned & { sourcedId: string | null }> {
+  const key = keyOf(kind, ref, path)
+  const row = await delegate(tx, kind).findFirst({ where: key, select: VERSIONED })
+  if (row === null) throw notFound(kind, key, schoolId)
+  return row as unknown as Versioned & { sourcedId: string | null }
+}
+
+/** The natural keys of each kind, which a write may find taken. */
+const NATURAL_KEYS: Readonly<Record<Kind, readonly string[]>> = {
+  Student: ['sourcedId', 'studentNumber'],
+  Teacher: ['sourcedId'],
+  Classroom: ['name', 'sourcedId']
+}
+
+/**
+ * A unique violation of a write, as the CONFLICT it is: which natural key is taken (read after the
+ * transaction rolled back); anything else is passed on.
+ */
+async function conflictOf (err: unknown, target: SchoolTarget, kind: Kind, rows: ReadonlyArray<{ data: Record<string, unknown>, path: Path, id?: string }>): Promise<unknown> {
+  if (!(err instanceof Prisma.PrismaClientKnownRequestError) || err.code !== 'P2002') return err
+  const invalid: InvalidField[] = []
+  for (const { data, path, id } of rows) {
+    for (const key of NATURAL_KEYS[kind]) {
+      const value = data[key]
+      if (typeof value !== 'string') continue
+      const other = await delegate(target.tenant, kind).findFirst({ where: { [key]: value, ...(id === undefined ? {} : { NOT: { id } }) }, select: { id: true } })
+      if (other !== null) invalid.push({ path: [...path, key], message: `${STUDENT_RULES[key as 'sourcedId']?.label ?? CLASSROOM_RULES.name.label} "${value}" is taken in this school (${kind.toLowerCase()} ${String(other.id)})` })
+    }
+  }
+  const [first] = invalid
+  // Taken meanwhile and freed again: still a conflict of this write.
+  return new AdminError(first?.message ?? `A natural key of this ${kind.toLowerCase()} is taken in this school`, 'CONFLICT', invalid.length === 0 ? {} : { invalid })
+}
+
+/** Runs a write of `kind` in one transaction, a unique violation turned into a CONFLICT naming the key. */
+async function writing<T> (target: SchoolTarget, kind: Kind, rows: ReadonlyArray<{ data: Record<string, unknown>, path: Path, id?: string }>, work: (tx: Tx) => Promise<T>): Promise<T> {
+  try {
+    return await inTransaction(target.tenant, work)
+  } catch (err) {
+    throw await conflictOf(err, target, kind, rows)
+  }
+}
+
+/** The classroom `ref` names, in the school; NOT_FOUND otherwise. */
+async function requireClassroomRef (tx: Tx, schoolId: string, ref: RecordRef, path: Path): Promise<{ id: string }> {
+  return await requireRecord(tx, schoolId, 'Classroom', ref, path)
+}
+
+export interface WriteOptions {
+  /** The version the write is based on: refused with VERSION_CONFLICT when the record has another. */
+  expectedVersion?: number | null | undefined
+}
+
+/** Creates a student; `classroom`: an existing classroom by key, or (the CLI) one by name, created on first use. */
+export async function addStudent (
+  target: SchoolTarget,
+  input: StudentFields,
+  { classroom, classroomNamed: named, path = ['input'] }: { classroom?: RecordRef | null | undefined, classroomNamed?: string | undefined, path?: Path } = {}
+): Promise<Versioned> {
+  const fields = new Fields()
+  const data = written(STUDENT_RULES, input, fields, path)
+  checkNewPerson(data, fields, path)
+  const roomKey = classroom === undefined || classroom === null ? undefined : fields.check([...path, 'classroom'], () => keyOf('Classroom', classroom, [...path, 'classroom']))
+  const roomName = named === undefined ? undefined : fields.check([...path, 'classroom'], () => requireText('Classroom name', named))
+  fields.done()
+  const { schoolId } = target
+  return await writing(target, 'Student', [{ data, path }], async (tx) => {
+    let classroomId: string | undefined
+    if (roomKey !== undefined) {
+      const room = await tx.classroom.findFirst({ where: roomKey, select: { id: true } })
+      if (room === null) throw notFound('Classroom', roomKey, schoolId)
+      classroomId = room.id
+    }
+    if (roomName !== undefined) classroomId = (await classroomNamed(tx, schoolId, roomName)).id
+    const [row] = await tx.student.createManyAndReturn({
+      data: [{ ...data, schoolId, ...(classroomId === undefined ? {} : { classroomId }) }],
+      select: { id: true, version: true }
+    })
+    return row!
+  })
+}
+
+/** Creates a teacher. */
+export async function addTeacher (target: SchoolTarget, input: TeacherFields, { path = ['input'] }: { path?: Path } = {}): Promise<Versioned> {
+  const fields = new Fields()
+  const data = written(TEACHER_RULES, input, fields, path)
+  checkNewPerson(data, fields, path)
+  fields.done()
+  return await writing(target, 'Teacher', [{ data, path }], async (tx) => {
+    const [row] = await tx.teacher.createManyAndReturn({ data: [{ ...data, schoolId: target.schoolId }], select: { id: true, version: true } })
+    return row!
+  })
+}
+
+/** Creates a classroom; its name is unique in the school. */
+export async function addClassroom (target: SchoolTarget, input: ClassroomFields, { path = ['input'] }: { path?: Path } = {}): Promise<Versioned> {
+  const fields = new Fields()
+  const data = written(CLASSROOM_RULES, input, fields, path)
+  if (data.name === undefined && !fields.invalid.some((f) => f.path.at(-1) === 'name')) fields.fail([...path, 'name'], 'A classroom needs a name')
+  fields.done()
+  return await writing(target, 'Classroom', [{ data, path }], async (tx) => {
+    const [row] = await tx.classroom.createManyAndReturn({ data: [{ ...data, schoolId: target.schoolId } as Prisma.ClassroomCreateManyInput], select: { id: true, version: true } })
+    return row!
+  })
+}
+
+const RULES_OF: Readonly<Record<Kind, Record<string, Rule>>> = { Student: STUDENT_RULES, Teacher: TEACHER_RULES, Classroom: CLASSROOM_RULES }
+
+/**
+ * Changes the fields given of the record `ref` names (partial: a field left out stays; null clears
+ * it), in one transaction; with `expectedVersion`, only if the record is still at that version.
+ */
+export async function changeRecord (
+  target: SchoolTarget,
+  kind: Kind,
+  ref: RecordRef,
+  changes: StudentFields | TeacherFields | ClassroomFields,
+  { expectedVersion, paths = { ref: [kind.toLowerCase()], input: ['input'] } }: WriteOptions & { paths?: { ref: Path, input: Path } } = {}
+): Promise<Versioned> {
+  const fields = new Fields()
+  const key = fields.check(paths.ref, () => keyOf(kind, ref, paths.ref))
+  const data = written(RULES_OF[kind], changes, fields, paths.input)
+  checkEnrollment(data, fields, paths.input)
+  fields.done()
+  const { schoolId } = target
+  return await writing(target, kind, [{ data, path: paths.input }], async (tx) => {
+    const model = delegate(tx, kind)
+    const row = await model.findFirst({ where: key!, select: VERSIONED }) as Versioned | null
+    if (row === null) throw notFound(kind, key!, schoolId)
+    if (expectedVersion != null && row.version !== expectedVersion) throw versionConflict(kind, row, expectedVersion)
+    if (Object.keys(data).length === 0) return { id: row.id, version: row.version }
+    // With the version read in the filter: a writer that committed since (its lock awaited) leaves
+    // nothing to update, and the change is refused rather than written over theirs.
+    const where = expectedVersion == null ? { id: row.id } : { id: row.id, version: expectedVersion }
+    const [changed] = await model.updateManyAndReturn({ where, data, select: { id: true, version: true } }) as unknown as Versioned[]
+    if (changed !== undefined) return changed
+    const now = await model.findFirst({ where: { id: row.id }, select: VERSIONED }) as Versioned | null
+    if (now === null) throw notFound(kind, key!, schoolId)
+    throw versionConflict(kind, now, expectedVersion!)
+  })
+}
+
+/** A record deleted: its keys, as its tombstone keeps them. */
+export interface Deleted {
+  recordType: 'STUDENT' | 'TEACHER' | 'CLASSROOM'
+  id: string
+  sourcedId: string | null
+}
+
+/**
+ * Deletes the record `ref` names (a teacher's or classroom's assignments go with it; a classroom
+ * with students is refused), with `expectedVersion` only if it is still at that version.
+ */
+export async function deleteRecord (target: SchoolTarget, kind: Kind, ref: RecordRef, { expectedVersion, path = [kind.toLowerCase()] }: WriteOptions & { path?: Path } = {}): Promise<Deleted> {
+  const key = keyOf(kind, ref, path)
+  const { schoolId } = target
+  return await inTransaction(target.tenant, async (tx) => {
+    const model = delegate(tx, kind)
+    const row = await model.findFirst({ where: key, select: VERSIONED }) as (Versioned & { sourcedId: string | null }) | null
+    if (row === null) throw notFound(kind, key, schoolId)
+    if (expectedVersion != null && row.version !== expectedVersion) throw versionConflict(kind, row, expectedVersion)
+    if (kind === 'Classroom') {
+      const students = await tx.student.count({ where: { classroomId: row.id } })
+      if (students > 0) throw new AdminError(`Classroom ${row.id} has ${students} student(s): move them to another classroom (or out of it) first; nothing was deleted`, 'CONFLICT')
+    }
+    const { count } = await model.deleteMany({ where: expectedVersion == null ? { id: row.id } : { id: row.id, version: expectedVersion } })
+    if (count === 0) {
+      const now = await model.findFirst({ where: { id: row.id }, select: VERSIONED }) as Versioned | null
+      if (now === null) throw notFound(kind, key, schoolId)
+      throw versionConflict(kind, now, expectedVersion!)
+    }
+    return { recordType: kind.toUpperCase() as Deleted['recordType'], id: row.id, sourcedId: row.sourcedId }
+  })
+}
+
+/** Puts the student `student` names in the classroom `classroom` names, in place of the one they were in. */
+export async function placeStudent (target: SchoolTarget, student: RecordRef, classroom: RecordRef): Promise<Versioned & { moved: boolean }> {
+  const fields = new Fields()
+  const studentKey = fields.check(['student'], () => keyOf('Student', student, ['student']))
+  const roomKey = fields.check(['classroom'], () => keyOf('Classroom', classroom, ['classroom']))
+  fields.done()
+  const { schoolId } = target
+  return await inTransaction(target.tenant, async (tx) => {
+    const row = await tx.student.findFirst({ where: studentKey!, select: { id: true, version: true, classroomId: true } })
+    if (row === null) throw notFound('Student', studentKey!, schoolId)
+    const room = await tx.classroom.findFirst({ where: roomKey!, select: { id: true } })
+    if (room === null) throw notFound('Classroom', roomKey!, schoolId)
+    if (row.classroomId === room.id) return { id: row.id, version: row.version, moved: false }
+    const [moved] = await tx.student.updateManyAndReturn({ where: { id: row.id }, data: { classroomId: room.id }, select: { id: true, version: true } })
+    return { ...moved!, moved: true }
+  })
+}
+
+/** Takes a student out of their classroom; with `classroom`, only out of that one (else NOT_FOUND). */
+export async function removeStudentFromClassroom (target: SchoolTarget, student: RecordRef, classroom?: RecordRef | null): Promise<Versioned> {
+  const fields = new Fields()
+  const studentKey = fields.check(['student'], () => keyOf('Student', student, ['student']))
+  const roomKey = classroom == null ? undefined : fields.check(['classroom'], () => keyOf('Classroom', classroom, ['classroom']))
+  fields.done()
+  const { schoolId } = target
+  return await inTransaction(target.tenant, async (tx) => {
+    const row = await tx.student.findFirst({ where: studentKey!, select: { id: true, classroomId: true } })
+    if (row === null) throw notFound('Student', studentKey!, schoolId)
+    const room = roomKey === undefined ? undefined : await tx.classroom.findFirst({ where: roomKey, select: { id: true } })
+    if (room === null) throw notFound('Classroom', roomKey!, schoolId)
+    if (row.classroomId === null || (room !== undefined && room.id !== row.classroomId)) {
+      throw new AdminError(`Student ${row.id} is not in ${room === undefined ? 'a classroom' : `classroom ${room.id}`}: nothing was changed`, 'NOT_FOUND')
+    }
+    const [out] = await tx.student.updateManyAndReturn({ where: { id: row.id, classroomId: row.classroomId }, data: { classroomId: null }, select: { id: true, version: true } })
+    if (out === undefined) throw new AdminError(`Student ${row.id} changed classroom meanwhile: nothing was changed, retry`, 'CONFLICT')
+    return out
+  })
+}
+
+/** Assigns the teacher `teacher` names to the classroom `classroom` names in `role`; an assignment that exists takes the role. */
+export async function assignTeacherTo (target: SchoolTarget, teacher: RecordRef, classroom: RecordRef, role?: string | null): Promise<{ teacherId: string, classroomId: string, role: TeacherRole }> {
+  const fields = new Fields()
+  const teacherKey = fields.check(['teacher'], () => keyOf('Teacher', teacher, ['teacher']))
+  fields.check(['classroom'], () => keyOf('Classroom', classroom, ['classroom']))
+  const assignment = role == null ? TeacherRole.PRIMARY : fields.check(['role'], () => requireEnum('Classroom role', role, TeacherRole))
+  fields.done()
+  const { schoolId } = target
+  return await inTransaction(target.tenant, async (tx) => {
+    const found = await tx.teacher.findFirst({ where: teacherKey!, select: { id: true } })
+    if (found === null) throw notFound('Teacher', teacherKey!, schoolId)
+    const room = await requireClassroomRef(tx, schoolId, classroom, ['classroom'])
+    const key = { schoolId, teacherId: found.id, classroomId: room.id }
+    const created = await tx.teacherClassroom.createMany({ data: [{ ...key, role: assignment! }], skipDuplicates: true })
+    if (created.count === 0) await tx.teacherClassroom.updateMany({ where: key, data: { role: assignment! } })
+    return { teacherId: found.id, classroomId: room.id, role: assignment! }
+  })
+}
+
+/** Ends the assignment of the teacher `teacher` names to the classroom `classroom` names (NOT_FOUND when there is none). */
+export async function endAssignment (target: SchoolTarget, teacher: RecordRef, classroom: RecordRef): Promise<{ teacherId: string, classroomId: string, role: TeacherRole }> {
+  const fields = new Fields()
+  const teacherKey = fields.check(['teacher'], () => keyOf('Teacher', teacher, ['teacher']))
+  fields.check(['classroom'], () => keyOf('Classroom', classroom, ['classroom']))
+  fields.done()
+  const { schoolId } = target
+  return await inTransaction(target.tenant, async (tx) => {
+    const found = await tx.teacher.findFirst({ where: teacherKey!, select: { id: true } })
+    if (found === null) throw notFound('Teacher', teacherKey!, schoolId)
+    const room = await requireClassroomRef(tx, schoolId, classroom, ['classroom'])
+    const ended = await tx.teacherClassroom.findFirst({ where: { teacherId: found.id, classroomId: room.id }, select: { role: true } })
+    if (ended === null) throw new AdminError(`Teacher ${found.id} is not assigned to classroom ${room.id}: nothing was changed`, 'NOT_FOUND')
+    await tx.teacherClassroom.deleteMany({ where: { teacherId: found.id, classroomId: room.id } })
+    return { teacherId: found.id, classroomId: room.id, role: ended.role }
+  })
+}
+
+/** The bound of a bulk upsert: a page's. */
+export const UPSERT_MAX = 1000
+
+export type UpsertOutcome = 'CREATED' | 'CHANGED' | 'UNCHANGED'
+
+export interface UpsertedStudent { sourcedId: string, id: string, version: number, outcome: UpsertOutcome }
+
+function same (a: unknown, b: unknown): boolean {
+  if (a instanceof Date && b instanceof Date) return a.getTime() === b.getTime()
+  return a === b
+}
+
+/**
+ * Creates or changes students by sourcedId, all or nothing (one transaction), set-based: one read
+ * of the school's students with these sourcedIds, one INSERT of the new ones, and one UPDATE per
+ * set of changes (students whose fields differ the same way are written together; a student
+ * already as given is not written: UNCHANGED).
+ */
+export async function upsertStudents (target: SchoolTarget, items: ReadonlyArray<StudentFields & { sourcedId: string }>, { path = ['items'] }: { path?: Path } = {}): Promise<UpsertedStudent[]> {
+  const fields = new Fields()
+  if (items.length === 0 || items.length > UPSERT_MAX) fields.fail(path, `Give 1 to ${UPSERT_MAX} items (got ${items.length})`)
+  const rows = items.map((item, i) => ({ data: written(STUDENT_RULES, item, fields, [...path, i]), path: [...path, i] }))
+  const seen = new Map<string, number>()
+  rows.forEach(({ data }, i) => {
+    checkEnrollment(data, fields, [...path, i])
+    const sourcedId = data.sourcedId
+    if (sourcedId === null) fields.fail([...path, i, 'sourcedId'], 'Sourced id must not be null')
+    if (typeof sourcedId !== 'string') return
+    const first = seen.get(sourcedId)
+    if (first !== undefined) fields.fail([...path, i, 'sourcedId'], `Sourced id "${sourcedId}" is given twice (items ${first} and ${i})`)
+    else seen.set(sourcedId, i)
+  })
+  fields.done()
+  const columns = Object.fromEntries(Object.keys(STUDENT_RULES).map((key) => [key, true])) as Record<keyof typeof STUDENT_RULES, true>
+  const { schoolId } = target
+  return await writing(target, 'Student', rows, async (tx) => {
+    const existing = await tx.student.findMany({ where: { sourcedId: { in: [...seen.keys()] } }, select: { ...columns, id: true, version: true } })
+    const bySourced = new Map(existing.map((row) => [row.sourcedId!, row as unknown as Record<string, unknown> & Versioned]))
+    const out: UpsertedStudent[] = []
+    const fresh: Array<{ index: number, data: Record<string, unknown> }> = []
+    const changing = new Map<string, { changes: Record<string, unknown>, items: number[] }>()
+    const invalid = new Fields()
+    for (const [index, { data }] of rows.entries()) {
+      const sourcedId = data.sourcedId as string
+      const row = bySourced.get(sourcedId)
+      if (row === undefined) {
+        checkNewPerson(data, invalid, [...path, index])
+        fresh.push({ index, data })
+        out.push({ sourcedId, id: '', version: 1, outcome: 'CREATED' })
+        continue
+      }
+      const changes = Object.fromEntries(Object.entries(data).filter(([key, value]) => !same(row[key], value)))
+      if (Object.keys(changes).length === 0) {
+        out.push({ sourcedId, id: row.id, version: row.version, outcome: 'UNCHANGED' })
+        continue
+      }
+      // Students with the same changes are written by one UPDATE.
+      const key = JSON.stringify(Object.entries(changes).sort(([a], [b]) => a < b ? -1 : 1))
+      const group = changing.get(key)
+      if (group === undefined) changing.set(key, { changes, items: [index] })
+      else group.items.push(index)
+      out.push({ sourcedId, id: row.id, version: row.version, outcome: 'CHANGED' })
+    }
+    invalid.done()
+    for (const { changes, items } of changing.values()) {
+      const written = await tx.student.updateManyAndReturn({ where: { id: { in: items.map((i) => out[i]!.id) } }, data: changes, select: { id: true, version: true } })
+      const versions = new Map(written.map((row) => [row.id, row.version]))
+      for (const i of items) out[i]!.version = versions.get(out[i]!.id) ?? out[i]!.version + 1
+    }
+    if (fresh.length > 0) {
+      const created = await tx.student.createManyAndReturn({
+        data: fresh.map(({ data }) => ({ ...data, schoolId })),
+        select: { id: true, sourcedId: true, version: true }
+      })
+      const ids = new Map(created.map((row) => [row.sourcedId!, row]))
+      for (const { index, data } of fresh) {
+        const row = ids.get(data.sourcedId as string)!
+        out[index] = { sourcedId: data.sourcedId as string, id: row.id, version: row.version, outcome: 'CREATED' }
+      }
+    }
+    return out
+  })
+}
+
+/** Creates a student (the CLI's and the tests' form: the school by id, the classroom by name, created on first use). */
+export interface StudentInput extends StudentFields {
   schoolId: string
   classroom?: string | undefined
-  sourcedId?: string | undefined
-  studentNumber?: string | undefined
-  email?: string | undefined
-  /** YYYY-MM-DD. */
-  dateOfBirth?: string | undefined
-  /** A GradeLevel name or a OneRoster code (PK, KG, 01..13, Other). */
-  gradeLevel?: string | undefined
-  status?: string | undefined
-  enrollmentStartDate?: string | undefined
-  enrollmentEndDate?: string | undefined
 }
 
 export async function createStudent (db: Database, input: StudentInput): Promise<string> {
-  const schoolId = await requireSchool(db, input.schoolId)
-  const tenant = db.forSchool(schoolId)
-  const data: Prisma.StudentUncheckedCreateInput = { schoolId, ...names(input) }
-  if (input.sourcedId !== undefined) data.sourcedId = requireText('Sourced id', input.sourcedId, 255)
-  if (input.studentNumber !== undefined) data.studentNumber = requireText('Student number', input.studentNumber, 64)
-  if (input.email !== undefined) data.email = requireEmail(input.email)
-  if (input.dateOfBirth !== undefined) data.dateOfBirth = requireDay('Date of birth', input.dateOfBirth)
-  if (input.gradeLevel !== undefined) data.gradeLevel = requireGradeLevel(input.gradeLevel)
-  if (input.status !== undefined) data.status = requireEnum('Status', input.status, StudentStatus)
-  if (input.enrollmentStartDate !== undefined) data.enrollmentStartDate = requireDay('Enrollment start date', input.enrollmentStartDate)
-  if (input.enrollmentEndDate !== undefined) data.enrollmentEndDate = requireDay('Enrollment end date', input.enrollmentEndDate)
-  if (data.enrollmentStartDate instanceof Date && data.enrollmentEndDate instanceof Date && data.enrollmentEndDate < data.enrollmentStartDate) {
-    throw new AdminError('Enrollment end date must not be before the start date')
-  }
-  if (input.classroom !== undefined) data.classroomId = (await classroomNamed(tenant, schoolId, input.classroom)).id
-  try {
-    const student = await tenant.student.create({ data, select: { id: true } })
-    return student.id
-  } catch (err) {
-    return uniqueViolation(err, `Student number "${String(input.studentNumber)}" or sourced id "${String(input.sourcedId)}"`)
-  }
+  const { schoolId, classroom, ...fields } = input
+  const target = await schoolTarget(db, schoolId)
+  return (await addStudent(target, fields, { classroomNamed: classroom, path: [] })).id
 }
 
-export interface TeacherInput extends Names {
+export interface TeacherInput extends TeacherFields {
   schoolId: string
-  sourcedId?: string | undefined
-  email?: string | undefined
-  title?: string | undefined
-  status?: string | undefined
 }
 
 export async function createTeacher (db: Database, input: TeacherInput): Promise<string> {
-  const schoolId = await requireSchool(db, input.schoolId)
-  const tenant = db.forSchool(schoolId)
-  const data: Prisma.TeacherUncheckedCreateInput = { schoolId, ...names(input) }
-  if (input.sourcedId !== undefined) data.sourcedId = requireText('Sourced id', input.sourcedId, 255)
-  if (input.email !== undefined) data.email = requireEmail(input.email)
-  if (input.title !== undefined) data.title = requireText('Title', input.title)
-  if (input.status !== undefined) data.status = requireEnum('Status', input.status, TeacherStatus)
-  try {
-    const teacher = await tenant.teacher.create({ data, select: { id: true } })
-    return teacher.id
-  } catch (err) {
-    return uniqueViolation(err, `Sourced id "${String(input.sourcedId)}"`)
-  }
+  const { schoolId, ...fields } = input
+  return (await addTeacher(await schoolTarget(db, schoolId), fields, { path: [] })).id
 }
 
 /**
@@ -429,11 +945,8 @@ export async function assignTeacher (
   return { classroomId: room.id, role: assignment }
 }
 
-/** A school's client, as the records' operations take it. */
-type Tenant = ReturnType<Database['forSchool']>
-
 /** The classroom of the school with this name, created on first use of it. */
-async function classroomNamed (tenant: Tenant, schoolId: string, name: string): Promise<{ id: string, name: string }> {
+async function classroomNamed (tenant: Tx, schoolId: string, name: string): Promise<{ id: string, name: string }> {
   const className = requireText('Classroom name', name)
   return await tenant.classroom.upsert({
     where: { schoolId_name: { schoolId, name: className } },
@@ -526,4 +1039,43 @@ export async function unassignStudent (
   }
   await moveStudent(tenant, student, null)
   return { classroomId: student.classroomId, classroomName: student.classroom?.name ?? '' }
+}
+
+/**
+ * Moves a teacher's assignment from one classroom to another, in the same role, in one transaction
+ * (the CLI's `teacher move`): NOT_FOUND when there is no assignment to move.
+ */
+export async function moveTeacher (target: SchoolTarget, teacher: RecordRef, from: RecordRef, to: RecordRef): Promise<{ teacherId: string, from: string, to: string, role: TeacherRole }> {
+  const fields = new Fields()
+  const teacherKey = fields.check(['teacher'], () => keyOf('Teacher', teacher, ['teacher']))
+  fields.check(['from'], () => keyOf('Classroom', from, ['from']))
+  fields.check(['to'], () => keyOf('Classroom', to, ['to']))
+  fields.done()
+  const { schoolId } = target
+  return await inTransaction(target.tenant, async (tx) => {
+    const found = await tx.teacher.findFirst({ where: teacherKey!, select: { id: true } })
+    if (found === null) throw notFound('Teacher', teacherKey!, schoolId)
+    const source = await requireClassroomRef(tx, schoolId, from, ['from'])
+    const destination = await requireClassroomRef(tx, schoolId, to, ['to'])
+    const current = await tx.teacherClassroom.findFirst({ where: { teacherId: found.id, classroomId: source.id }, select: { role: true } })
+    if (current === null) throw new AdminError(`Teacher ${found.id} is not assigned to classroom ${source.id}: nothing was changed`, 'NOT_FOUND')
+    if (source.id !== destination.id) {
+      await tx.teacherClassroom.deleteMany({ where: { teacherId: found.id, classroomId: source.id } })
+      const key = { schoolId, teacherId: found.id, classroomId: destination.id }
+      const created = await tx.teacherClassroom.createMany({ data: [{ ...key, role: current.role }], skipDuplicates: true })
+      if (created.count === 0) await tx.teacherClassroom.updateMany({ where: key, data: { role: current.role } })
+    }
+    return { teacherId: found.id, from: source.id, to: destination.id, role: current.role }
+  })
+}
+
+/**
+ * A record as an operator names it on the command line: a UUID is an id; `number:VALUE` a
+ * student's number; other text a classroom's name, or a student's or teacher's sourcedId.
+ */
+export function cliRef (kind: Kind, text: string): RecordRef {
+  const value = text.trim()
+  if (parseUuid(value) !== undefined) return { id: value }
+  if (kind === 'Student' && value.startsWith('number:')) return { studentNumber: value.slice('number:'.length) }
+  return kind === 'Classroom' ? { name: value } : { sourcedId: value }
 }

@@ -7,6 +7,12 @@
 //   OneRoster, where roster.readonly covers every endpoint roster-core.readonly does.
 // - `roster-demographics.readonly`: demographic fields (date of birth). On its own it grants
 //   nothing else: a client asks for it beside a roster scope.
+// - Writes (docs/api/mutations.md): `roster-core.createput` creates and changes records and links
+//   (the core fields); `roster.createput` grants it and also writes the fields outside the core
+//   (WRITE_COLUMN_SCOPES: student number, email, date of birth, title); `roster.delete` deletes.
+//   Writing grants no reading: a mutation's answer is read with the read scopes, and a client writes
+//   only columns it may read (wall 1, src/db/reach.ts). OneRoster 1.2's rostering REST binding
+//   defines read scopes only; these names follow its `.createput`/`.delete` pattern (gradebook).
 //
 // A caller holds scopes: a client those it was given (or the subset its token asked for); a user
 // those of their role (ROLE_SCOPES). Every field of the schema is in FIELD_SCOPES (a test checks
@@ -15,12 +21,21 @@
 // (src/graphql/scope-check.ts).
 import type { DeniedColumns } from '../db/reach.js'
 
-export const SCOPES = ['roster-core.readonly', 'roster.readonly', 'roster-demographics.readonly'] as const
+export const SCOPES = [
+  'roster-core.readonly', 'roster.readonly', 'roster-demographics.readonly',
+  'roster-core.createput', 'roster.createput', 'roster.delete'
+] as const
 export type Scope = typeof SCOPES[number]
+
+/** The scopes that read: what a read-only integration (the demo client) holds. */
+export const READ_SCOPES: readonly Scope[] = SCOPES.filter((scope) => scope.endsWith('.readonly'))
 
 const CORE: Scope = 'roster-core.readonly'
 const FULL: Scope = 'roster.readonly'
 const DEMOGRAPHICS: Scope = 'roster-demographics.readonly'
+const WRITE_CORE: Scope = 'roster-core.createput'
+const WRITE_FULL: Scope = 'roster.createput'
+const DELETE: Scope = 'roster.delete'
 
 export function isScope (value: string): value is Scope {
   return (SCOPES as readonly string[]).includes(value)
@@ -30,13 +45,17 @@ export function isScope (value: string): value is Scope {
 const GRANTS_ALSO: Readonly<Record<Scope, readonly Scope[]>> = {
   'roster-core.readonly': [],
   'roster.readonly': [CORE],
-  'roster-demographics.readonly': []
+  'roster-demographics.readonly': [],
+  'roster-core.createput': [],
+  'roster.createput': [WRITE_CORE],
+  'roster.delete': []
 }
 
 /**
- * Users' roles and their scopes. A school administrator holds every scope. A teacher holds the
- * roster without demographics (need to know: a class list, contacts and student numbers, not dates
- * of birth), and reads only their reach inside the school (src/db/reach.ts).
+ * Users' roles and their scopes. A school administrator holds every scope, the write scopes too. A
+ * teacher holds the roster without demographics (need to know: a class list, contacts and student
+ * numbers, not dates of birth), reads only their reach inside the school (src/db/reach.ts), and
+ * writes nothing.
  */
 export const ROLE_SCOPES = {
   admin: SCOPES,
@@ -47,8 +66,7 @@ export type Role = keyof typeof ROLE_SCOPES
 /**
  * What a field needs: a scope; `none` for the fields that take credentials of their own (login,
  * refresh) and their results; `user` for what only a user may do (a client has no refresh token to
- * log out). There are no record mutations; one added later must say here who may run it (clients
- * are read-only: OneRoster's rostering has no write scopes).
+ * log out). A record mutation needs a write scope.
  */
 export type Requirement = Scope | 'none' | 'user'
 
@@ -96,7 +114,17 @@ export const FIELD_SCOPES: Readonly<Record<string, Fields>> = {
   Query: same(CORE,
     'school', 'students', 'studentsPage', 'student', 'teachers', 'teachersPage', 'teacher',
     'classrooms', 'classroomsPage', 'classroom', 'changes', 'latestChangeCursor'),
-  Mutation: { login: 'none', refreshToken: 'none', logout: 'user' },
+  Mutation: {
+    login: 'none',
+    refreshToken: 'none',
+    logout: 'user',
+    ...same(WRITE_CORE, 'createStudent', 'changeStudent', 'placeStudent', 'removeStudentFromClassroom', 'createTeacher', 'changeTeacher',
+      'assignTeacher', 'endTeacherAssignment', 'createClassroom', 'changeClassroom', 'upsertStudents'),
+    ...same(DELETE, 'deleteStudent', 'deleteTeacher', 'deleteClassroom')
+  },
+  DeletedRecord: same(DELETE, 'recordType', 'id', 'sourcedId'),
+  StudentUpsertResult: same(WRITE_CORE, 'items', 'created', 'changed', 'unchanged'),
+  StudentUpsertItem: same(WRITE_CORE, 'sourcedId', 'id', 'version', 'outcome'),
   LoginPayload: same('none', 'accessToken', 'refreshToken'),
   RefreshTokenPayload: same('none', 'accessToken'),
   School: {
@@ -105,16 +133,16 @@ export const FIELD_SCOPES: Readonly<Record<string, Fields>> = {
   },
   Student: {
     ...same(CORE, 'id', 'sourcedId', 'fullName', 'givenName', 'familyName', 'preferredName', 'gradeLevel', 'status',
-      'enrollmentStartDate', 'enrollmentEndDate', 'classroomName', 'classroom', 'createdAt', 'updatedAt'),
+      'enrollmentStartDate', 'enrollmentEndDate', 'classroomName', 'classroom', 'version', 'createdAt', 'updatedAt'),
     ...same(FULL, 'studentNumber', 'email'),
     ...same(DEMOGRAPHICS, 'dateOfBirth')
   },
   Teacher: {
     ...same(CORE, 'id', 'sourcedId', 'fullName', 'givenName', 'familyName', 'preferredName', 'status',
-      'classrooms', 'classroomAssignments', 'createdAt', 'updatedAt'),
+      'classrooms', 'classroomAssignments', 'version', 'createdAt', 'updatedAt'),
     ...same(FULL, 'email', 'title')
   },
-  Classroom: same(CORE, 'id', 'sourcedId', 'name', 'gradeLevel', 'subject', 'students', 'teachers', 'teacherAssignments', 'createdAt', 'updatedAt'),
+  Classroom: same(CORE, 'id', 'sourcedId', 'name', 'gradeLevel', 'subject', 'students', 'teachers', 'teacherAssignments', 'version', 'createdAt', 'updatedAt'),
   ClassroomAssignment: same(CORE, 'role', 'teacher', 'classroom'),
   StudentPage: same(CORE, 'nodes', 'pageInfo'),
   TeacherPage: same(CORE, 'nodes', 'pageInfo'),
@@ -139,6 +167,34 @@ export const COLUMN_SCOPES: Readonly<Record<string, Readonly<Record<string, Scop
   Teacher: { email: FULL, title: FULL },
   Change: { studentNumber: FULL },
   TeacherChange: { studentNumber: FULL }
+}
+
+/**
+ * The columns a write needs more than `roster-core.createput` for, by model: the fields outside the
+ * core. A write that sets one needs `roster.createput` (src/graphql/resolvers/mutations.ts), and the
+ * scope to read it as well (wall 1 refuses writing a column the caller may not read).
+ */
+export const WRITE_COLUMN_SCOPES: Readonly<Record<string, Readonly<Record<string, Scope>>>> = {
+  Student: { studentNumber: WRITE_FULL, email: WRITE_FULL, dateOfBirth: WRITE_FULL },
+  Teacher: { email: WRITE_FULL, title: WRITE_FULL }
+}
+
+/**
+ * The columns of `model` among `written` that `access` may not write, each with a scope it lacks:
+ * the write scope of WRITE_COLUMN_SCOPES, and the read scope of COLUMN_SCOPES (a client writes only
+ * what it may read).
+ */
+export function unwritableColumns (access: Access, model: string, written: Iterable<string>): Array<{ column: string, needs: Scope }> {
+  const out: Array<{ column: string, needs: Scope }> = []
+  for (const column of written) {
+    for (const scope of [WRITE_COLUMN_SCOPES[model]?.[column], COLUMN_SCOPES[model]?.[column]]) {
+      if (scope !== undefined && !holds(access, scope)) {
+        out.push({ column, needs: scope })
+        break
+      }
+    }
+  }
+  return out
 }
 
 /** One map per set of scopes held: wall 1 keys its clients by the map (src/db/reach.ts). */
@@ -167,7 +223,8 @@ export function deniedColumns (scopes: readonly Scope[]): DeniedColumns {
 /** The scopes the fields and columns of the tables above need. */
 const REQUIRED: readonly Scope[] = SCOPES.filter((scope) =>
   Object.values(FIELD_SCOPES).some((fields) => Object.values(fields).includes(scope)) ||
-  Object.values(COLUMN_SCOPES).some((columns) => Object.values(columns).includes(scope)))
+  Object.values(COLUMN_SCOPES).some((columns) => Object.values(columns).includes(scope)) ||
+  Object.values(WRITE_COLUMN_SCOPES).some((columns) => Object.values(columns).includes(scope)))
 
 /** What a scope lets its holder read: the requirements of the fields and columns it satisfies. */
 function grantedBy (scope: Scope): Scope[] {
@@ -187,6 +244,9 @@ const REQUIREMENT_LABEL: Readonly<Record<Requirement, string>> = {
   'roster-core.readonly': '`roster-core.readonly` (or `roster.readonly`)',
   'roster.readonly': '`roster.readonly`',
   'roster-demographics.readonly': '`roster-demographics.readonly`',
+  'roster-core.createput': '`roster-core.createput` (or `roster.createput`)',
+  'roster.createput': '`roster.createput`',
+  'roster.delete': '`roster.delete`',
   none: 'nothing (takes credentials of its own)',
   user: 'a user (not a client)'
 }

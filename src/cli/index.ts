@@ -2,9 +2,18 @@
 // standard output; errors go to standard error with a non-zero exit status.
 import { Command, CommanderError } from 'commander'
 import {
+  addClassroom,
+  AdminError,
   assignStudent,
   assignTeacher,
   assignUser,
+  changeRecord,
+  cliRef,
+  deleteRecord,
+  moveTeacher,
+  placeStudent,
+  schoolTarget,
+  type Kind,
   createSchool,
   createStudent,
   createTeacher,
@@ -49,6 +58,73 @@ function printSecret (secret: string): void {
 /** Commander's way to take an option several times. */
 function collect (value: string, previous: string[]): string[] {
   return [...previous, value]
+}
+
+/** An option given as a number (`--expected-version`), or undefined. */
+function versionOf (text: string | undefined): number | undefined {
+  if (text === undefined) return undefined
+  if (!/^\d{1,9}$/.test(text)) throw new AdminError(`--expected-version must be a version number (got "${text}")`)
+  return Number(text)
+}
+
+/** The fields of a `change` command: the options given, and `--clear` fields as null. */
+function changes (options: Record<string, unknown>, clear: string[], fields: Readonly<Record<string, string>>): Record<string, string | null> {
+  const out: Record<string, string | null> = {}
+  for (const [option, field] of Object.entries(fields)) {
+    const value = options[option]
+    if (typeof value === 'string') out[field] = value
+  }
+  for (const name of clear) {
+    const field = Object.entries(fields).find(([option, f]) => f === name || option === name.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase()))?.[1]
+    if (field === undefined) throw new AdminError(`--clear takes one of ${Object.values(fields).join(', ')} (got "${name}")`)
+    out[field] = null
+  }
+  return out
+}
+
+/** The `change` and `delete` commands of a kind of record, through the code of the API's mutations. */
+function changeAndDelete (parent: Command, kind: Kind, noun: string, fields: Readonly<Record<string, string>>, describeOptions: (command: Command) => Command): void {
+  const ref = kind === 'Classroom' ? 'id or name' : kind === 'Student' ? 'id, sourcedId, or number:STUDENT_NUMBER' : 'id or sourcedId'
+  describeOptions(parent.command('change')
+    .description(`change the fields given of a ${noun} (the others stay); prints its new version`)
+    .requiredOption('--school <schoolId>', 'school id')
+    .requiredOption(`--${noun} <${noun}>`, `the ${noun}: ${ref}`)
+    .option('--clear <field>', 'empty a field that may be empty (repeatable)', collect, [])
+    .option('--expected-version <version>', `refused, nothing written, unless the ${noun} is at this version`))
+    .action(async (options: Record<string, unknown> & { school: string, clear: string[], expectedVersion?: string }) => {
+      const given = changes(options, options.clear, fields)
+      const { id, version } = await withDatabase(async (db) => await changeRecord(await schoolTarget(db, options.school), kind, cliRef(kind, String(options[noun])), given, {
+        expectedVersion: versionOf(options.expectedVersion), paths: { ref: [`--${noun}`], input: [] }
+      }))
+      process.stderr.write(`Changed ${noun} ${id}: version ${version}\n`)
+      printId(String(version))
+    })
+  parent.command('delete')
+    .description(`delete a ${noun}${kind === 'Student' ? '' : ' and its assignments'}${kind === 'Classroom' ? ' (refused while it has students)' : ''}`)
+    .requiredOption('--school <schoolId>', 'school id')
+    .requiredOption(`--${noun} <${noun}>`, `the ${noun}: ${ref}`)
+    .option('--expected-version <version>', `refused, nothing deleted, unless the ${noun} is at this version`)
+    .action(async (options: Record<string, string | undefined> & { school: string }) => {
+      const deleted = await withDatabase(async (db) => await deleteRecord(await schoolTarget(db, options.school), kind, cliRef(kind, options[noun]!), {
+        expectedVersion: versionOf(options.expectedVersion), path: [`--${noun}`]
+      }))
+      process.stderr.write(`Deleted ${noun} ${deleted.id}${deleted.sourcedId === null ? '' : ` (sourcedId ${deleted.sourcedId})`}\n`)
+    })
+}
+
+const PERSON_OPTIONS = { fullName: 'fullName', givenName: 'givenName', familyName: 'familyName', preferredName: 'preferredName', sourcedId: 'sourcedId', email: 'email', status: 'status' }
+const STUDENT_CHANGES = { ...PERSON_OPTIONS, studentNumber: 'studentNumber', dateOfBirth: 'dateOfBirth', gradeLevel: 'gradeLevel', enrollmentStart: 'enrollmentStartDate', enrollmentEnd: 'enrollmentEndDate' }
+const TEACHER_CHANGES = { ...PERSON_OPTIONS, title: 'title' }
+const CLASSROOM_CHANGES = { name: 'name', sourcedId: 'sourcedId', gradeLevel: 'gradeLevel', subject: 'subject' }
+
+function personOptions (command: Command): Command {
+  return command
+    .option('--full-name <name>', 'full name')
+    .option('--given-name <name>', 'given name')
+    .option('--family-name <name>', 'family name')
+    .option('--preferred-name <name>', 'preferred name')
+    .option('--sourced-id <id>', 'OneRoster sourcedId')
+    .option('--email <email>', 'email address')
 }
 
 export function buildProgram (): Command {
@@ -267,6 +343,23 @@ export function buildProgram (): Command {
       process.stderr.write(`Unassigned student ${studentId} from ${left.classroomName} (${left.classroomId})\n`)
     })
 
+  student.command('move')
+    .description('move a student to an existing classroom (id or name), in place of the one they were in')
+    .requiredOption('--school <schoolId>', 'school id')
+    .requiredOption('--student <student>', 'the student: id, sourcedId, or number:STUDENT_NUMBER')
+    .requiredOption('--classroom <classroom>', 'the classroom: id or name')
+    .action(async ({ school, student: ref, classroom }: { school: string, student: string, classroom: string }) => {
+      const { id, moved, version } = await withDatabase(async (db) => await placeStudent(await schoolTarget(db, school), cliRef('Student', ref), cliRef('Classroom', classroom)))
+      process.stderr.write(moved ? `Moved student ${id} to ${classroom}: version ${version}\n` : `Student ${id} is in ${classroom} already: nothing was changed\n`)
+    })
+  changeAndDelete(student, 'Student', 'student', STUDENT_CHANGES, (command) => personOptions(command)
+    .option('--student-number <number>', 'student number issued by the school')
+    .option('--date-of-birth <YYYY-MM-DD>', 'date of birth')
+    .option('--grade-level <level>', 'a grade level (as for create)')
+    .option('--status <status>', 'ACTIVE, INACTIVE, GRADUATED, TRANSFERRED or WITHDRAWN')
+    .option('--enrollment-start <YYYY-MM-DD>', 'first day of enrollment')
+    .option('--enrollment-end <YYYY-MM-DD>', 'last day of enrollment'))
+
   const teacher = program.command('teacher').description('manage teachers')
   teacher.command('assign')
     .description('assign a teacher to a classroom (created when new); a teacher login reads the classrooms of its teacher')
@@ -302,6 +395,37 @@ export function buildProgram (): Command {
       const { school, ...rest } = options
       printId(await withDatabase((db) => createTeacher(db, { ...rest, schoolId: school })))
     })
+
+  teacher.command('move')
+    .description("move a teacher's assignment from one classroom to another, in the same role (one transaction)")
+    .requiredOption('--school <schoolId>', 'school id')
+    .requiredOption('--teacher <teacher>', 'the teacher: id or sourcedId')
+    .requiredOption('--from <classroom>', 'the classroom assigned now: id or name')
+    .requiredOption('--to <classroom>', 'the classroom to assign instead: id or name')
+    .action(async ({ school, teacher: ref, from, to }: { school: string, teacher: string, from: string, to: string }) => {
+      const moved = await withDatabase(async (db) => await moveTeacher(await schoolTarget(db, school), cliRef('Teacher', ref), cliRef('Classroom', from), cliRef('Classroom', to)))
+      process.stderr.write(`Moved teacher ${moved.teacherId} from ${moved.from} to ${moved.to} as ${moved.role}\n`)
+    })
+  changeAndDelete(teacher, 'Teacher', 'teacher', TEACHER_CHANGES, (command) => personOptions(command)
+    .option('--title <title>', 'job title')
+    .option('--status <status>', 'ACTIVE or INACTIVE'))
+
+  const classroom = program.command('classroom').description('manage classrooms')
+  classroom.command('create')
+    .description('create a classroom; prints the id')
+    .requiredOption('--school <schoolId>', 'school id')
+    .requiredOption('--name <name>', 'name, unique in the school')
+    .option('--sourced-id <id>', 'OneRoster sourcedId')
+    .option('--grade-level <level>', 'a grade level (as for students)')
+    .option('--subject <subject>', 'subject')
+    .action(async ({ school, ...fields }: { school: string, name: string, sourcedId?: string, gradeLevel?: string, subject?: string }) => {
+      printId((await withDatabase(async (db) => await addClassroom(await schoolTarget(db, school), fields, { path: [] }))).id)
+    })
+  changeAndDelete(classroom, 'Classroom', 'classroom', CLASSROOM_CHANGES, (command) => command
+    .option('--name <name>', 'name, unique in the school')
+    .option('--sourced-id <id>', 'OneRoster sourcedId')
+    .option('--grade-level <level>', 'a grade level (as for students)')
+    .option('--subject <subject>', 'subject'))
 
   program.command('import')
     .description('import records from other systems')

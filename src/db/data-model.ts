@@ -30,7 +30,8 @@ const RELATION_TABLE: { readonly [M in ModelName]: RelationsOf<M> } = {
   TeacherClassroom: { teacher: 'Teacher', classroom: 'Classroom' },
   Change: { school: 'School' },
   TeacherChange: { school: 'School' },
-  AuditEvent: {}
+  AuditEvent: {},
+  IdempotencyKey: {}
 }
 
 const SCALAR_TABLE: { readonly [M in ModelName]: Readonly<Record<string, string>> } = {
@@ -46,7 +47,8 @@ const SCALAR_TABLE: { readonly [M in ModelName]: Readonly<Record<string, string>
   TeacherClassroom: Prisma.TeacherClassroomScalarFieldEnum,
   Change: Prisma.ChangeScalarFieldEnum,
   TeacherChange: Prisma.TeacherChangeScalarFieldEnum,
-  AuditEvent: Prisma.AuditEventScalarFieldEnum
+  AuditEvent: Prisma.AuditEventScalarFieldEnum,
+  IdempotencyKey: Prisma.IdempotencyKeyScalarFieldEnum
 }
 
 export const MODEL_NAMES: readonly ModelName[] = Object.values(Prisma.ModelName)

@@ -14,7 +14,8 @@
 // - A caller without a scope may not select, filter, order, group or aggregate by the columns it
 //   guards; a read that names no columns omits them. Which columns those are is the caller's to say
 //   (Reach.deniedColumns, from COLUMN_SCOPES in src/auth/scopes.ts): this layer knows no scopes.
-// - Teachers and clients only read: every write is refused.
+// - Teachers only read: every write of theirs is refused. A client with limited scopes writes (the
+//   GraphQL layer checks its write scopes), but only the columns it may read.
 //
 // Wall 2 holds the same rows on its own (row-level security with app.teacher_id, migration
 // teacher_role); the GraphQL layer refuses out-of-scope fields before execution
@@ -284,10 +285,40 @@ function narrow (model: string | undefined, operation: string, args: Args | unde
   // The school filter has refused everything without a model before this step.
   if (model === undefined) throw new TenantViolationError(`${operation} is not available on a school-scoped client`)
   if (!READS.has(operation)) {
-    throw new TenantViolationError(`${model}.${operation} is not available to a ${rules.teacherId !== undefined ? 'teacher' : 'caller with limited scopes'}: they only read`)
+    if (rules.teacherId !== undefined) throw new TenantViolationError(`${model}.${operation} is not available to a teacher: teachers only read`)
+    return narrowWrite(model, operation, args ?? {}, rules)
   }
   if (operation === 'count' || operation === 'aggregate' || operation === 'groupBy') return narrowAggregate(model, args ?? {}, rules)
   return narrowRead(model, args ?? {}, rules, true)
+}
+
+/** Writes answering a count only: no row comes back to confine. */
+const COUNTED_WRITES = new Set(['createMany', 'updateMany', 'deleteMany'])
+
+/** The columns `data` (a row, or a list of rows) writes must be the caller's to read. */
+function checkWritten (model: string, data: unknown, rules: Rules): void {
+  if (Array.isArray(data)) {
+    for (const row of data) checkWritten(model, row, rules)
+    return
+  }
+  if (!isPlainObject(data)) return
+  for (const column of Object.keys(data)) checkColumn(model, column, rules)
+}
+
+/**
+ * A write of a client with limited scopes (whose write scopes the GraphQL layer has checked): it may
+ * not write, filter by or return a column it may not read; what it returns is confined as a read.
+ */
+function narrowWrite (model: string, operation: string, args: Args, rules: Rules): Args {
+  checkWritten(model, args.data, rules)
+  checkWritten(model, args.create, rules)
+  checkWritten(model, args.update, rules)
+  if (COUNTED_WRITES.has(operation)) {
+    const out: Args = { ...args }
+    if (args.where !== undefined) out.where = walkWhere(model, args.where, rules)
+    return out
+  }
+  return narrowRead(model, args, rules, args.where !== undefined)
 }
 
 /**

@@ -15,7 +15,7 @@
 //     or refuses the operation.
 //   callerReach (reach.ts), wall 1 inside the school, for a caller narrower than a school
 //     administrator only: confines a teacher to their reach, keeps columns outside the caller's
-//     rights unread, refuses writes. A teacher's classrooms come from the node's store
+//     rights unread and unwritten, refuses a teacher's writes. A teacher's classrooms come from the node's store
 //     (teacher-rooms.ts) when it keeps them.
 //   roomsChanged, with that store only: a write of this client drops the school's kept classrooms
 //     once it has run (writes only: reads pass no hook of it).

@@ -8,7 +8,7 @@ import { RELATIONS, TENANT_MODELS } from './data-model.js'
 import { statementRefusal, withoutSchoolConditions } from './typed-reads.js'
 
 /** Models the scoped client never reaches; only authentication and administration code does. */
-export const PRIVATE_MODELS: ReadonlySet<string> = new Set<Prisma.ModelName>(['User', 'RefreshToken', 'Client', 'ClientSecret', 'UserAccessChange', 'AuditEvent'])
+export const PRIVATE_MODELS: ReadonlySet<string> = new Set<Prisma.ModelName>(['User', 'RefreshToken', 'Client', 'ClientSecret', 'UserAccessChange', 'AuditEvent', 'IdempotencyKey'])
 
 const FILTER_ONLY = new Set([
   'findUnique', 'findUniqueOrThrow', 'findFirst', 'findFirstOrThrow', 'findMany',

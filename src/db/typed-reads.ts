@@ -45,7 +45,8 @@ export const COLUMN_TYPES = {
     enrollmentEndDate: 'date',
     classroomId: 'uuid',
     createdAt: 'timestamptz',
-    updatedAt: 'timestamptz'
+    updatedAt: 'timestamptz',
+    version: 'int4'
   },
   Teacher: {
     schoolId: 'uuid',
@@ -59,7 +60,8 @@ export const COLUMN_TYPES = {
     title: 'text',
     status: 'TeacherStatus',
     createdAt: 'timestamptz',
-    updatedAt: 'timestamptz'
+    updatedAt: 'timestamptz',
+    version: 'int4'
   },
   Classroom: {
     schoolId: 'uuid',
@@ -69,7 +71,8 @@ export const COLUMN_TYPES = {
     gradeLevel: 'GradeLevel',
     subject: 'text',
     createdAt: 'timestamptz',
-    updatedAt: 'timestamptz'
+    updatedAt: 'timestamptz',
+    version: 'int4'
   }
 } as const satisfies {
   Student: Record<Prisma.StudentScalarFieldEnum, string>

@@ -4,6 +4,7 @@ import { GraphQLError, type ExecutionResult, type FormattedExecutionResult, type
 import mercurius, { type MercuriusContext } from 'mercurius'
 import { documentErrorStatus } from './http.js'
 import { QUERY_LIMIT_EXCEEDED, tokenLimitError } from './limits.js'
+import type { AdminError, AdminErrorCode } from '../admin/records.js'
 import type { OutOfScopeField } from './scope-check.js'
 
 const { ErrorWithProps } = mercurius
@@ -17,6 +18,12 @@ export type ErrorCode =
   | 'BAD_USER_INPUT'
   | 'TOO_MANY_REQUESTS'
   | 'INTERNAL_SERVER_ERROR'
+  // Record mutations (docs/api/mutations.md): the record or link is not there (another school's
+  // neither); a natural key taken or a record still in use; the record moved on from the version
+  // given (extensions.currentVersion); an idempotency key used with another request, or still running.
+  | AdminErrorCode
+  | 'IDEMPOTENCY_KEY_REUSED'
+  | 'IDEMPOTENCY_KEY_IN_USE'
   // Refusals of a request before execution (HTTP 4xx or 503); a query limit's is limits.ts's.
   | typeof QUERY_LIMIT_EXCEEDED
   | 'BAD_REQUEST'
@@ -44,6 +51,9 @@ const NEEDS: Readonly<Record<OutOfScopeField['needs'], string>> = {
   'roster-core.readonly': 'the scope roster-core.readonly (or roster.readonly)',
   'roster.readonly': 'the scope roster.readonly',
   'roster-demographics.readonly': 'the scope roster-demographics.readonly',
+  'roster-core.createput': 'the scope roster-core.createput (or roster.createput)',
+  'roster.createput': 'the scope roster.createput',
+  'roster.delete': 'the scope roster.delete',
   user: 'a user (clients may not)',
   none: 'nothing',
   unassigned: 'a scope nobody holds (the field is missing from the scope table)'
@@ -61,6 +71,26 @@ export const invalidCredentials = (): Error => codedError('INVALID_CREDENTIALS',
 export const invalidRefreshToken = (): Error =>
   codedError('INVALID_REFRESH_TOKEN', 'Invalid or expired refresh token')
 export const badUserInput = (message: string): Error => codedError('BAD_USER_INPUT', message)
+
+/**
+ * A refusal of the administration code (src/admin/records.ts) as the client sees it: its code, and
+ * for invalid input every field with its path (`extensions.invalid`), for a version conflict the
+ * record's version now (`extensions.currentVersion`).
+ */
+export function adminRefusal (error: AdminError): Error {
+  const { invalid, currentVersion } = error.details
+  return new ErrorWithProps(error.message, {
+    code: error.code satisfies ErrorCode,
+    ...(invalid === undefined ? {} : { invalid }),
+    ...(currentVersion === undefined ? {} : { currentVersion })
+  })
+}
+
+/** A write that needs scopes the caller lacks: each column with the scope, as `outOfScope` names fields. */
+export function cannotWrite (columns: ReadonlyArray<{ field: string, needs: string }>): Error {
+  const list = columns.map(({ field, needs }) => `${field} needs the scope ${needs}`).join('; ')
+  return new ErrorWithProps(`Not allowed for this access token: writing ${list}`, { code: 'FORBIDDEN' satisfies ErrorCode, fields: columns })
+}
 /** Apollo's message and code: its persisted-query link then sends the document with the hash. */
 export const persistedQueryNotFound = (): Error =>
   codedError('PERSISTED_QUERY_NOT_FOUND', 'PersistedQueryNotFound')

@@ -93,6 +93,11 @@ export type Classroom = {
   teachers: Array<Teacher>;
   /** When the record was last changed. */
   updatedAt: Scalars['DateTime']['output'];
+  /**
+   * The record's version: 1 when created, one more with each write that changes it (through the API,
+   * the command line or an import). A change may name it as `expectedVersion`.
+   */
+  version: Scalars['Int']['output'];
 };
 
 /** A teacher's assignment to a classroom, with the role the teacher has there. */
@@ -106,6 +111,18 @@ export type ClassroomAssignment = {
   teacher: Teacher;
 };
 
+/** Fields of a classroom to change: only those given change; `null` clears a field that may be empty. */
+export type ClassroomChange = {
+  /** Grade level. */
+  gradeLevel?: InputMaybe<GradeLevel>;
+  /** Name, unique in the school. */
+  name?: InputMaybe<Scalars['String']['input']>;
+  /** OneRoster `sourcedId`. */
+  sourcedId?: InputMaybe<Scalars['String']['input']>;
+  /** Subject. */
+  subject?: InputMaybe<Scalars['String']['input']>;
+};
+
 /** Conditions on classrooms; all given conditions must hold. */
 export type ClassroomFilter = {
   /** Only classrooms of this grade level. */
@@ -113,6 +130,18 @@ export type ClassroomFilter = {
   /** Only classrooms whose name contains this text, ignoring case (1 to 100 characters). */
   search?: InputMaybe<Scalars['String']['input']>;
   /** Only classrooms of this subject (exact, ignoring case). */
+  subject?: InputMaybe<Scalars['String']['input']>;
+};
+
+/** A new classroom. */
+export type ClassroomInput = {
+  /** Grade level. */
+  gradeLevel?: InputMaybe<GradeLevel>;
+  /** Name, unique in the school. */
+  name: Scalars['String']['input'];
+  /** OneRoster `sourcedId`, unique in the school. */
+  sourcedId?: InputMaybe<Scalars['String']['input']>;
+  /** Subject. */
   subject?: InputMaybe<Scalars['String']['input']>;
 };
 
@@ -142,6 +171,27 @@ export type ClassroomPage = {
   nodes: Array<Classroom>;
   /** The cursor to continue from, and whether more follow. */
   pageInfo: PageInfo;
+};
+
+/** A classroom named by exactly one of its keys. */
+export type ClassroomRef = {
+  /** Identifier (a UUID). */
+  id?: InputMaybe<Scalars['ID']['input']>;
+  /** Name, unique in the school. */
+  name?: InputMaybe<Scalars['String']['input']>;
+  /** OneRoster `sourcedId`. */
+  sourcedId?: InputMaybe<Scalars['String']['input']>;
+};
+
+/** A record deleted: its keys, as its tombstone in the change feed keeps them. */
+export type DeletedRecord = {
+  __typename?: 'DeletedRecord';
+  /** Its identifier. */
+  id: Scalars['ID']['output'];
+  /** What the record was. */
+  recordType: RecordType;
+  /** Its OneRoster `sourcedId`, if it had one. */
+  sourcedId?: Maybe<Scalars['String']['output']>;
 };
 
 /**
@@ -197,6 +247,40 @@ export type LoginPayload = {
  */
 export type Mutation = {
   __typename?: 'Mutation';
+  /** Assigns a teacher to a classroom in a role; an assignment that exists takes the role. */
+  assignTeacher: ClassroomAssignment;
+  /** Changes the fields given of a classroom, as `changeStudent` does a student's. */
+  changeClassroom: Classroom;
+  /**
+   * Changes the fields given of a student (a field left out stays as it is; `null` clears it). With
+   * `expectedVersion`, refused with `VERSION_CONFLICT` (the current version in
+   * `extensions.currentVersion`) when the student's version is another: nothing is written.
+   */
+  changeStudent: Student;
+  /** Changes the fields given of a teacher, as `changeStudent` does a student's. */
+  changeTeacher: Teacher;
+  /** Creates a classroom of the caller's school. A `name` or `sourcedId` the school has already is `CONFLICT`. */
+  createClassroom: Classroom;
+  /**
+   * Creates a student of the caller's school. Needs `roster-core.createput` (and `roster.createput`
+   * for `studentNumber`, `email` and `dateOfBirth`). Invalid fields are refused together with
+   * `BAD_USER_INPUT` (each in `extensions.invalid` with its path); a `sourcedId` or `studentNumber`
+   * the school has already is `CONFLICT`.
+   */
+  createStudent: Student;
+  /** Creates a teacher of the caller's school. Needs `roster-core.createput` (and `roster.createput` for `email` and `title`). */
+  createTeacher: Teacher;
+  /**
+   * Deletes a classroom and its teachers' assignments. A classroom with students is refused with
+   * `CONFLICT` (move them first). Needs `roster.delete`.
+   */
+  deleteClassroom: DeletedRecord;
+  /** Deletes a student. Needs `roster.delete`. */
+  deleteStudent: DeletedRecord;
+  /** Deletes a teacher and their assignments. Needs `roster.delete`. */
+  deleteTeacher: DeletedRecord;
+  /** Ends a teacher's assignment to a classroom (`NOT_FOUND` when there is none); answers the assignment ended. */
+  endTeacherAssignment: ClassroomAssignment;
   /**
    * Exchanges a username and password for an access token (a JWT, valid 15 minutes) and a refresh
    * token (valid 7 days). Fails with the message `Invalid credentials` (code `INVALID_CREDENTIALS`)
@@ -208,12 +292,145 @@ export type Mutation = {
    * not the caller's, expired or already revoked. Requires an access token.
    */
   logout: Scalars['Boolean']['output'];
+  /** Puts a student in a classroom, in place of the one they were in (a student is in one classroom at most). */
+  placeStudent: Student;
   /**
    * Issues a new access token for a refresh token, with the user's current school. The refresh token
    * stays usable until it expires or is revoked. Fails with `Invalid or expired refresh token`
    * (code `INVALID_REFRESH_TOKEN`).
    */
   refreshToken: RefreshTokenPayload;
+  /** Takes a student out of their classroom; with `classroom`, only out of that one (else `NOT_FOUND`). */
+  removeStudentFromClassroom: Student;
+  /**
+   * Creates or changes students by `sourcedId`, 1 to 1,000 in one call, all or nothing: one invalid
+   * item refuses the batch (each invalid field in `extensions.invalid`, its path naming the item).
+   * Each item says whether it was created, changed or unchanged. Needs `roster-core.createput` (and
+   * `roster.createput` for the fields `createStudent` says).
+   */
+  upsertStudents: StudentUpsertResult;
+};
+
+
+/**
+ * Authentication. `login` and `refreshToken` need no Authorization header; every other operation
+ * requires `Authorization: Bearer <ACCESS_TOKEN>`.
+ */
+export type MutationAssignTeacherArgs = {
+  classroom: ClassroomRef;
+  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  role?: InputMaybe<TeacherRole>;
+  teacher: TeacherRef;
+};
+
+
+/**
+ * Authentication. `login` and `refreshToken` need no Authorization header; every other operation
+ * requires `Authorization: Bearer <ACCESS_TOKEN>`.
+ */
+export type MutationChangeClassroomArgs = {
+  classroom: ClassroomRef;
+  expectedVersion?: InputMaybe<Scalars['Int']['input']>;
+  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  input: ClassroomChange;
+};
+
+
+/**
+ * Authentication. `login` and `refreshToken` need no Authorization header; every other operation
+ * requires `Authorization: Bearer <ACCESS_TOKEN>`.
+ */
+export type MutationChangeStudentArgs = {
+  expectedVersion?: InputMaybe<Scalars['Int']['input']>;
+  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  input: StudentChange;
+  student: StudentRef;
+};
+
+
+/**
+ * Authentication. `login` and `refreshToken` need no Authorization header; every other operation
+ * requires `Authorization: Bearer <ACCESS_TOKEN>`.
+ */
+export type MutationChangeTeacherArgs = {
+  expectedVersion?: InputMaybe<Scalars['Int']['input']>;
+  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  input: TeacherChange;
+  teacher: TeacherRef;
+};
+
+
+/**
+ * Authentication. `login` and `refreshToken` need no Authorization header; every other operation
+ * requires `Authorization: Bearer <ACCESS_TOKEN>`.
+ */
+export type MutationCreateClassroomArgs = {
+  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  input: ClassroomInput;
+};
+
+
+/**
+ * Authentication. `login` and `refreshToken` need no Authorization header; every other operation
+ * requires `Authorization: Bearer <ACCESS_TOKEN>`.
+ */
+export type MutationCreateStudentArgs = {
+  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  input: StudentInput;
+};
+
+
+/**
+ * Authentication. `login` and `refreshToken` need no Authorization header; every other operation
+ * requires `Authorization: Bearer <ACCESS_TOKEN>`.
+ */
+export type MutationCreateTeacherArgs = {
+  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  input: TeacherInput;
+};
+
+
+/**
+ * Authentication. `login` and `refreshToken` need no Authorization header; every other operation
+ * requires `Authorization: Bearer <ACCESS_TOKEN>`.
+ */
+export type MutationDeleteClassroomArgs = {
+  classroom: ClassroomRef;
+  expectedVersion?: InputMaybe<Scalars['Int']['input']>;
+  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+};
+
+
+/**
+ * Authentication. `login` and `refreshToken` need no Authorization header; every other operation
+ * requires `Authorization: Bearer <ACCESS_TOKEN>`.
+ */
+export type MutationDeleteStudentArgs = {
+  expectedVersion?: InputMaybe<Scalars['Int']['input']>;
+  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  student: StudentRef;
+};
+
+
+/**
+ * Authentication. `login` and `refreshToken` need no Authorization header; every other operation
+ * requires `Authorization: Bearer <ACCESS_TOKEN>`.
+ */
+export type MutationDeleteTeacherArgs = {
+  expectedVersion?: InputMaybe<Scalars['Int']['input']>;
+  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  teacher: TeacherRef;
+};
+
+
+/**
+ * Authentication. `login` and `refreshToken` need no Authorization header; every other operation
+ * requires `Authorization: Bearer <ACCESS_TOKEN>`.
+ */
+export type MutationEndTeacherAssignmentArgs = {
+  classroom: ClassroomRef;
+  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  teacher: TeacherRef;
 };
 
 
@@ -240,8 +457,40 @@ export type MutationLogoutArgs = {
  * Authentication. `login` and `refreshToken` need no Authorization header; every other operation
  * requires `Authorization: Bearer <ACCESS_TOKEN>`.
  */
+export type MutationPlaceStudentArgs = {
+  classroom: ClassroomRef;
+  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  student: StudentRef;
+};
+
+
+/**
+ * Authentication. `login` and `refreshToken` need no Authorization header; every other operation
+ * requires `Authorization: Bearer <ACCESS_TOKEN>`.
+ */
 export type MutationRefreshTokenArgs = {
   refreshToken: Scalars['String']['input'];
+};
+
+
+/**
+ * Authentication. `login` and `refreshToken` need no Authorization header; every other operation
+ * requires `Authorization: Bearer <ACCESS_TOKEN>`.
+ */
+export type MutationRemoveStudentFromClassroomArgs = {
+  classroom?: InputMaybe<ClassroomRef>;
+  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  student: StudentRef;
+};
+
+
+/**
+ * Authentication. `login` and `refreshToken` need no Authorization header; every other operation
+ * requires `Authorization: Bearer <ACCESS_TOKEN>`.
+ */
+export type MutationUpsertStudentsArgs = {
+  idempotencyKey?: InputMaybe<Scalars['String']['input']>;
+  items: Array<StudentUpsert>;
 };
 
 /** Where a page ends and whether another follows; pass `endCursor` as `after` to read the next page. */
@@ -519,6 +768,39 @@ export type Student = {
   studentNumber?: Maybe<Scalars['String']['output']>;
   /** When the record was last changed. */
   updatedAt: Scalars['DateTime']['output'];
+  /**
+   * The record's version: 1 when created, one more with each write that changes it (through the API,
+   * the command line or an import). A change may name it as `expectedVersion`.
+   */
+  version: Scalars['Int']['output'];
+};
+
+/** Fields of a student to change: only those given change; `null` clears a field that may be empty. */
+export type StudentChange = {
+  /** Date of birth. */
+  dateOfBirth?: InputMaybe<Scalars['Date']['input']>;
+  /** Email address. */
+  email?: InputMaybe<Scalars['String']['input']>;
+  /** Last day of enrollment. */
+  enrollmentEndDate?: InputMaybe<Scalars['Date']['input']>;
+  /** First day of enrollment. */
+  enrollmentStartDate?: InputMaybe<Scalars['Date']['input']>;
+  /** Family name. */
+  familyName?: InputMaybe<Scalars['String']['input']>;
+  /** Full name. */
+  fullName?: InputMaybe<Scalars['String']['input']>;
+  /** Given name. */
+  givenName?: InputMaybe<Scalars['String']['input']>;
+  /** Grade level. */
+  gradeLevel?: InputMaybe<GradeLevel>;
+  /** Preferred name. */
+  preferredName?: InputMaybe<Scalars['String']['input']>;
+  /** OneRoster `sourcedId`. */
+  sourcedId?: InputMaybe<Scalars['String']['input']>;
+  /** Enrollment status. */
+  status?: InputMaybe<StudentStatus>;
+  /** Student number. */
+  studentNumber?: InputMaybe<Scalars['String']['input']>;
 };
 
 /** Conditions on students; all given conditions must hold. */
@@ -534,6 +816,36 @@ export type StudentFilter = {
   search?: InputMaybe<Scalars['String']['input']>;
   /** Only students with this status. */
   status?: InputMaybe<StudentStatus>;
+};
+
+/** A new student: a full name, or a given or family name, at least. */
+export type StudentInput = {
+  /** The student's classroom, of the caller's school. */
+  classroom?: InputMaybe<ClassroomRef>;
+  /** Date of birth. */
+  dateOfBirth?: InputMaybe<Scalars['Date']['input']>;
+  /** Email address. */
+  email?: InputMaybe<Scalars['String']['input']>;
+  /** Last day of enrollment, not before the first. */
+  enrollmentEndDate?: InputMaybe<Scalars['Date']['input']>;
+  /** First day of enrollment. */
+  enrollmentStartDate?: InputMaybe<Scalars['Date']['input']>;
+  /** Family name. */
+  familyName?: InputMaybe<Scalars['String']['input']>;
+  /** Full name (1 to 200 characters); derived from the given and family names when left out. */
+  fullName?: InputMaybe<Scalars['String']['input']>;
+  /** Given name. */
+  givenName?: InputMaybe<Scalars['String']['input']>;
+  /** Grade level. */
+  gradeLevel?: InputMaybe<GradeLevel>;
+  /** Preferred name. */
+  preferredName?: InputMaybe<Scalars['String']['input']>;
+  /** OneRoster `sourcedId`, unique in the school (1 to 255 characters). */
+  sourcedId?: InputMaybe<Scalars['String']['input']>;
+  /** Enrollment status (default `ACTIVE`). */
+  status?: InputMaybe<StudentStatus>;
+  /** Student number, unique in the school (1 to 64 characters). */
+  studentNumber?: InputMaybe<Scalars['String']['input']>;
 };
 
 /** An order of students. */
@@ -566,6 +878,19 @@ export type StudentPage = {
   pageInfo: PageInfo;
 };
 
+/**
+ * A student named by exactly one of its keys: the id, OneRoster's `sourcedId`, or the school's
+ * student number. A student of another school is not found, as one that does not exist.
+ */
+export type StudentRef = {
+  /** Identifier (a UUID). */
+  id?: InputMaybe<Scalars['ID']['input']>;
+  /** OneRoster `sourcedId`. */
+  sourcedId?: InputMaybe<Scalars['String']['input']>;
+  /** Student number issued by the school. */
+  studentNumber?: InputMaybe<Scalars['String']['input']>;
+};
+
 /** Enrollment status of a student. */
 export type StudentStatus =
   /** Enrolled and attending. */
@@ -578,6 +903,60 @@ export type StudentStatus =
   | 'TRANSFERRED'
   /** Left the school for any other reason. */
   | 'WITHDRAWN';
+
+/** One student of `upsertStudents`: created when the school has no student with its `sourcedId`, else changed to these fields. */
+export type StudentUpsert = {
+  /** Date of birth. */
+  dateOfBirth?: InputMaybe<Scalars['Date']['input']>;
+  /** Email address. */
+  email?: InputMaybe<Scalars['String']['input']>;
+  /** Last day of enrollment. */
+  enrollmentEndDate?: InputMaybe<Scalars['Date']['input']>;
+  /** First day of enrollment. */
+  enrollmentStartDate?: InputMaybe<Scalars['Date']['input']>;
+  /** Family name. */
+  familyName?: InputMaybe<Scalars['String']['input']>;
+  /** Full name. */
+  fullName?: InputMaybe<Scalars['String']['input']>;
+  /** Given name. */
+  givenName?: InputMaybe<Scalars['String']['input']>;
+  /** Grade level. */
+  gradeLevel?: InputMaybe<GradeLevel>;
+  /** Preferred name. */
+  preferredName?: InputMaybe<Scalars['String']['input']>;
+  /** OneRoster `sourcedId`: the key the batch matches students by. */
+  sourcedId: Scalars['String']['input'];
+  /** Enrollment status. */
+  status?: InputMaybe<StudentStatus>;
+  /** Student number. */
+  studentNumber?: InputMaybe<Scalars['String']['input']>;
+};
+
+/** One item of an `upsertStudents` batch, in the order given. */
+export type StudentUpsertItem = {
+  __typename?: 'StudentUpsertItem';
+  /** The student's identifier. */
+  id: Scalars['ID']['output'];
+  /** Created, changed or unchanged. */
+  outcome: UpsertOutcome;
+  /** The item's `sourcedId`. */
+  sourcedId: Scalars['String']['output'];
+  /** The student's version after the batch. */
+  version: Scalars['Int']['output'];
+};
+
+/** What `upsertStudents` did. */
+export type StudentUpsertResult = {
+  __typename?: 'StudentUpsertResult';
+  /** How many were changed. */
+  changed: Scalars['Int']['output'];
+  /** How many were created. */
+  created: Scalars['Int']['output'];
+  /** Each item, in the order given. */
+  items: Array<StudentUpsertItem>;
+  /** How many were left as they were. */
+  unchanged: Scalars['Int']['output'];
+};
 
 /** A teacher (staff) record of the caller's school (after OneRoster 1.2's user with role teacher, and Clever's teacher). */
 export type Teacher = {
@@ -608,6 +987,31 @@ export type Teacher = {
   title?: Maybe<Scalars['String']['output']>;
   /** When the record was last changed (assignments are not part of this time). */
   updatedAt: Scalars['DateTime']['output'];
+  /**
+   * The record's version: 1 when created, one more with each write that changes it (through the API,
+   * the command line or an import). A change may name it as `expectedVersion`.
+   */
+  version: Scalars['Int']['output'];
+};
+
+/** Fields of a teacher to change: only those given change; `null` clears a field that may be empty. */
+export type TeacherChange = {
+  /** Email address. */
+  email?: InputMaybe<Scalars['String']['input']>;
+  /** Family name. */
+  familyName?: InputMaybe<Scalars['String']['input']>;
+  /** Full name. */
+  fullName?: InputMaybe<Scalars['String']['input']>;
+  /** Given name. */
+  givenName?: InputMaybe<Scalars['String']['input']>;
+  /** Preferred name. */
+  preferredName?: InputMaybe<Scalars['String']['input']>;
+  /** OneRoster `sourcedId`. */
+  sourcedId?: InputMaybe<Scalars['String']['input']>;
+  /** Employment status. */
+  status?: InputMaybe<TeacherStatus>;
+  /** Job title. */
+  title?: InputMaybe<Scalars['String']['input']>;
 };
 
 /** Conditions on teachers; all given conditions must hold. */
@@ -618,6 +1022,26 @@ export type TeacherFilter = {
   search?: InputMaybe<Scalars['String']['input']>;
   /** Only teachers with this status. */
   status?: InputMaybe<TeacherStatus>;
+};
+
+/** A new teacher: a full name, or a given or family name, at least. */
+export type TeacherInput = {
+  /** Email address. */
+  email?: InputMaybe<Scalars['String']['input']>;
+  /** Family name. */
+  familyName?: InputMaybe<Scalars['String']['input']>;
+  /** Full name. */
+  fullName?: InputMaybe<Scalars['String']['input']>;
+  /** Given name. */
+  givenName?: InputMaybe<Scalars['String']['input']>;
+  /** Preferred name. */
+  preferredName?: InputMaybe<Scalars['String']['input']>;
+  /** OneRoster `sourcedId`, unique in the school. */
+  sourcedId?: InputMaybe<Scalars['String']['input']>;
+  /** Employment status (default `ACTIVE`). */
+  status?: InputMaybe<TeacherStatus>;
+  /** Job title. */
+  title?: InputMaybe<Scalars['String']['input']>;
 };
 
 /** An order of teachers. */
@@ -650,6 +1074,14 @@ export type TeacherPage = {
   pageInfo: PageInfo;
 };
 
+/** A teacher named by exactly one of its keys. */
+export type TeacherRef = {
+  /** Identifier (a UUID). */
+  id?: InputMaybe<Scalars['ID']['input']>;
+  /** OneRoster `sourcedId`. */
+  sourcedId?: InputMaybe<Scalars['String']['input']>;
+};
+
 /** A teacher's role in a classroom. */
 export type TeacherRole =
   /** An assisting or co-teacher (OneRoster `primary` false). */
@@ -663,6 +1095,15 @@ export type TeacherStatus =
   | 'ACTIVE'
   /** No longer or not currently teaching at the school. */
   | 'INACTIVE';
+
+/** What `upsertStudents` did to one item. */
+export type UpsertOutcome =
+  /** The student existed and at least one field changed (its version moved on). */
+  | 'CHANGED'
+  /** The school had no student with this `sourcedId`: one was created. */
+  | 'CREATED'
+  /** The student existed with these fields already: nothing was written. */
+  | 'UNCHANGED';
 
 
 
@@ -743,12 +1184,16 @@ export type ResolversTypes = {
   ChangeType: ChangeType;
   Classroom: ResolverTypeWrapper<ClassroomRowModel>;
   ClassroomAssignment: ResolverTypeWrapper<AssignmentRowModel>;
+  ClassroomChange: ClassroomChange;
   ClassroomFilter: ClassroomFilter;
+  ClassroomInput: ClassroomInput;
   ClassroomOrder: ClassroomOrder;
   ClassroomOrderField: ClassroomOrderField;
   ClassroomPage: ResolverTypeWrapper<Omit<ClassroomPage, 'nodes'> & { nodes: Array<ResolversTypes['Classroom']> }>;
+  ClassroomRef: ClassroomRef;
   Date: ResolverTypeWrapper<Scalars['Date']['output']>;
   DateTime: ResolverTypeWrapper<Scalars['DateTime']['output']>;
+  DeletedRecord: ResolverTypeWrapper<DeletedRecord>;
   GradeLevel: GradeLevel;
   ID: ResolverTypeWrapper<Scalars['ID']['output']>;
   Int: ResolverTypeWrapper<Scalars['Int']['output']>;
@@ -762,18 +1207,28 @@ export type ResolversTypes = {
   SortDirection: SortDirection;
   String: ResolverTypeWrapper<Scalars['String']['output']>;
   Student: ResolverTypeWrapper<StudentRowModel>;
+  StudentChange: StudentChange;
   StudentFilter: StudentFilter;
+  StudentInput: StudentInput;
   StudentOrder: StudentOrder;
   StudentOrderField: StudentOrderField;
   StudentPage: ResolverTypeWrapper<Omit<StudentPage, 'nodes'> & { nodes: Array<ResolversTypes['Student']> }>;
+  StudentRef: StudentRef;
   StudentStatus: StudentStatus;
+  StudentUpsert: StudentUpsert;
+  StudentUpsertItem: ResolverTypeWrapper<StudentUpsertItem>;
+  StudentUpsertResult: ResolverTypeWrapper<StudentUpsertResult>;
   Teacher: ResolverTypeWrapper<TeacherRowModel>;
+  TeacherChange: TeacherChange;
   TeacherFilter: TeacherFilter;
+  TeacherInput: TeacherInput;
   TeacherOrder: TeacherOrder;
   TeacherOrderField: TeacherOrderField;
   TeacherPage: ResolverTypeWrapper<Omit<TeacherPage, 'nodes'> & { nodes: Array<ResolversTypes['Teacher']> }>;
+  TeacherRef: TeacherRef;
   TeacherRole: TeacherRole;
   TeacherStatus: TeacherStatus;
+  UpsertOutcome: UpsertOutcome;
 };
 
 /** Mapping between all available schema types and the resolvers parents */
@@ -783,11 +1238,15 @@ export type ResolversParentTypes = {
   ChangeFeed: Omit<ChangeFeed, 'changes'> & { changes: Array<ResolversParentTypes['Change']> };
   Classroom: ClassroomRowModel;
   ClassroomAssignment: AssignmentRowModel;
+  ClassroomChange: ClassroomChange;
   ClassroomFilter: ClassroomFilter;
+  ClassroomInput: ClassroomInput;
   ClassroomOrder: ClassroomOrder;
   ClassroomPage: Omit<ClassroomPage, 'nodes'> & { nodes: Array<ResolversParentTypes['Classroom']> };
+  ClassroomRef: ClassroomRef;
   Date: Scalars['Date']['output'];
   DateTime: Scalars['DateTime']['output'];
+  DeletedRecord: DeletedRecord;
   ID: Scalars['ID']['output'];
   Int: Scalars['Int']['output'];
   LoginPayload: LoginPayload;
@@ -798,13 +1257,22 @@ export type ResolversParentTypes = {
   School: SchoolRowModel;
   String: Scalars['String']['output'];
   Student: StudentRowModel;
+  StudentChange: StudentChange;
   StudentFilter: StudentFilter;
+  StudentInput: StudentInput;
   StudentOrder: StudentOrder;
   StudentPage: Omit<StudentPage, 'nodes'> & { nodes: Array<ResolversParentTypes['Student']> };
+  StudentRef: StudentRef;
+  StudentUpsert: StudentUpsert;
+  StudentUpsertItem: StudentUpsertItem;
+  StudentUpsertResult: StudentUpsertResult;
   Teacher: TeacherRowModel;
+  TeacherChange: TeacherChange;
   TeacherFilter: TeacherFilter;
+  TeacherInput: TeacherInput;
   TeacherOrder: TeacherOrder;
   TeacherPage: Omit<TeacherPage, 'nodes'> & { nodes: Array<ResolversParentTypes['Teacher']> };
+  TeacherRef: TeacherRef;
 };
 
 export type ChangeResolvers<ContextType = MercuriusContext, ParentType extends ResolversParentTypes['Change'] = ResolversParentTypes['Change']> = {
@@ -837,6 +1305,7 @@ export type ClassroomResolvers<ContextType = MercuriusContext, ParentType extend
   teacherAssignments?: Resolver<Array<ResolversTypes['ClassroomAssignment']>, ParentType, ContextType>;
   teachers?: Resolver<Array<ResolversTypes['Teacher']>, ParentType, ContextType>;
   updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  version?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
 };
 
 export type ClassroomAssignmentResolvers<ContextType = MercuriusContext, ParentType extends ResolversParentTypes['ClassroomAssignment'] = ResolversParentTypes['ClassroomAssignment']> = {
@@ -858,15 +1327,35 @@ export interface DateTimeScalarConfig extends GraphQLScalarTypeConfig<ResolversT
   name: 'DateTime';
 }
 
+export type DeletedRecordResolvers<ContextType = MercuriusContext, ParentType extends ResolversParentTypes['DeletedRecord'] = ResolversParentTypes['DeletedRecord']> = {
+  id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  recordType?: Resolver<ResolversTypes['RecordType'], ParentType, ContextType>;
+  sourcedId?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+};
+
 export type LoginPayloadResolvers<ContextType = MercuriusContext, ParentType extends ResolversParentTypes['LoginPayload'] = ResolversParentTypes['LoginPayload']> = {
   accessToken?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   refreshToken?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
 };
 
 export type MutationResolvers<ContextType = MercuriusContext, ParentType extends ResolversParentTypes['Mutation'] = ResolversParentTypes['Mutation']> = {
+  assignTeacher?: Resolver<ResolversTypes['ClassroomAssignment'], ParentType, ContextType, RequireFields<MutationAssignTeacherArgs, 'classroom' | 'role' | 'teacher'>>;
+  changeClassroom?: Resolver<ResolversTypes['Classroom'], ParentType, ContextType, RequireFields<MutationChangeClassroomArgs, 'classroom' | 'input'>>;
+  changeStudent?: Resolver<ResolversTypes['Student'], ParentType, ContextType, RequireFields<MutationChangeStudentArgs, 'input' | 'student'>>;
+  changeTeacher?: Resolver<ResolversTypes['Teacher'], ParentType, ContextType, RequireFields<MutationChangeTeacherArgs, 'input' | 'teacher'>>;
+  createClassroom?: Resolver<ResolversTypes['Classroom'], ParentType, ContextType, RequireFields<MutationCreateClassroomArgs, 'input'>>;
+  createStudent?: Resolver<ResolversTypes['Student'], ParentType, ContextType, RequireFields<MutationCreateStudentArgs, 'input'>>;
+  createTeacher?: Resolver<ResolversTypes['Teacher'], ParentType, ContextType, RequireFields<MutationCreateTeacherArgs, 'input'>>;
+  deleteClassroom?: Resolver<ResolversTypes['DeletedRecord'], ParentType, ContextType, RequireFields<MutationDeleteClassroomArgs, 'classroom'>>;
+  deleteStudent?: Resolver<ResolversTypes['DeletedRecord'], ParentType, ContextType, RequireFields<MutationDeleteStudentArgs, 'student'>>;
+  deleteTeacher?: Resolver<ResolversTypes['DeletedRecord'], ParentType, ContextType, RequireFields<MutationDeleteTeacherArgs, 'teacher'>>;
+  endTeacherAssignment?: Resolver<ResolversTypes['ClassroomAssignment'], ParentType, ContextType, RequireFields<MutationEndTeacherAssignmentArgs, 'classroom' | 'teacher'>>;
   login?: Resolver<ResolversTypes['LoginPayload'], ParentType, ContextType, RequireFields<MutationLoginArgs, 'password' | 'username'>>;
   logout?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType, RequireFields<MutationLogoutArgs, 'refreshToken'>>;
+  placeStudent?: Resolver<ResolversTypes['Student'], ParentType, ContextType, RequireFields<MutationPlaceStudentArgs, 'classroom' | 'student'>>;
   refreshToken?: Resolver<ResolversTypes['RefreshTokenPayload'], ParentType, ContextType, RequireFields<MutationRefreshTokenArgs, 'refreshToken'>>;
+  removeStudentFromClassroom?: Resolver<ResolversTypes['Student'], ParentType, ContextType, RequireFields<MutationRemoveStudentFromClassroomArgs, 'student'>>;
+  upsertStudents?: Resolver<ResolversTypes['StudentUpsertResult'], ParentType, ContextType, RequireFields<MutationUpsertStudentsArgs, 'items'>>;
 };
 
 export type PageInfoResolvers<ContextType = MercuriusContext, ParentType extends ResolversParentTypes['PageInfo'] = ResolversParentTypes['PageInfo']> = {
@@ -925,11 +1414,26 @@ export type StudentResolvers<ContextType = MercuriusContext, ParentType extends 
   status?: Resolver<ResolversTypes['StudentStatus'], ParentType, ContextType>;
   studentNumber?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  version?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
 };
 
 export type StudentPageResolvers<ContextType = MercuriusContext, ParentType extends ResolversParentTypes['StudentPage'] = ResolversParentTypes['StudentPage']> = {
   nodes?: Resolver<Array<ResolversTypes['Student']>, ParentType, ContextType>;
   pageInfo?: Resolver<ResolversTypes['PageInfo'], ParentType, ContextType>;
+};
+
+export type StudentUpsertItemResolvers<ContextType = MercuriusContext, ParentType extends ResolversParentTypes['StudentUpsertItem'] = ResolversParentTypes['StudentUpsertItem']> = {
+  id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  outcome?: Resolver<ResolversTypes['UpsertOutcome'], ParentType, ContextType>;
+  sourcedId?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  version?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+};
+
+export type StudentUpsertResultResolvers<ContextType = MercuriusContext, ParentType extends ResolversParentTypes['StudentUpsertResult'] = ResolversParentTypes['StudentUpsertResult']> = {
+  changed?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  created?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  items?: Resolver<Array<ResolversTypes['StudentUpsertItem']>, ParentType, ContextType>;
+  unchanged?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
 };
 
 export type TeacherResolvers<ContextType = MercuriusContext, ParentType extends ResolversParentTypes['Teacher'] = ResolversParentTypes['Teacher']> = {
@@ -946,6 +1450,7 @@ export type TeacherResolvers<ContextType = MercuriusContext, ParentType extends 
   status?: Resolver<ResolversTypes['TeacherStatus'], ParentType, ContextType>;
   title?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  version?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
 };
 
 export type TeacherPageResolvers<ContextType = MercuriusContext, ParentType extends ResolversParentTypes['TeacherPage'] = ResolversParentTypes['TeacherPage']> = {
@@ -961,6 +1466,7 @@ export type Resolvers<ContextType = MercuriusContext> = {
   ClassroomPage?: ClassroomPageResolvers<ContextType>;
   Date?: GraphQLScalarType;
   DateTime?: GraphQLScalarType;
+  DeletedRecord?: DeletedRecordResolvers<ContextType>;
   LoginPayload?: LoginPayloadResolvers<ContextType>;
   Mutation?: MutationResolvers<ContextType>;
   PageInfo?: PageInfoResolvers<ContextType>;
@@ -969,6 +1475,8 @@ export type Resolvers<ContextType = MercuriusContext> = {
   School?: SchoolResolvers<ContextType>;
   Student?: StudentResolvers<ContextType>;
   StudentPage?: StudentPageResolvers<ContextType>;
+  StudentUpsertItem?: StudentUpsertItemResolvers<ContextType>;
+  StudentUpsertResult?: StudentUpsertResultResolvers<ContextType>;
   Teacher?: TeacherResolvers<ContextType>;
   TeacherPage?: TeacherPageResolvers<ContextType>;
 };

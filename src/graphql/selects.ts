@@ -4,15 +4,15 @@
 // here: the loader needs the row's `id`, which every select includes.
 import { columns, type SelectionMap } from './selection.js'
 
-export const CLASSROOM_SELECT: SelectionMap = columns('sourcedId', 'name', 'gradeLevel', 'subject', 'createdAt', 'updatedAt')
+export const CLASSROOM_SELECT: SelectionMap = columns('sourcedId', 'name', 'gradeLevel', 'subject', 'version', 'createdAt', 'updatedAt')
 
 export const TEACHER_SELECT: SelectionMap = columns(
-  'sourcedId', 'fullName', 'givenName', 'familyName', 'preferredName', 'email', 'title', 'status', 'createdAt', 'updatedAt'
+  'sourcedId', 'fullName', 'givenName', 'familyName', 'preferredName', 'email', 'title', 'status', 'version', 'createdAt', 'updatedAt'
 )
 
 export const STUDENT_SELECT: SelectionMap = {
   ...columns('sourcedId', 'fullName', 'givenName', 'familyName', 'preferredName', 'studentNumber', 'email',
-    'dateOfBirth', 'gradeLevel', 'status', 'enrollmentStartDate', 'enrollmentEndDate', 'createdAt', 'updatedAt'),
+    'dateOfBirth', 'gradeLevel', 'status', 'enrollmentStartDate', 'enrollmentEndDate', 'version', 'createdAt', 'updatedAt'),
   // The spec's own field needs the classroom's name only.
   classroomName: { classroom: { select: { name: true } } },
   classroom: (below) => ({ classroom: { select: below('Classroom', CLASSROOM_SELECT) } })

@@ -12,11 +12,11 @@ import rateLimit, { normalizeIP } from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { Counter } from 'prom-client'
-import type { Identity } from '../auth/identity.js'
+import { callerId, type Identity } from '../auth/identity.js'
 import { createLoginThrottle, type LoginThrottle } from '../auth/login-throttle.js'
 import { refusals } from '../graphql/errors.js'
 
-export type LimitName = 'user' | 'client' | 'school' | 'address' | 'login' | 'client-auth'
+export type LimitName = 'user' | 'client' | 'school' | 'address' | 'write' | 'login' | 'client-auth'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -32,6 +32,12 @@ declare module 'fastify' {
        * metrics stay answerable to probes.
        */
       checkRequest: ((request: FastifyRequest, reply: FastifyReply) => Promise<unknown>) | undefined
+      /**
+       * Counts one record mutation of the request's caller (a user or a client) on the writes limit:
+       * undefined while within it, else the refusal's message and seconds to wait. Called by each
+       * mutation (src/graphql/resolvers/mutations.ts), as only execution knows one runs.
+       */
+      checkWrite: (request: FastifyRequest) => Promise<{ message: string, retryAfter: number } | undefined>
     }
   }
 }
@@ -100,6 +106,16 @@ export default fp(async (app) => {
   const school = await limit('school', config.rateLimitSchoolPerMinute,
     (request) => (request.identity as Extract<Identity, { kind: 'user' | 'client' }>).schoolId!)
   const address = await limit('address', config.rateLimitAddressPerMinute, (request) => normalizeIP(request.ip, 64))
+  const write = await limit('write', config.rateLimitWritesPerMinute, (request) => callerId(request.identity) ?? normalizeIP(request.ip, 64))
+
+  async function checkWrite (request: FastifyRequest): Promise<{ message: string, retryAfter: number } | undefined> {
+    if (write === null) return undefined
+    const result = await run(write, request)
+    if (result === null || result[1].isAllowed || !result[1].isExceeded) return undefined
+    refused('write')
+    const retryAfter = Math.max(1, result[1].ttlInSeconds)
+    return { message: `Too many writes: the write limit of ${write.max} mutations per minute is reached; retry in ${retryAfter} s`, retryAfter }
+  }
 
   const run = async (limit: Limit, request: FastifyRequest): Promise<[Limit, Result] | null> => {
     try {
@@ -161,6 +177,7 @@ export default fp(async (app) => {
     login: throttle('login'),
     clientAuth: throttle('client-auth'),
     refused,
-    checkRequest: user === null && client === null && school === null && address === null ? undefined : checkRequest
+    checkRequest: user === null && client === null && school === null && address === null ? undefined : checkRequest,
+    checkWrite
   })
 }, { name: 'rate-limit', dependencies: ['config', 'cors', 'redis', 'auth', 'metrics'] })

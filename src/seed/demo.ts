@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto'
 import { createClient } from '../admin/clients.js'
 import { createSchool, createUsers } from '../admin/records.js'
-import { SCOPES } from '../auth/scopes.js'
+import { READ_SCOPES } from '../auth/scopes.js'
 import type { Environment } from '../config.js'
 import type { Database } from '../db/client.js'
 import { uuidv7, type GradeLevel } from '../import/oneroster.js'
@@ -174,7 +174,7 @@ export async function seedDemo (db: Database, { env }: { env: Environment }): Pr
   }
   await tenant.student.createMany({ data: students })
 
-  const client = await createClient(db, { schoolId, name: DEMO_CLIENT_NAME, scopes: SCOPES })
+  const client = await createClient(db, { schoolId, name: DEMO_CLIENT_NAME, scopes: READ_SCOPES })
   // The users come last, both in one transaction: while they do not exist, a failed seed can simply
   // be run again.
   const room = classrooms.find((c) => c.name === DEMO_TEACHER_CLASSROOM)!

@@ -49,6 +49,41 @@ async function teacherLeaks (m: Mirror, caller: MirrorSchool, other: MirrorSchoo
   return leaked
 }
 
+/**
+ * Mutations of school A's administrator naming B's records by id: a write that runs, or any refusal
+ * but NOT_FOUND (a version conflict tells the record exists), is a leak. None deletes: a delete
+ * names a version the record does not have, so that the control leaves the mirror whole.
+ */
+async function writeLeaks (m: Mirror, caller: MirrorSchool, other: MirrorSchool): Promise<number> {
+  const [student] = caller.studentIds
+  const [teacher] = caller.teacherIds
+  const probes = [
+    ...other.studentIds.flatMap((id) => [
+      `mutation { changeStudent(student: { id: "${id}" }, input: { preferredName: "probe" }) { id } }`,
+      `mutation { deleteStudent(student: { id: "${id}" }, expectedVersion: 999) { id } }`,
+      `mutation { removeStudentFromClassroom(student: { id: "${id}" }) { id } }`
+    ]),
+    ...other.teacherIds.flatMap((id) => [
+      `mutation { changeTeacher(teacher: { id: "${id}" }, input: { preferredName: "probe" }) { id } }`,
+      `mutation { deleteTeacher(teacher: { id: "${id}" }, expectedVersion: 999) { id } }`,
+      `mutation { endTeacherAssignment(teacher: { id: "${id}" }, classroom: { id: "${caller.classroomIds[0]}" }) { role } }`
+    ]),
+    ...other.classroomIds.flatMap((id) => [
+      `mutation { changeClassroom(classroom: { id: "${id}" }, input: { subject: "probe" }) { id } }`,
+      `mutation { deleteClassroom(classroom: { id: "${id}" }, expectedVersion: 999) { id } }`,
+      `mutation { placeStudent(student: { id: "${student}" }, classroom: { id: "${id}" }) { id } }`,
+      `mutation { assignTeacher(teacher: { id: "${teacher}" }, classroom: { id: "${id}" }) { role } }`,
+      `mutation { createStudent(input: { fullName: "Probe", classroom: { id: "${id}" } }) { id } }`
+    ])
+  ]
+  let leaked = 0
+  for (const query of probes) {
+    const res = await gql(m.app, query, { token: caller.token })
+    if (res.body.errors?.[0]?.extensions?.code !== 'NOT_FOUND') leaked += 1
+  }
+  return leaked
+}
+
 /** What a teacher's lists return: exactly her reach, the school aside. */
 async function teacherReads (m: Mirror, caller: MirrorSchool): Promise<string[]> {
   const res = await gql(m.app, '{ students(limit: 1000) { id } teachers(limit: 1000) { id } classrooms(limit: 1000) { id } }', { token: caller.teacherToken })
@@ -75,6 +110,10 @@ for (const config of CONFIGURATIONS) {
     const teacherFound = (await teacherLeaks(m, m.a, m.b)) + (await teacherLeaks(m, m.b, m.a))
     if (config.leaks) t.ok(teacherFound > 0, `without either wall, records outside a teacher's reach reach her (${teacherFound} probes leaked)`)
     else t.equal(teacherFound, 0, 'no probe returns a record outside the teacher\'s reach')
+    // Mutations: the same walls stop a write naming another school's record, each alone.
+    const writesFound = (await writeLeaks(m, m.a, m.b)) + (await writeLeaks(m, m.b, m.a))
+    if (config.leaks) t.ok(writesFound > 0, `without either wall, mutations reach B's records (${writesFound} probes leaked)`)
+    else t.equal(writesFound, 0, 'no mutation reaches a record of the other school: each is refused as a missing one')
     if (!config.leaks) {
       const expected = [...m.a.teacherReach].filter((id) => id !== m.a.schoolId).sort()
       t.same(await teacherReads(m, m.a), expected, 'the teacher\'s lists hold all of her reach')

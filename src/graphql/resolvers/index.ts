@@ -4,6 +4,7 @@ import type { Resolvers } from '../generated.js'
 import { authMutations } from './auth.js'
 import { Change, changeLoaders, changeQueries } from './changes.js'
 import { classroomLoaders, classroomQueries } from './classrooms.js'
+import { recordMutations } from './mutations.js'
 import { dateCoercion, dateTimeCoercion, implementScalar } from './scalars.js'
 import { schoolQueries } from './school.js'
 import { Student, studentQueries } from './students.js'
@@ -13,7 +14,7 @@ import { teacherLoaders, teacherQueries } from './teachers.js'
 export function buildResolvers (schema: GraphQLSchema): Resolvers {
   return {
     Query: { ...schoolQueries, ...studentQueries, ...teacherQueries, ...classroomQueries, ...changeQueries },
-    Mutation: { ...authMutations },
+    Mutation: { ...authMutations, ...recordMutations },
     Date: implementScalar(schema, 'Date', dateCoercion),
     DateTime: implementScalar(schema, 'DateTime', dateTimeCoercion),
     Student,

@@ -1,0 +1,123 @@
+// Idempotent mutations (docs/api/mutations.md): a mutation sent with an idempotency key (the
+// `Idempotency-Key` header of the IETF HTTP API working group's draft, or the `idempotencyKey`
+// argument) runs once per caller and key. Its answer is kept in PostgreSQL (idempotency_keys), so a
+// retry on any node gets the first answer again; a retry while the first still runs is refused with
+// IDEMPOTENCY_KEY_IN_USE (the draft's 409), the same key with another mutation or other arguments
+// with IDEMPOTENCY_KEY_REUSED (the draft's 422). A mutation that fails keeps no answer: nothing was
+// written (one transaction), and a retry runs it again. Keys are kept 24 hours, pruned by the
+// caller's next key, and at most IDEMPOTENCY_KEYS_PER_CALLER per caller in that time.
+import { createHash } from 'node:crypto'
+import { print, type GraphQLResolveInfo } from 'graphql'
+import mercurius from 'mercurius'
+import type { PrismaClient } from '../generated/prisma/client.js'
+import { badUserInput, type ErrorCode } from './errors.js'
+
+const { ErrorWithProps } = mercurius
+
+export const IDEMPOTENCY_HEADER = 'idempotency-key'
+/** How long a key and its answer are kept: the draft asks for at least 24 hours. */
+export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000
+/** Keys one caller may hold at once (in IDEMPOTENCY_KEY_TTL_MS). */
+export const IDEMPOTENCY_KEYS_PER_CALLER = 10_000
+/** A key whose mutation has not answered after this long (a node that died) may be taken again. */
+const IN_USE_LEASE_MS = 5 * 60 * 1000
+/** The draft's key is a string; ours is printable ASCII, 1 to 255 characters (a UUID fits). */
+const KEY = /^[\x21-\x7e]{1,255}$/
+
+export function idempotencyError (code: Extract<ErrorCode, 'IDEMPOTENCY_KEY_REUSED' | 'IDEMPOTENCY_KEY_IN_USE'>, message: string): Error {
+  return new ErrorWithProps(message, { code })
+}
+
+/** The idempotency key of a mutation: its argument, else the request's header; refused when malformed or when the two differ. */
+export function idempotencyKeyOf (argument: string | null | undefined, header: string | string[] | undefined): string | undefined {
+  const fromHeader = Array.isArray(header) ? header[0] : header
+  // The draft's header is a Structured Field string ("..."); a bare token is taken as it is.
+  const headerKey = fromHeader === undefined ? undefined : /^"(.*)"$/.exec(fromHeader.trim())?.[1] ?? fromHeader.trim()
+  if (argument != null && headerKey !== undefined && argument !== headerKey) {
+    throw badUserInput('idempotencyKey and the Idempotency-Key header differ: send one of them, or the same key in both')
+  }
+  const key = argument ?? headerKey
+  if (key === undefined) return undefined
+  if (!KEY.test(key)) throw badUserInput('An idempotency key is 1 to 255 printable ASCII characters (a UUID, for example)')
+  return key
+}
+
+/** JSON with object keys in order, so that the same arguments always print the same. */
+function canonical (value: unknown): string {
+  if (value instanceof Date) return JSON.stringify(value.toISOString())
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value).filter(([, inner]) => inner !== undefined).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0)
+    return `{${entries.map(([key, inner]) => `${JSON.stringify(key)}:${canonical(inner)}`).join(',')}}`
+  }
+  return JSON.stringify(value) ?? 'null'
+}
+
+/** What a retry must repeat: the mutation field, its arguments (the key aside) and its selection. */
+export function fingerprintOf (info: GraphQLResolveInfo, args: Record<string, unknown>): string {
+  const { idempotencyKey: _key, ...rest } = args
+  const selection = info.fieldNodes.map((node) => node.selectionSet === undefined ? '' : print(node.selectionSet)).join(' ')
+  return createHash('sha256').update(`${info.fieldName}\n${canonical(rest)}\n${selection}`).digest('hex')
+}
+
+/** An answer as JSON, its Dates marked so that they come back as Dates (the scalars serialize Dates). */
+function encode (value: unknown): unknown {
+  return JSON.parse(JSON.stringify(value, function (this: Record<string, unknown>, key, inner: unknown) {
+    const raw = this[key]
+    return raw instanceof Date ? { $date: raw.toISOString() } : inner
+  }))
+}
+
+function decode (value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(decode)
+  if (value !== null && typeof value === 'object') {
+    const { $date } = value as { $date?: unknown }
+    if (typeof $date === 'string' && Object.keys(value).length === 1) return new Date($date)
+    return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, decode(inner)]))
+  }
+  return value
+}
+
+/**
+ * Runs `work` once for the caller and key: the first call runs it and keeps its answer; a call with
+ * the same key and fingerprint gets that answer (or IN_USE while it runs); another fingerprint is
+ * refused. Through the unscoped client: the keys are the caller's, not a school's records.
+ */
+export async function once<T> (prisma: PrismaClient, callerId: string, key: string, fingerprint: string, work: () => Promise<T>): Promise<T> {
+  const id = { callerId_key: { callerId, key } }
+  const now = Date.now()
+  // The caller's expired keys go first: what is left is what the bound counts.
+  await prisma.idempotencyKey.deleteMany({ where: { callerId, createdAt: { lt: new Date(now - IDEMPOTENCY_KEY_TTL_MS) } } })
+  const { count } = await prisma.idempotencyKey.createMany({ data: [{ callerId, key, fingerprint }], skipDuplicates: true })
+  if (count === 0) {
+    const kept = await prisma.idempotencyKey.findUnique({ where: id })
+    if (kept === null) return await once(prisma, callerId, key, fingerprint, work) // pruned meanwhile
+    if (kept.fingerprint !== fingerprint) {
+      throw idempotencyError('IDEMPOTENCY_KEY_REUSED', `Idempotency key "${key}" was used with another mutation or other arguments: use a new key for a new request`)
+    }
+    if (kept.completedAt !== null) return decode(kept.response) as T
+    const stale = await prisma.idempotencyKey.updateMany({
+      where: { callerId, key, completedAt: null, createdAt: { lt: new Date(now - IN_USE_LEASE_MS) } },
+      data: { createdAt: new Date(now) }
+    })
+    if (stale.count === 0) {
+      throw idempotencyError('IDEMPOTENCY_KEY_IN_USE', `A request with idempotency key "${key}" is still running: retry once it has answered`)
+    }
+  } else {
+    const held = await prisma.idempotencyKey.count({ where: { callerId } })
+    if (held > IDEMPOTENCY_KEYS_PER_CALLER) {
+      await prisma.idempotencyKey.deleteMany({ where: { callerId, key, completedAt: null } })
+      throw badUserInput(`At most ${IDEMPOTENCY_KEYS_PER_CALLER} idempotency keys per caller are kept (24 hours): send this mutation without a key, or later`)
+    }
+  }
+  let result: T
+  try {
+    result = await work()
+  } catch (err) {
+    // Nothing was written: the key is free for a retry.
+    await prisma.idempotencyKey.deleteMany({ where: { callerId, key, completedAt: null } })
+    throw err
+  }
+  await prisma.idempotencyKey.update({ where: id, data: { response: encode(result) as object, completedAt: new Date() } })
+  return result
+}
