@@ -19,7 +19,7 @@
 // (closing an idle HTTP/1.1 connection always races with the client's next request).
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Socket } from 'node:net'
+import net, { type Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { refusals } from '../graphql/errors.js'
 
@@ -66,6 +66,7 @@ export default fp(async (app) => {
       await sleep(drainMs)
       refuse()
       await sleep(CLOSE_GRACE_MS)
+      await stopListening()
       await app.close()
     }
   } satisfies Shutdown)
@@ -86,6 +87,25 @@ export default fp(async (app) => {
       closed += 1
     }
     if (closed > 0) app.log.info({ connections: closed, graceMs: CLOSE_GRACE_MS }, 'closed connections that sent nothing')
+  }
+
+  /**
+   * Stops accepting connections while keeping every accepted one for the grace, then closes those
+   * that sent nothing and the idle ones, and waits for the rest (each answer now ends its
+   * connection). `http.Server`'s own `close()` closes the idle connections at once, and from Node 26
+   * a connection that has sent nothing counts as idle: it would be closed under a client whose first
+   * request is on the way. So the listener is closed as a `net.Server` (the class `http.Server`
+   * extends, whose `close()` only stops accepting), and Fastify's close comes once the connections
+   * are done.
+   */
+  async function stopListening (): Promise<void> {
+    if (!app.server.listening) return
+    net.Server.prototype.close.call(app.server)
+    app.log.info('stopped listening')
+    await sleep(CLOSE_GRACE_MS)
+    closeSilent()
+    app.server.closeIdleConnections()
+    while (connections.size > 0) await sleep(10)
   }
 
   // Also when the app is closed without `run`: a request arriving then is refused all the same.
