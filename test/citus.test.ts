@@ -277,6 +277,71 @@ t.test('the service on a Citus coordinator', { skip: citusUrl === undefined ? 's
     t.ok(after.length > before.length)
   })
 
+  await t.test('writes through the API: create, change with a version, a bulk upsert, an idempotent retry, an assignment ended, a deletion', async (t) => {
+    const app = await buildApp(testConfig({ databaseUrl: serviceUrl }), { database: db, logger: false })
+    t.teardown(() => app.close())
+    const school = schools[0]!
+    const username = `citus-${randomUUID()}`
+    await createUser(db, { username, password: PASSWORD })
+    await assignUser(db, username, school)
+    const { accessToken } = await login(app, username)
+    const send = async (query: string, variables: Record<string, unknown> = {}) => (await gql(app, query, { token: accessToken, variables })).body
+    const ok = (body: Awaited<ReturnType<typeof send>>): Record<string, any> => {
+      if (body.errors !== undefined) throw new Error(JSON.stringify(body.errors))
+      return body.data!
+    }
+    const room = ok(await send('mutation { createClassroom(input: { name: "Citus Write Room", sourcedId: "cw-room" }) { id version } }')).createClassroom
+    t.equal(room.version, 1)
+    const created = ok(await send('mutation { createStudent(input: { fullName: "Citus Writer", sourcedId: "cw-1", classroom: { sourcedId: "cw-room" } }) { id version classroomName } }')).createStudent
+    t.same({ version: created.version, classroomName: created.classroomName }, { version: 1, classroomName: 'Citus Write Room' }, 'created on its school\'s shard, in its classroom')
+    const changed = ok(await send('mutation { changeStudent(student: { sourcedId: "cw-1" }, input: { preferredName: "CW" }, expectedVersion: 1) { preferredName version } }')).changeStudent
+    t.same(changed, { preferredName: 'CW', version: 2 }, 'a change based on its version moves the version (the trigger on the shards)')
+    const stale = await send('mutation { changeStudent(student: { sourcedId: "cw-1" }, input: { preferredName: "Lost" }, expectedVersion: 1) { version } }')
+    t.match(stale.errors?.[0]?.extensions, { code: 'VERSION_CONFLICT', currentVersion: 2 }, 'a change based on an old version is refused')
+
+    const UPSERT = 'mutation ($items: [StudentUpsert!]!) { upsertStudents(items: $items) { created changed unchanged items { sourcedId outcome version } } }'
+    const items = Array.from({ length: 30 }, (_, i) => ({ sourcedId: `cw-bulk-${i}`, fullName: `Citus Bulk ${i}`, gradeLevel: 'GRADE_2' }))
+    t.match(ok(await send(UPSERT, { items })).upsertStudents, { created: 30, changed: 0, unchanged: 0 }, 'a bulk upsert creates')
+    t.match(ok(await send(UPSERT, { items })).upsertStudents, { created: 0, changed: 0, unchanged: 30 }, 'the same batch again changes nothing')
+    const moved = ok(await send(UPSERT, { items: items.map((item, i) => i < 10 ? { ...item, gradeLevel: 'GRADE_3' } : item) })).upsertStudents
+    t.match(moved, { created: 0, changed: 10, unchanged: 20 }, 'ten changed, written on the shard')
+    t.ok(moved.items.slice(0, 10).every((item: { version: number }) => item.version === 2), 'their versions moved')
+    const duplicate = await send(UPSERT, { items: [{ sourcedId: 'cw-bulk-0', fullName: 'X', studentNumber: 'cw-n' }, { sourcedId: 'cw-new', fullName: 'Y', studentNumber: 'cw-n' }] })
+    t.match(duplicate.errors?.[0]?.extensions, { code: 'CONFLICT' }, 'a natural key given twice is a conflict')
+    t.equal(await db.forSchool(school).student.count({ where: { sourcedId: 'cw-new' } }), 0, 'and nothing of the batch was written')
+
+    const CREATE = 'mutation { createTeacher(input: { fullName: "Citus Retry", sourcedId: "cw-t" }, idempotencyKey: "cw-key-1") { id version } }'
+    const first = ok(await send(CREATE)).createTeacher
+    const retry = ok(await send(CREATE)).createTeacher
+    t.same(retry, first, 'a retry with the same key gets the first answer')
+    t.equal(await db.forSchool(school).teacher.count({ where: { sourcedId: 'cw-t' } }), 1, 'and the teacher was written once')
+    ok(await send('mutation { assignTeacher(teacher: { sourcedId: "cw-t" }, classroom: { sourcedId: "cw-room" }) { role } }'))
+    ok(await send('mutation { endTeacherAssignment(teacher: { sourcedId: "cw-t" }, classroom: { sourcedId: "cw-room" }) { role } }'))
+    t.equal(await db.forSchool(school).teacherClassroom.count({ where: { teacherId: first.id } }), 0, 'an assignment made and ended')
+    const deleted = ok(await send('mutation { deleteStudent(student: { sourcedId: "cw-1" }, expectedVersion: 2) { recordType id } }')).deleteStudent
+    t.same(deleted, { recordType: 'STUDENT', id: created.id })
+    const feed = (await run(url, 'SELECT type FROM changes WHERE school_id = $1 AND record_id = $2 ORDER BY seq', [school, created.id])).rows.map((r: { type: string }) => r.type)
+    t.same(feed, ['CREATED', 'UPDATED', 'DELETED'], 'each write in the school\'s change feed, ending with its tombstone')
+    t.equal(await db.forSchool(schools[1]!).student.count({ where: { sourcedId: { startsWith: 'cw-' } } }), 0, 'another school reads none of them')
+  })
+
+  await t.test('the import\'s removals delete and end a school\'s rows on its shard', async (t) => {
+    const school = schools[2]!
+    const options = { databaseUrl: serviceUrl, dataDir: '.data-test-unused' }
+    const scoped = db.forSchool(school)
+    const student = await scoped.student.create({ data: { schoolId: school, fullName: 'To Be Removed', sourcedId: 'rm-1' }, select: { id: true } })
+    const teacher = await createTeacher(db, { schoolId: school, fullName: 'Removed Teacher' })
+    const { classroomId } = await assignTeacher(db, { schoolId: school, teacherId: teacher, classroom: 'Removal Room' })
+    const plan = { ...emptyPlan(), removed: { ...emptyPlan().removed, students: [{ id: student.id, sourcedId: 'rm-1' }], assignments: [{ teacherId: teacher, classroomId, teacher: 'none', classroom: 'Removal Room' }] } }
+    const written = await inSchoolTransaction(options, school, async (sql) => await writePlan(sql, school, plan, () => {}))
+    t.equal(written.students.removed, 1, 'the student is removed')
+    t.equal(await scoped.student.count({ where: { id: student.id } }), 0)
+    t.equal(written.teacherAssignments.removed, 1, 'the assignment is ended')
+    t.equal(await scoped.teacherClassroom.count({ where: { teacherId: teacher } }), 0)
+    const tomb = (await run(url, 'SELECT type FROM changes WHERE school_id = $1 AND record_id = $2 ORDER BY seq DESC LIMIT 1', [school, student.id])).rows
+    t.same(tomb, [{ type: 'DELETED' }], 'with its tombstone in the change feed')
+  })
+
   await t.test('a user\'s key to schools holds on the coordinator (a trigger there)', async (t) => {
     const [user] = (await run(url, 'SELECT id FROM users LIMIT 1')).rows as Array<{ id: string }>
     await t.rejects(run(url, 'UPDATE users SET school_id = $1 WHERE id = $2', [randomUUID(), user!.id]), { code: '23503', constraint: 'users_school_id_fkey' })
