@@ -26,6 +26,7 @@
 // message sets that first: `BEGIN; SET LOCAL citus.propagate_set_commands = 'local'; SET LOCAL
 // app.school_id = ...`. Whether the server is one is asked once, when the pool opens (`detect`).
 import pg from 'pg'
+import { CITUS_CHECK } from './citus-check.js'
 import { currentSchoolSession, setLocalStatements, type SchoolSession } from './school-session.js'
 
 export interface SessionPool {
@@ -43,7 +44,7 @@ export interface SessionPool {
 }
 
 /** Whether the database has the citus extension, i.e. tables may be distributed to workers. */
-export const CITUS_CHECK = "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS citus"
+export { CITUS_CHECK }
 
 function beginStatement (session: SchoolSession, citus: boolean): string {
   return ['BEGIN', ...setLocalStatements(session, citus)].join('; ')

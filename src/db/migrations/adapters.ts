@@ -45,23 +45,41 @@ CatalogClient.prototype.query = function (this: pg.Client, ...args: unknown[]) {
   return result instanceof Promise ? result.then(reportCharAsText) : result
 } as typeof pg.Client.prototype.query
 
-function connectionConfig (url: string, database?: string): pg.PoolConfig {
+function connectionConfig (url: string, database?: string, options?: string): pg.PoolConfig {
   const parsed = new URL(url)
   if (database !== undefined) parsed.pathname = '/' + encodeURIComponent(database)
   // One connection is all the engine uses; a second covers the rare overlap.
-  return { connectionString: parsed.toString(), max: 2, Client: CatalogClient }
+  return { connectionString: parsed.toString(), max: 2, Client: CatalogClient, ...(options !== undefined && { options }) }
 }
 
 /**
  * @prisma/adapter-pg runs a script by splitting it at every semicolon, which breaks a function
  * body or a DO block. PostgreSQL runs a multi-statement simple query whole, as one transaction,
  * as the native engine does; this sends the script that way.
+ *
+ * On a Citus coordinator whose records are distributed (`statementByStatement`), a script goes as
+ * its statements one by one in one transaction block instead: Citus passes a DDL statement on to
+ * the shards in the text it was sent in, which must then hold that statement alone ("cannot insert
+ * multiple commands into a prepared statement"). The statements are found by PostgreSQL's own
+ * parser (libpg-query), so that a function body, a DO block or a comment is never cut.
  */
-function runScriptsWhole (adapter: SqlDriverAdapter, pool: pg.Pool): SqlDriverAdapter {
+function runScripts (adapter: SqlDriverAdapter, pool: pg.Pool, statementByStatement: boolean): SqlDriverAdapter {
   adapter.executeScript = async (script: string) => {
     const client = await pool.connect()
     try {
-      await client.query(script)
+      if (!statementByStatement) {
+        await client.query(script)
+        return
+      }
+      const statements = await statementsOf(script)
+      await client.query('BEGIN')
+      try {
+        for (const statement of statements) await client.query(statement)
+        await client.query('COMMIT')
+      } catch (err) {
+        await client.query('ROLLBACK')
+        throw err
+      }
     } catch (err) {
       const e = err as pg.DatabaseError
       throw new DriverAdapterError({
@@ -78,6 +96,15 @@ function runScriptsWhole (adapter: SqlDriverAdapter, pool: pg.Pool): SqlDriverAd
     }
   }
   return adapter
+}
+
+/** The statements of a script, each as its text (the parser's locations are in bytes of UTF-8). */
+export async function statementsOf (script: string): Promise<string[]> {
+  const { parse } = await import('libpg-query')
+  const { stmts } = await parse(script) as { stmts?: Array<{ stmt_location?: number, stmt_len?: number }> }
+  const bytes = Buffer.from(script, 'utf8')
+  return (stmts ?? []).map(({ stmt_location: start = 0, stmt_len: length = 0 }) =>
+    bytes.subarray(start, length === 0 ? bytes.length : start + length).toString('utf8').trim()).filter((text) => text !== '')
 }
 
 function quoteIdent (name: string): string {
@@ -98,11 +125,16 @@ export class PostgresMigrationFactory implements ClosableMigrationFactory {
   /** Open pools, each with the shadow database it serves (undefined for the main one). */
   private readonly pools = new Map<pg.Pool, string | undefined>()
 
-  constructor (private readonly url: string) {}
+  /**
+   * `citus`: the main database is a Citus coordinator whose records are distributed: its sessions
+   * get these settings (PostgreSQL's `options` connection parameter, `-c name=value ...`) and its
+   * scripts run statement by statement (runScripts). The shadow database is plain PostgreSQL.
+   */
+  constructor (private readonly url: string, private readonly citus?: { settings: string }) {}
 
   /** A pool this factory ends itself: the engine does not always dispose what it connected. */
   private pool (shadowDatabase?: string): pg.Pool {
-    const pool = new pg.Pool(connectionConfig(this.url, shadowDatabase))
+    const pool = new pg.Pool(connectionConfig(this.url, shadowDatabase, shadowDatabase === undefined ? this.citus?.settings : undefined))
     this.pools.set(pool, shadowDatabase)
     return pool
   }
@@ -127,7 +159,7 @@ export class PostgresMigrationFactory implements ClosableMigrationFactory {
 
   async connect (): Promise<SqlDriverAdapter> {
     const pool = this.pool()
-    const adapter = runScriptsWhole(await new PrismaPg(pool).connect(), pool)
+    const adapter = runScripts(await new PrismaPg(pool).connect(), pool, this.citus !== undefined)
     adapter.dispose = async () => { await this.release(pool) }
     return adapter
   }
@@ -141,7 +173,7 @@ export class PostgresMigrationFactory implements ClosableMigrationFactory {
     const name = `prisma_migrate_shadow_db_${crypto.randomUUID().replaceAll('-', '')}`
     await this.admin(`CREATE DATABASE ${quoteIdent(name)}`)
     const pool = this.pool(name)
-    const adapter = runScriptsWhole(await new PrismaPg(pool).connect(), pool)
+    const adapter = runScripts(await new PrismaPg(pool).connect(), pool, false)
     adapter.dispose = async () => { await this.release(pool) }
     return adapter
   }

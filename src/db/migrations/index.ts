@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url'
 import type { PGlite } from '@electric-sql/pglite'
 import type { MigrationList, SchemaFilter } from '@prisma/schema-engine-wasm'
 import pg from 'pg'
+import { CITUS_CHECK } from '../citus-check.js'
 import type { ClosableMigrationFactory } from './adapters.js'
 import { MigrationEngineError } from './errors.js'
 
@@ -30,7 +31,33 @@ const NO_FILTER: SchemaFilter = { externalTables: [], externalEnums: [] }
 
 async function factoryFor (target: MigrationTarget): Promise<ClosableMigrationFactory> {
   const { PGliteMigrationFactory, PostgresMigrationFactory } = await adapters()
-  return 'url' in target ? new PostgresMigrationFactory(target.url) : new PGliteMigrationFactory(target.pglite)
+  if (!('url' in target)) return new PGliteMigrationFactory(target.pglite)
+  return new PostgresMigrationFactory(target.url, await distributedOnCitus(target.url) ? { settings: CITUS_MIGRATION_SETTINGS } : undefined)
+}
+
+/**
+ * A migration's sessions on a Citus coordinator whose records are distributed (`school-data citus
+ * distribute`), as the distribution itself runs: Citus refuses trigger DDL on a distributed table
+ * ("triggers are not supported on distributed tables") unless `citus.enable_unsafe_triggers` is on
+ * (with it, a trigger a migration creates or drops is created or dropped on the shards too), and a
+ * function created after a statement that ran on the shards in parallel ("cannot run function
+ * command because there was a parallel operation on a distributed table in the transaction")
+ * unless the transaction's statements go one connection per node
+ * (`citus.multi_shard_modify_mode = sequential`). The service's own sessions set neither. Its
+ * scripts also run statement by statement there (adapters.ts, runScripts). (A migration that replaces what the distribution replaced
+ * keeps the replacement's form: docs/running/citus.md.)
+ */
+const CITUS_MIGRATION_SETTINGS = '-c citus.enable_unsafe_triggers=on -c citus.multi_shard_modify_mode=sequential'
+
+async function distributedOnCitus (url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    if ((await client.query<{ citus: boolean }>(CITUS_CHECK)).rows[0]?.citus !== true) return false
+    return (await client.query<{ distributed: boolean }>('SELECT EXISTS (SELECT 1 FROM pg_dist_partition) AS distributed')).rows[0]?.distributed === true
+  } finally {
+    await client.end()
+  }
 }
 
 /** The migrations folder as the schema engine reads it. */
