@@ -376,7 +376,7 @@ t.test('a database distributed by an earlier release takes the later migrations'
     await run(url, 'INSERT INTO _prisma_migrations (id, checksum, migration_name, finished_at, applied_steps_count) VALUES ($1, $1, $2, now(), 1)', [randomUUID(), migration])
   }
   t.match(await distributeOnCitus(url), { distributed: true })
-  await run(url, "DELETE FROM _prisma_migrations WHERE checksum = id")
+  await run(url, 'DELETE FROM _prisma_migrations WHERE checksum = id')
 
   t.same(await applyMigrations({ url }), newer, 'school-data migrate applies the newer migrations on the distributed tables')
   const shards = (await run(url, `SELECT result FROM run_command_on_shards('students',
