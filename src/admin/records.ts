@@ -568,9 +568,9 @@ interface Delegate {
 
 function delegate (tx: Tx, kind: Kind): Delegate {
   switch (kind) {
-    case 'Student': return tx.student
-    case 'Teacher': return tx.teacher
-    case 'Classroom': return tx.classroom
+    case 'Student': return tx.student as unknown as Delegate
+    case 'Teacher': return tx.teacher as unknown as Delegate
+    case 'Classroom': return tx.classroom as unknown as Delegate
   }
 }
 
@@ -904,7 +904,7 @@ export async function upsertStudents (target: SchoolTarget, items: ReadonlyArray
       })
       const ids = new Map(created.map((row) => [row.sourcedId!, row]))
       for (const { index, data } of fresh) {
-        const row = ids.get(data.sourcedId)!
+        const row = ids.get(data.sourcedId as string)!
         out[index] = { sourcedId: data.sourcedId as string, id: row.id, version: row.version, outcome: 'CREATED' }
       }
     }
