@@ -239,12 +239,10 @@ class SessionTransaction implements Transaction {
       return await send()
     }
     const sent = send()
-    try {
-      await setting
-    } catch (err) {
-      sent.catch(() => {})
-      throw err
-    }
+    // Observed at once: it may fail while the setting is still awaited (after a statement that
+    // waited for a lock, say), and is awaited below.
+    sent.catch(() => {})
+    await setting
     return await sent
   }
 
@@ -342,8 +340,14 @@ class SessionDriverAdapter implements SqlDriverAdapter {
       ? Promise.all(setLocalStatements(session, true).map(async (sql) => await tx.executeRaw({ sql, args: [], argTypes: [] })))
       : tx.queryRaw(setConfigQuery(session))
     // An idempotency key kept with the write is taken first, before the write's own statements.
+    // With a pipelining driver it goes out right behind the school's setting (the driver keeps the
+    // order of its queries, and the transaction's first statement follows); else after it answered.
     const kept = takeKeptKey()
-    const setting = kept === undefined ? school : school.then(async () => await tx.executeRaw(takeKeyQuery(kept)))
+    const setting = kept === undefined
+      ? school
+      : this.options.driverSetsSchool
+        ? Promise.all([school, tx.executeRaw(takeKeyQuery(kept))])
+        : school.then(async () => await tx.executeRaw(takeKeyQuery(kept)))
     return new SessionTransaction(tx, setting, this.options.driverSetsSchool, kept)
   }
 
