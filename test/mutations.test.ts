@@ -74,8 +74,9 @@ t.test('teachers and classrooms: created, changed, assigned, the assignment ende
   t.same(assigned, { role: 'ASSISTANT', teacher: { fullName: 'Grace Hopper' }, classroom: { name: 'Lab' } })
   const again = ok(await send('mutation { assignTeacher(teacher: { sourcedId: "t-1" }, classroom: { name: "Lab" }) { role } }')).assignTeacher
   t.equal(again.role, 'PRIMARY', 'an assignment that exists takes the role')
-  const ended = ok(await send('mutation { endTeacherAssignment(teacher: { sourcedId: "t-1" }, classroom: { name: "Lab" }) { role classroom { name } } }')).endTeacherAssignment
-  t.same(ended, { role: 'PRIMARY', classroom: { name: 'Lab' } })
+  const ended = ok(await send('mutation { endTeacherAssignment(teacher: { sourcedId: "t-1" }, classroom: { name: "Lab" }) { role teacher { version } classroom { name version } } }')).endTeacherAssignment
+  t.same(ended, { role: 'PRIMARY', teacher: { version: 1 }, classroom: { name: 'Lab', version: 1 } },
+    'an assignment is a record of its own: assigning, changing its role and ending it move neither the teacher\'s nor the classroom\'s version')
   const none = await send('mutation { endTeacherAssignment(teacher: { sourcedId: "t-1" }, classroom: { name: "Lab" }) { role } }')
   t.equal(none.body.errors?.[0]?.extensions?.code, 'NOT_FOUND', 'an assignment that is not there is NOT_FOUND')
   const renamed = ok(await send('mutation { changeClassroom(classroom: { sourcedId: "lab" }, input: { name: "Science Lab", subject: "Science" }) { name subject version } }')).changeClassroom

@@ -13,7 +13,7 @@ const ONCE = new Map([
   // browsers, the schema, configuration, documentation, counters in memory or Redis.
   ...[
     'test/architecture.test.ts', 'test/bench-layers.test.ts', 'test/clients.test.ts', 'test/config.test.ts', 'test/contracts/fastify-close-order.test.ts',
-    'test/cors-browser.test.ts', 'test/docs.test.ts', 'test/example-consumer.test.ts', 'test/graphiql.test.ts',
+    'test/cors-browser.test.ts', 'test/docs.test.ts', 'test/docs-examples.test.ts', 'test/example-consumer.test.ts', 'test/graphiql.test.ts',
     'test/graphql-over-http.test.ts', 'test/graphql-route-hooks.test.ts', 'test/http-refusals.test.ts',
     'test/login-throttle.test.ts', 'test/logs.test.ts', 'test/metrics.test.ts', 'test/migration-scripts.test.ts', 'test/persisted-queries.test.ts',
     'test/query-limits.test.ts', 'test/rate-limit.test.ts', 'test/scalars.test.ts', 'test/schema-compat.test.ts',

@@ -346,7 +346,16 @@ type Tenant = ReturnType<Database['forSchool']>
 export interface SchoolTarget {
   readonly schoolId: string
   readonly tenant: Tenant
+  /**
+   * How the operation's one transaction runs `work`; by default the school client's own. The API's
+   * idempotent mutations pass one that keeps the key and the answer in the same transaction
+   * (src/graphql/resolvers/mutations.ts).
+   */
+  readonly transaction?: TransactionRunner
 }
+
+/** Runs a record operation's work in one transaction of the school's client (SchoolTarget.transaction). */
+export type TransactionRunner = <T>(work: (tx: Tx) => Promise<T>) => Promise<T>
 
 /** The target of an operator's command: an existing school, through its client. */
 export async function schoolTarget (db: Database, schoolId: string): Promise<SchoolTarget> {
@@ -355,11 +364,12 @@ export async function schoolTarget (db: Database, schoolId: string): Promise<Sch
 }
 
 /** The models a transaction of the school's client writes. */
-type Tx = Pick<Tenant, 'student' | 'teacher' | 'classroom' | 'teacherClassroom'>
+export type Tx = Pick<Tenant, 'student' | 'teacher' | 'classroom' | 'teacherClassroom'>
 
-/** Runs `work` in one transaction of the school's client: all of it is written, or nothing. */
-async function inTransaction<T> (tenant: Tenant, work: (tx: Tx) => Promise<T>): Promise<T> {
-  return await tenant.$transaction(work) as T
+/** Runs `work` in one transaction of the school's client (or the target's runner): all of it is written, or nothing. */
+async function inTransaction<T> (target: SchoolTarget, work: (tx: Tx) => Promise<T>): Promise<T> {
+  if (target.transaction !== undefined) return await target.transaction(work)
+  return await target.tenant.$transaction(work) as T
 }
 
 type Path = Array<string | number>
@@ -604,7 +614,7 @@ async function conflictOf (err: unknown, target: SchoolTarget, kind: Kind, rows:
 /** Runs a write of `kind` in one transaction, a unique violation turned into a CONFLICT naming the key. */
 async function writing<T> (target: SchoolTarget, kind: Kind, rows: ReadonlyArray<{ data: Record<string, unknown>, path: Path, id?: string }>, work: (tx: Tx) => Promise<T>): Promise<T> {
   try {
-    return await inTransaction(target.tenant, work)
+    return await inTransaction(target, work)
   } catch (err) {
     throw await conflictOf(err, target, kind, rows)
   }
@@ -723,7 +733,7 @@ export interface Deleted {
 export async function deleteRecord (target: SchoolTarget, kind: Kind, ref: RecordRef, { expectedVersion, path = [kind.toLowerCase()] }: WriteOptions & { path?: Path } = {}): Promise<Deleted> {
   const key = keyOf(kind, ref, path)
   const { schoolId } = target
-  return await inTransaction(target.tenant, async (tx) => {
+  return await inTransaction(target, async (tx) => {
     const model = delegate(tx, kind)
     const row = await model.findFirst({ where: key, select: VERSIONED }) as (Versioned & { sourcedId: string | null }) | null
     if (row === null) throw notFound(kind, key, schoolId)
@@ -749,7 +759,7 @@ export async function placeStudent (target: SchoolTarget, student: RecordRef, cl
   const roomKey = fields.check(['classroom'], () => keyOf('Classroom', classroom, ['classroom']))
   fields.done()
   const { schoolId } = target
-  return await inTransaction(target.tenant, async (tx) => {
+  return await inTransaction(target, async (tx) => {
     const row = await tx.student.findFirst({ where: studentKey!, select: { id: true, version: true, classroomId: true } })
     if (row === null) throw notFound('Student', studentKey!, schoolId)
     const room = await tx.classroom.findFirst({ where: roomKey!, select: { id: true } })
@@ -767,7 +777,7 @@ export async function removeStudentFromClassroom (target: SchoolTarget, student:
   const roomKey = classroom == null ? undefined : fields.check(['classroom'], () => keyOf('Classroom', classroom, ['classroom']))
   fields.done()
   const { schoolId } = target
-  return await inTransaction(target.tenant, async (tx) => {
+  return await inTransaction(target, async (tx) => {
     const row = await tx.student.findFirst({ where: studentKey!, select: { id: true, classroomId: true } })
     if (row === null) throw notFound('Student', studentKey!, schoolId)
     const room = roomKey === undefined ? undefined : await tx.classroom.findFirst({ where: roomKey, select: { id: true } })
@@ -789,7 +799,7 @@ export async function assignTeacherTo (target: SchoolTarget, teacher: RecordRef,
   const assignment = role == null ? TeacherRole.PRIMARY : fields.check(['role'], () => requireEnum('Classroom role', role, TeacherRole))
   fields.done()
   const { schoolId } = target
-  return await inTransaction(target.tenant, async (tx) => {
+  return await inTransaction(target, async (tx) => {
     const found = await tx.teacher.findFirst({ where: teacherKey!, select: { id: true } })
     if (found === null) throw notFound('Teacher', teacherKey!, schoolId)
     const room = await requireClassroomRef(tx, schoolId, classroom, ['classroom'])
@@ -807,7 +817,7 @@ export async function endAssignment (target: SchoolTarget, teacher: RecordRef, c
   fields.check(['classroom'], () => keyOf('Classroom', classroom, ['classroom']))
   fields.done()
   const { schoolId } = target
-  return await inTransaction(target.tenant, async (tx) => {
+  return await inTransaction(target, async (tx) => {
     const found = await tx.teacher.findFirst({ where: teacherKey!, select: { id: true } })
     if (found === null) throw notFound('Teacher', teacherKey!, schoolId)
     const room = await requireClassroomRef(tx, schoolId, classroom, ['classroom'])
@@ -1052,7 +1062,7 @@ export async function moveTeacher (target: SchoolTarget, teacher: RecordRef, fro
   fields.check(['to'], () => keyOf('Classroom', to, ['to']))
   fields.done()
   const { schoolId } = target
-  return await inTransaction(target.tenant, async (tx) => {
+  return await inTransaction(target, async (tx) => {
     const found = await tx.teacher.findFirst({ where: teacherKey!, select: { id: true } })
     if (found === null) throw notFound('Teacher', teacherKey!, schoolId)
     const source = await requireClassroomRef(tx, schoolId, from, ['from'])

@@ -62,6 +62,56 @@ export function currentSchoolSession (): SchoolSession | undefined {
   return session
 }
 
+/**
+ * An idempotency key kept with a school's write, in the write's own transaction (given by the API's
+ * idempotent mutations, src/graphql/idempotency.ts): its row of idempotency_keys is inserted right
+ * after the school is set, before the transaction's first statement, and its answer stored right
+ * before COMMIT. The key commits with the write or neither does; a second transaction with the
+ * same caller and key waits on the table's primary key until the first has ended (then fails with
+ * a unique violation when the first committed, or goes on when it rolled back). Not a tenant row:
+ * the keys are the caller's (no row-level security), written by this layer in the fixed statements
+ * below, never through the school client's operations (wall 1 refuses the model there).
+ */
+export interface KeptIdempotencyKey {
+  readonly callerId: string
+  readonly key: string
+  readonly fingerprint: string
+  /** The answer to keep (a JSON value), asked for when the transaction commits. */
+  readonly response: () => unknown
+}
+
+/**
+ * The key the next interactive transaction begun in this async context keeps (school-client.ts,
+ * `$transactionKeeping`): taken by the first transaction that begins, so that no other statement
+ * of the context sends it again.
+ */
+export const keptKeySlot = new AsyncLocalStorage<{ key: KeptIdempotencyKey | undefined }>()
+
+function takeKeptKey (): KeptIdempotencyKey | undefined {
+  const slot = keptKeySlot.getStore()
+  const key = slot?.key
+  if (slot !== undefined) slot.key = undefined
+  return key
+}
+
+const TEXT = { scalarType: 'string', arity: 'scalar' } as const
+
+function takeKeyQuery ({ callerId, key, fingerprint }: KeptIdempotencyKey): SqlQuery {
+  return {
+    sql: 'INSERT INTO "idempotency_keys" ("caller_id", "key", "fingerprint") VALUES ($1::uuid, $2, $3)',
+    args: [callerId, key, fingerprint],
+    argTypes: [TEXT, TEXT, TEXT]
+  }
+}
+
+function keepAnswerQuery ({ callerId, key, response }: KeptIdempotencyKey): SqlQuery {
+  return {
+    sql: 'UPDATE "idempotency_keys" SET "response" = $3::jsonb, "completed_at" = CURRENT_TIMESTAMP WHERE "caller_id" = $1::uuid AND "key" = $2',
+    args: [callerId, key, JSON.stringify(response() ?? null)],
+    argTypes: [TEXT, TEXT, TEXT]
+  }
+}
+
 /** Runs `work` outside any school's session (the service's own statements). */
 export function outsideSchoolSession<T> (work: () => Promise<T>): Promise<T> {
   return schoolSession.exit(async () => await work())
@@ -167,7 +217,7 @@ class SessionTransaction implements Transaction {
   readonly releaseSavepoint?: (name: string) => Promise<void>
   private setting: Promise<unknown> | undefined
 
-  constructor (private readonly tx: Transaction, setting: Promise<unknown>, private readonly pipelined: boolean) {
+  constructor (private readonly tx: Transaction, setting: Promise<unknown>, private readonly pipelined: boolean, private readonly kept?: KeptIdempotencyKey) {
     this.provider = tx.provider
     this.adapterName = tx.adapterName
     this.options = tx.options
@@ -189,12 +239,10 @@ class SessionTransaction implements Transaction {
       return await send()
     }
     const sent = send()
-    try {
-      await setting
-    } catch (err) {
-      sent.catch(() => {})
-      throw err
-    }
+    // Observed at once: it may fail while the setting is still awaited (after a statement that
+    // waited for a lock, say), and is awaited below.
+    sent.catch(() => {})
+    await setting
     return await sent
   }
 
@@ -202,11 +250,29 @@ class SessionTransaction implements Transaction {
     return this.next(() => this.tx.queryRaw(query))
   }
 
-  executeRaw (query: SqlQuery): Promise<number> {
-    return this.next(() => this.tx.executeRaw(query))
+  async executeRaw (query: SqlQuery): Promise<number> {
+    // Prisma commits a driver's transaction that is not a phantom one by sending COMMIT itself.
+    if (query.sql === 'COMMIT' && !this.options.usePhantomQuery) await this.keepAnswer(async () => { await this.tx.executeRaw(ROLLBACK) })
+    return await this.next(() => this.tx.executeRaw(query))
+  }
+
+  /**
+   * The kept key's answer stored, last in the transaction; when that fails the transaction is
+   * rolled back (`abandon`) and the commit refused: a COMMIT of a failed transaction would roll
+   * back and answer as if it had committed.
+   */
+  private async keepAnswer (abandon: () => Promise<unknown>): Promise<void> {
+    if (this.kept === undefined) return
+    try {
+      await this.next(() => this.tx.executeRaw(keepAnswerQuery(this.kept!)))
+    } catch (err) {
+      await abandon().catch(() => {})
+      throw err
+    }
   }
 
   async commit (): Promise<void> {
+    if (this.options.usePhantomQuery) await this.keepAnswer(async () => { await this.tx.rollback() })
     // The driver's commit hands the connection back: nothing may be in flight then.
     const setting = this.setting
     this.setting = undefined
@@ -269,11 +335,20 @@ class SessionDriverAdapter implements SqlDriverAdapter {
     // BEGIN (and SET TRANSACTION ISOLATION LEVEL, which must come first) outside the school's
     // session: the driver must not wrap them as a school's single statement.
     const tx = await outsideSchoolSession(() => this.inner.startTransaction(isolationLevel))
-    const setting = this.options.citus?.() === true
+    const school = this.options.citus?.() === true
       // Unnamed (client.ts): a name per school would be a prepared statement per school.
       ? Promise.all(setLocalStatements(session, true).map(async (sql) => await tx.executeRaw({ sql, args: [], argTypes: [] })))
       : tx.queryRaw(setConfigQuery(session))
-    return new SessionTransaction(tx, setting, this.options.driverSetsSchool)
+    // An idempotency key kept with the write is taken first, before the write's own statements.
+    // With a pipelining driver it goes out right behind the school's setting (the driver keeps the
+    // order of its queries, and the transaction's first statement follows); else after it answered.
+    const kept = takeKeptKey()
+    const setting = kept === undefined
+      ? school
+      : this.options.driverSetsSchool
+        ? Promise.all([school, tx.executeRaw(takeKeyQuery(kept))])
+        : school.then(async () => await tx.executeRaw(takeKeyQuery(kept)))
+    return new SessionTransaction(tx, setting, this.options.driverSetsSchool, kept)
   }
 
   getConnectionInfo (): ReturnType<NonNullable<SqlDriverAdapter['getConnectionInfo']>> {

@@ -1,14 +1,17 @@
 // Idempotent mutations (docs/api/mutations.md): a mutation sent with an idempotency key (the
 // `Idempotency-Key` header of the IETF HTTP API working group's draft, or the `idempotencyKey`
-// argument) runs once per caller and key. Its answer is kept in PostgreSQL (idempotency_keys), so a
-// retry on any node gets the first answer again; a retry while the first still runs is refused with
-// IDEMPOTENCY_KEY_IN_USE (the draft's 409), the same key with another mutation or other arguments
-// with IDEMPOTENCY_KEY_REUSED (the draft's 422). A mutation that fails keeps no answer: nothing was
-// written (one transaction), and a retry runs it again. Keys are kept 24 hours, pruned by the
-// caller's next key, and at most IDEMPOTENCY_KEYS_PER_CALLER per caller in that time.
+// argument) runs once per caller and key. The key and its answer are kept in PostgreSQL
+// (idempotency_keys) in the write's own transaction, so a retry on any node gets the first answer
+// again, and a write is never done twice nor a key kept without its write; a retry while the first
+// still runs waits for it (and gets its answer, or runs when it failed); the same key with another
+// mutation or other arguments is refused with IDEMPOTENCY_KEY_REUSED (the draft's 422). A mutation
+// that fails keeps no answer: nothing was written (one transaction), and a retry runs it again.
+// Keys are kept 24 hours, pruned by the caller's next key, and at most IDEMPOTENCY_KEYS_PER_CALLER
+// per caller in that time.
 import { createHash } from 'node:crypto'
 import { print, type GraphQLResolveInfo } from 'graphql'
 import mercurius from 'mercurius'
+import type { KeptIdempotencyKey } from '../db/school-session.js'
 import type { PrismaClient } from '../generated/prisma/client.js'
 import { badUserInput, type ErrorCode } from './errors.js'
 
@@ -19,8 +22,8 @@ export const IDEMPOTENCY_HEADER = 'idempotency-key'
 export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000
 /** Keys one caller may hold at once (in IDEMPOTENCY_KEY_TTL_MS). */
 export const IDEMPOTENCY_KEYS_PER_CALLER = 10_000
-/** A key whose mutation has not answered after this long (a node that died) may be taken again. */
-const IN_USE_LEASE_MS = 5 * 60 * 1000
+/** A key the previous version took before its write and has not answered after this long may be taken again. */
+const LEGACY_LEASE_MS = 5 * 60 * 1000
 /** The draft's key is a string; ours is printable ASCII, 1 to 255 characters (a UUID fits). */
 const KEY = /^[\x21-\x7e]{1,255}$/
 
@@ -78,46 +81,58 @@ function decode (value: unknown): unknown {
   return value
 }
 
-/**
- * Runs `work` once for the caller and key: the first call runs it and keeps its answer; a call with
- * the same key and fingerprint gets that answer (or IN_USE while it runs); another fingerprint is
- * refused. Through the unscoped client: the keys are the caller's, not a school's records.
- */
-export async function once<T> (prisma: PrismaClient, callerId: string, key: string, fingerprint: string, work: () => Promise<T>): Promise<T> {
-  const id = { callerId_key: { callerId, key } }
-  const now = Date.now()
-  // The caller's expired keys go first: what is left is what the bound counts.
-  await prisma.idempotencyKey.deleteMany({ where: { callerId, createdAt: { lt: new Date(now - IDEMPOTENCY_KEY_TTL_MS) } } })
-  const { count } = await prisma.idempotencyKey.createMany({ data: [{ callerId, key, fingerprint }], skipDuplicates: true })
-  if (count === 0) {
-    const kept = await prisma.idempotencyKey.findUnique({ where: id })
-    if (kept === null) return await once(prisma, callerId, key, fingerprint, work) // pruned meanwhile
-    if (kept.fingerprint !== fingerprint) {
-      throw idempotencyError('IDEMPOTENCY_KEY_REUSED', `Idempotency key "${key}" was used with another mutation or other arguments: use a new key for a new request`)
-    }
-    if (kept.completedAt !== null) return decode(kept.response) as T
-    const stale = await prisma.idempotencyKey.updateMany({
-      where: { callerId, key, completedAt: null, createdAt: { lt: new Date(now - IN_USE_LEASE_MS) } },
-      data: { createdAt: new Date(now) }
-    })
-    if (stale.count === 0) {
-      throw idempotencyError('IDEMPOTENCY_KEY_IN_USE', `A request with idempotency key "${key}" is still running: retry once it has answered`)
-    }
-  } else {
-    const held = await prisma.idempotencyKey.count({ where: { callerId } })
-    if (held > IDEMPOTENCY_KEYS_PER_CALLER) {
-      await prisma.idempotencyKey.deleteMany({ where: { callerId, key, completedAt: null } })
-      throw badUserInput(`At most ${IDEMPOTENCY_KEYS_PER_CALLER} idempotency keys per caller are kept (24 hours): send this mutation without a key, or later`)
-    }
+/** The answer kept for the caller's key, if there is one; refused when it came with another fingerprint. */
+async function keptAnswer (prisma: PrismaClient, callerId: string, key: string, fingerprint: string): Promise<{ value: unknown } | undefined> {
+  const kept = await prisma.idempotencyKey.findUnique({ where: { callerId_key: { callerId, key } } })
+  if (kept === null) return undefined
+  if (kept.fingerprint !== fingerprint) {
+    throw idempotencyError('IDEMPOTENCY_KEY_REUSED', `Idempotency key "${key}" was used with another mutation or other arguments: use a new key for a new request`)
   }
-  let result: T
+  if (kept.completedAt === null) {
+    // Only a key taken by the previous version (which kept a key before its write and the answer
+    // after): taken again once its lease is over, else in use.
+    const stale = await prisma.idempotencyKey.deleteMany({ where: { callerId, key, completedAt: null, createdAt: { lt: new Date(Date.now() - LEGACY_LEASE_MS) } } })
+    if (stale.count === 0) throw idempotencyError('IDEMPOTENCY_KEY_IN_USE', `A request with idempotency key "${key}" is still running: retry once it has answered`)
+    return undefined
+  }
+  return { value: decode(kept.response) }
+}
+
+/**
+ * Runs `work` once for the caller and key: a call with the same key and fingerprint gets the first
+ * call's answer, another fingerprint is refused. `work` runs its write in one transaction of the
+ * school client that keeps `kept` (`$transactionKeeping`, src/db/school-session.ts): the key is
+ * taken first in that transaction and the answer, handed to `keep` inside it, stored last, so the
+ * key and its answer commit with the write or neither does. A request with the same key while the
+ * first's transaction is open waits for it on the key (PostgreSQL's primary key), then fails and
+ * gets the first's answer here; when the first rolled back (its node died, the write was refused),
+ * it runs. The unscoped client reads and prunes the keys: they are the caller's, not a school's
+ * records.
+ */
+export async function once<T> (
+  prisma: PrismaClient,
+  callerId: string,
+  key: string,
+  fingerprint: string,
+  work: (kept: KeptIdempotencyKey, keep: (answer: T) => void) => Promise<T>
+): Promise<T> {
+  // The caller's expired keys go first: what is left is what the bound counts.
+  await prisma.idempotencyKey.deleteMany({ where: { callerId, createdAt: { lt: new Date(Date.now() - IDEMPOTENCY_KEY_TTL_MS) } } })
+  const answered = await keptAnswer(prisma, callerId, key, fingerprint)
+  if (answered !== undefined) return answered.value as T
+  const held = await prisma.idempotencyKey.count({ where: { callerId } })
+  if (held >= IDEMPOTENCY_KEYS_PER_CALLER) {
+    throw badUserInput(`At most ${IDEMPOTENCY_KEYS_PER_CALLER} idempotency keys per caller are kept (24 hours): send this mutation without a key, or later`)
+  }
+  let answer: { value: T } | undefined
+  const kept: KeptIdempotencyKey = { callerId, key, fingerprint, response: () => encode(answer?.value ?? null) }
   try {
-    result = await work()
+    return await work(kept, (value) => { answer = { value } })
   } catch (err) {
-    // Nothing was written: the key is free for a retry.
-    await prisma.idempotencyKey.deleteMany({ where: { callerId, key, completedAt: null } })
+    // Refused, rolled back: nothing was written and no key kept, unless a request with the same
+    // key committed first (this one waited for it on the key): then its answer.
+    const first = await keptAnswer(prisma, callerId, key, fingerprint)
+    if (first !== undefined) return first.value as T
     throw err
   }
-  await prisma.idempotencyKey.update({ where: id, data: { response: encode(result) as object, completedAt: new Date() } })
-  return result
 }

@@ -7,7 +7,7 @@ import type { GraphQLResolveInfo } from 'graphql'
 import type { MercuriusContext } from 'mercurius'
 import {
   AdminError, addClassroom, addStudent, addTeacher, assignTeacherTo, changeRecord, deleteRecord, endAssignment,
-  placeStudent, removeStudentFromClassroom, upsertStudents, type SchoolTarget
+  placeStudent, removeStudentFromClassroom, upsertStudents, type SchoolTarget, type Tx
 } from '../../admin/records.js'
 import { accessOf, callerId } from '../../auth/identity.js'
 import { unwritableColumns } from '../../auth/scopes.js'
@@ -22,17 +22,24 @@ import { CLASSROOM_SELECT, STUDENT_SELECT, TEACHER_SELECT } from '../selects.js'
 /** What a mutation writes, for the scope check of its columns: the model, the input and its path. */
 type Written = ReadonlyArray<readonly [model: string, input: object | null | undefined, path: string]>
 
+/** What a mutation's answer is read through: the school client, or its write's transaction. */
+type Reader = Pick<Tx, 'student' | 'teacher' | 'classroom'>
+
 /**
  * Runs one mutation: counted on the writes limit, refused when it writes a column the caller's
  * scopes do not let it write, run once per idempotency key, the administration code's refusals
- * turned into coded errors.
+ * turned into coded errors. `write` writes (one transaction of the administration code), `answer`
+ * reads the answer back from what it wrote: with an idempotency key in the write's own transaction,
+ * which keeps the key and the answer too (idempotency.ts), so that a write that committed always
+ * has its answer kept.
  */
-async function mutate<T> (
+async function mutate<W, T> (
   ctx: MercuriusContext,
   info: GraphQLResolveInfo,
   args: Record<string, unknown>,
   written: Written,
-  work: (target: SchoolTarget) => Promise<T>
+  write: (target: SchoolTarget) => Promise<W>,
+  answer: (reader: Reader, written: W) => Promise<T>
 ): Promise<T> {
   const { schoolId, db } = ctx.school()
   const request = ctx.reply.request
@@ -44,50 +51,67 @@ async function mutate<T> (
     : unwritableColumns(access, model, Object.entries(input).filter(([, value]) => value !== undefined).map(([column]) => column))
       .map(({ column, needs }) => ({ field: `${path}.${column}`, needs })))
   if (denied.length > 0) throw cannotWrite(denied)
-  const target: SchoolTarget = { schoolId, tenant: db }
-  const run = async (): Promise<T> => {
+  const refusals = async (run: () => Promise<T>): Promise<T> => {
     try {
-      return await work(target)
+      return await run()
     } catch (err) {
       throw err instanceof AdminError ? adminRefusal(err) : err
     }
   }
   const key = idempotencyKeyOf(args.idempotencyKey as string | null | undefined, request.headers[IDEMPOTENCY_HEADER])
-  if (key === undefined) return await run()
-  return await once(ctx.app.db.prisma, callerId(ctx.identity)!, key, fingerprintOf(info, args), run)
+  if (key === undefined) return await refusals(async () => await answer(db, await write({ schoolId, tenant: db })))
+  return await once<T>(ctx.app.db.prisma, callerId(ctx.identity)!, key, fingerprintOf(info, args), async (kept, keep) => await refusals(async () => {
+    let out: { value: T } | undefined
+    const transaction = async <R>(work: (tx: Tx) => Promise<R>): Promise<R> => {
+      if (out !== undefined) throw new Error('An idempotent mutation writes in one transaction')
+      return await db.$transactionKeeping(kept, async (tx: Tx) => {
+        const done = await work(tx)
+        // The administration code's operation returns what its transaction returned: W.
+        out = { value: await answer(tx, done as unknown as W) }
+        keep(out.value)
+        return done
+      }) as R
+    }
+    await write({ schoolId, tenant: db, transaction })
+    if (out === undefined) throw new Error('The mutation wrote in no transaction')
+    return out.value
+  }))
 }
 
 const gone = (kind: string, id: string): AdminError => new AdminError(`${kind} ${id} was deleted meanwhile`, 'NOT_FOUND')
 
 /** The student `id`, with the fields the mutation selects on it. */
-async function studentOut (target: SchoolTarget, info: GraphQLResolveInfo, id: string): Promise<StudentRow> {
+async function studentOut (reader: Reader, info: GraphQLResolveInfo, id: string): Promise<StudentRow> {
   const select = prismaSelect(info, 'Student', STUDENT_SELECT) as Prisma.StudentSelect
-  const row = await target.tenant.student.findFirst({ relationLoadStrategy: 'join', where: { id }, select })
+  const row = await reader.student.findFirst({ relationLoadStrategy: 'join', where: { id }, select })
   if (row === null) throw gone('Student', id)
   return row
 }
 
-async function teacherOut (target: SchoolTarget, info: GraphQLResolveInfo, id: string, path: ReadonlyArray<[string, string]> = []): Promise<TeacherRow> {
+async function teacherOut (reader: Reader, info: GraphQLResolveInfo, id: string, path: ReadonlyArray<[string, string]> = []): Promise<TeacherRow> {
   const select = prismaSelect(info, 'Teacher', TEACHER_SELECT, path) as Prisma.TeacherSelect
-  const row = await target.tenant.teacher.findFirst({ where: { id }, select })
+  const row = await reader.teacher.findFirst({ where: { id }, select })
   if (row === null) throw gone('Teacher', id)
   return row
 }
 
-async function classroomOut (target: SchoolTarget, info: GraphQLResolveInfo, id: string, path: ReadonlyArray<[string, string]> = []): Promise<ClassroomRow> {
+async function classroomOut (reader: Reader, info: GraphQLResolveInfo, id: string, path: ReadonlyArray<[string, string]> = []): Promise<ClassroomRow> {
   const select = prismaSelect(info, 'Classroom', CLASSROOM_SELECT, path) as Prisma.ClassroomSelect
-  const row = await target.tenant.classroom.findFirst({ where: { id }, select })
+  const row = await reader.classroom.findFirst({ where: { id }, select })
   if (row === null) throw gone('Classroom', id)
   return row
 }
 
-async function assignmentOut (target: SchoolTarget, info: GraphQLResolveInfo, { teacherId, classroomId, role }: { teacherId: string, classroomId: string, role: AssignmentRow['role'] }): Promise<AssignmentRow> {
+async function assignmentOut (reader: Reader, info: GraphQLResolveInfo, { teacherId, classroomId, role }: { teacherId: string, classroomId: string, role: AssignmentRow['role'] }): Promise<AssignmentRow> {
   return {
     role,
-    teacher: await teacherOut(target, info, teacherId, [['ClassroomAssignment', 'teacher']]),
-    classroom: await classroomOut(target, info, classroomId, [['ClassroomAssignment', 'classroom']])
+    teacher: await teacherOut(reader, info, teacherId, [['ClassroomAssignment', 'teacher']]),
+    classroom: await classroomOut(reader, info, classroomId, [['ClassroomAssignment', 'classroom']])
   }
 }
+
+/** A deletion's answer: what the deletion returned. */
+const asWritten = async <W>(_reader: Reader, written: W): Promise<W> => written
 
 export const recordMutations: Pick<MutationResolvers,
   'createStudent' | 'changeStudent' | 'deleteStudent' | 'placeStudent' | 'removeStudentFromClassroom' |
@@ -96,88 +120,83 @@ export const recordMutations: Pick<MutationResolvers,
 > = {
   async createStudent (_parent, args, ctx, info) {
     const { classroom, ...fields } = args.input
-    return await mutate(ctx, info, args, [['Student', args.input, 'input']], async (target) => {
-      const { id } = await addStudent(target, fields, { classroom })
-      return await studentOut(target, info, id)
-    })
+    return await mutate(ctx, info, args, [['Student', args.input, 'input']],
+      async (target) => await addStudent(target, fields, { classroom }),
+      async (reader, { id }) => await studentOut(reader, info, id))
   },
 
   async changeStudent (_parent, args, ctx, info) {
-    return await mutate(ctx, info, args, [['Student', args.input, 'input']], async (target) => {
-      const { id } = await changeRecord(target, 'Student', args.student, args.input, { expectedVersion: args.expectedVersion })
-      return await studentOut(target, info, id)
-    })
+    return await mutate(ctx, info, args, [['Student', args.input, 'input']],
+      async (target) => await changeRecord(target, 'Student', args.student, args.input, { expectedVersion: args.expectedVersion }),
+      async (reader, { id }) => await studentOut(reader, info, id))
   },
 
   async deleteStudent (_parent, args, ctx, info) {
-    return await mutate(ctx, info, args, [], async (target) => await deleteRecord(target, 'Student', args.student, { expectedVersion: args.expectedVersion }))
+    return await mutate(ctx, info, args, [], async (target) => await deleteRecord(target, 'Student', args.student, { expectedVersion: args.expectedVersion }), asWritten)
   },
 
   async placeStudent (_parent, args, ctx, info) {
-    return await mutate(ctx, info, args, [], async (target) => {
-      const { id } = await placeStudent(target, args.student, args.classroom)
-      return await studentOut(target, info, id)
-    })
+    return await mutate(ctx, info, args, [],
+      async (target) => await placeStudent(target, args.student, args.classroom),
+      async (reader, { id }) => await studentOut(reader, info, id))
   },
 
   async removeStudentFromClassroom (_parent, args, ctx, info) {
-    return await mutate(ctx, info, args, [], async (target) => {
-      const { id } = await removeStudentFromClassroom(target, args.student, args.classroom)
-      return await studentOut(target, info, id)
-    })
+    return await mutate(ctx, info, args, [],
+      async (target) => await removeStudentFromClassroom(target, args.student, args.classroom),
+      async (reader, { id }) => await studentOut(reader, info, id))
   },
 
   async createTeacher (_parent, args, ctx, info) {
-    return await mutate(ctx, info, args, [['Teacher', args.input, 'input']], async (target) => {
-      const { id } = await addTeacher(target, args.input)
-      return await teacherOut(target, info, id)
-    })
+    return await mutate(ctx, info, args, [['Teacher', args.input, 'input']],
+      async (target) => await addTeacher(target, args.input),
+      async (reader, { id }) => await teacherOut(reader, info, id))
   },
 
   async changeTeacher (_parent, args, ctx, info) {
-    return await mutate(ctx, info, args, [['Teacher', args.input, 'input']], async (target) => {
-      const { id } = await changeRecord(target, 'Teacher', args.teacher, args.input, { expectedVersion: args.expectedVersion })
-      return await teacherOut(target, info, id)
-    })
+    return await mutate(ctx, info, args, [['Teacher', args.input, 'input']],
+      async (target) => await changeRecord(target, 'Teacher', args.teacher, args.input, { expectedVersion: args.expectedVersion }),
+      async (reader, { id }) => await teacherOut(reader, info, id))
   },
 
   async deleteTeacher (_parent, args, ctx, info) {
-    return await mutate(ctx, info, args, [], async (target) => await deleteRecord(target, 'Teacher', args.teacher, { expectedVersion: args.expectedVersion }))
+    return await mutate(ctx, info, args, [], async (target) => await deleteRecord(target, 'Teacher', args.teacher, { expectedVersion: args.expectedVersion }), asWritten)
   },
 
   async assignTeacher (_parent, args, ctx, info) {
-    return await mutate(ctx, info, args, [], async (target) =>
-      await assignmentOut(target, info, await assignTeacherTo(target, args.teacher, args.classroom, args.role)))
+    return await mutate(ctx, info, args, [],
+      async (target) => await assignTeacherTo(target, args.teacher, args.classroom, args.role),
+      async (reader, assignment) => await assignmentOut(reader, info, assignment))
   },
 
   async endTeacherAssignment (_parent, args, ctx, info) {
-    return await mutate(ctx, info, args, [], async (target) =>
-      await assignmentOut(target, info, await endAssignment(target, args.teacher, args.classroom)))
+    return await mutate(ctx, info, args, [],
+      async (target) => await endAssignment(target, args.teacher, args.classroom),
+      async (reader, assignment) => await assignmentOut(reader, info, assignment))
   },
 
   async createClassroom (_parent, args, ctx, info) {
-    return await mutate(ctx, info, args, [['Classroom', args.input, 'input']], async (target) => {
-      const { id } = await addClassroom(target, args.input)
-      return await classroomOut(target, info, id)
-    })
+    return await mutate(ctx, info, args, [['Classroom', args.input, 'input']],
+      async (target) => await addClassroom(target, args.input),
+      async (reader, { id }) => await classroomOut(reader, info, id))
   },
 
   async changeClassroom (_parent, args, ctx, info) {
-    return await mutate(ctx, info, args, [['Classroom', args.input, 'input']], async (target) => {
-      const { id } = await changeRecord(target, 'Classroom', args.classroom, args.input, { expectedVersion: args.expectedVersion })
-      return await classroomOut(target, info, id)
-    })
+    return await mutate(ctx, info, args, [['Classroom', args.input, 'input']],
+      async (target) => await changeRecord(target, 'Classroom', args.classroom, args.input, { expectedVersion: args.expectedVersion }),
+      async (reader, { id }) => await classroomOut(reader, info, id))
   },
 
   async deleteClassroom (_parent, args, ctx, info) {
-    return await mutate(ctx, info, args, [], async (target) => await deleteRecord(target, 'Classroom', args.classroom, { expectedVersion: args.expectedVersion }))
+    return await mutate(ctx, info, args, [], async (target) => await deleteRecord(target, 'Classroom', args.classroom, { expectedVersion: args.expectedVersion }), asWritten)
   },
 
   async upsertStudents (_parent, args, ctx, info) {
-    return await mutate(ctx, info, args, args.items.map((item, i) => ['Student', item, `items.${i}`] as const), async (target) => {
-      const items = await upsertStudents(target, args.items)
-      const count = (outcome: string): number => items.filter((item) => item.outcome === outcome).length
-      return { items, created: count('CREATED'), changed: count('CHANGED'), unchanged: count('UNCHANGED') }
-    })
+    return await mutate(ctx, info, args, args.items.map((item, i) => ['Student', item, `items.${i}`] as const),
+      async (target) => await upsertStudents(target, args.items),
+      async (_reader, items) => {
+        const count = (outcome: string): number => items.filter((item) => item.outcome === outcome).length
+        return { items, created: count('CREATED'), changed: count('CHANGED'), unchanged: count('UNCHANGED') }
+      })
   }
 }
