@@ -13,6 +13,9 @@ import { mirror } from './isolation/mirror.js'
 
 const ID = '01900000-0000-7000-8000-000000000001'
 
+/** What these tests use of the client of a school client's interactive transaction. */
+interface Tx { $queryRawUnsafe: <T = unknown>(sql: string, ...values: unknown[]) => Promise<T> }
+
 t.test('the placement rule: the upsert\'s statements take the school where wall 1 puts it; any other write is refused', async (t) => {
   const statements = [
     studentsBySourcedId(['a']).statement,
@@ -29,7 +32,7 @@ t.test('the placement rule: the upsert\'s statements take the school where wall 
     [insert.replace('(school_id, id,', '(id, school_id,'), 'school_id not the first column'],
     [insert.replace('INSERT INTO students', 'INSERT INTO users'), 'another table'],
     [insert.replace(' RETURNING', ' ON CONFLICT DO NOTHING RETURNING'), 'ON CONFLICT'],
-    [insert.replace('now() FROM', "now() FROM unnest($9::text[]) AS v(x), students FROM"), 'another FROM'],
+    [insert.replace('now() FROM', 'now() FROM unnest($9::text[]) AS v(x), students FROM'), 'another FROM'],
     [insert.replace('$2::uuid[]', '(SELECT array_agg(id) FROM students)'), 'a subquery'],
     [insert.replace('u.id, ', '$1::uuid, '), 'the school twice'],
     [update.replace('WHERE s.school_id = $1 AND s.id = u.id', 'WHERE s.id = u.id'), 'no school condition'],
@@ -57,7 +60,7 @@ t.test('wall 1 binds the school to the upsert\'s statements, and refuses a write
   t.same(row, { id: created!.id, schoolId: m.a.schoolId, fullName: 'Bound One', givenName: 'Bound', dateOfBirth: new Date('2015-03-01T00:00:00Z'), gradeLevel: 'GRADE_3', status: 'ACTIVE' },
     'the student is the school\'s, its day as given, its defaults and derived names as a model create makes them')
 
-  await t.rejects(client.$transaction(async (tx) => await tx.$queryRawUnsafe('UPDATE students s SET full_name = u.x FROM unnest($2::text[]) AS u(x) WHERE s.school_id = $1 AND s.id = s.id RETURNING s.id', ['x'])),
+  await t.rejects(client.$transaction(async (tx: Tx) => await tx.$queryRawUnsafe('UPDATE students s SET full_name = u.x FROM unnest($2::text[]) AS u(x) WHERE s.school_id = $1 AND s.id = s.id RETURNING s.id', ['x'])),
     TenantViolationError, 'a write not built by typed-writes.ts is refused')
   // A column that does not exist: had the statement run, PostgreSQL would have refused it instead.
   const noSchool = registerStatement({
@@ -66,7 +69,7 @@ t.test('wall 1 binds the school to the upsert\'s statements, and refuses a write
     classroom: undefined,
     operation: 'updateManyAndReturn'
   })
-  await t.rejects(client.$transaction(async (tx) => await tx.$queryRawUnsafe(noSchool.sql, ['x'])), { name: 'TenantViolationError', message: /does not take the school/ },
+  await t.rejects(client.$transaction(async (tx: Tx) => await tx.$queryRawUnsafe(noSchool.sql, ['x'])), { name: 'TenantViolationError', message: /does not take the school/ },
     'a registered write without the school condition is refused before it runs')
   const otherSchool = registerStatement({
     sql: 'INSERT INTO students (school_id, id, no_such_column) SELECT $2::uuid, u.id, u.x FROM unnest($3::uuid[], $4::text[]) AS u(id, x) RETURNING id AS "id"',
@@ -74,7 +77,7 @@ t.test('wall 1 binds the school to the upsert\'s statements, and refuses a write
     classroom: undefined,
     operation: 'createManyAndReturn'
   })
-  await t.rejects(client.$transaction(async (tx) => await tx.$queryRawUnsafe(otherSchool.sql, m.b.schoolId, [ID], ['x'])), { name: 'TenantViolationError', message: /does not take the school/ },
+  await t.rejects(client.$transaction(async (tx: Tx) => await tx.$queryRawUnsafe(otherSchool.sql, m.b.schoolId, [ID], ['x'])), { name: 'TenantViolationError', message: /does not take the school/ },
     'and one that would write the school a caller gives')
 })
 
@@ -132,7 +135,7 @@ async function crossSchoolWrites (options: TestDatabaseOptions, t: { equal: (a: 
   const [changed] = await upsertStudents(a, [{ sourcedId: 'shared-1', fullName: 'Mine, changed', gradeLevel: 'GRADE_4' }])
   if (changed!.id === theirs!.id) found += 1
   // The statements themselves, as A, naming B's student.
-  await a.tenant.$transaction(async (tx) => {
+  await a.tenant.$transaction(async (tx: Tx) => {
     const lookup = studentsBySourcedId(['shared-1'])
     const rows = await tx.$queryRawUnsafe<Array<{ id: string }>>(lookup.statement.sql, ...lookup.values)
     found += rows.filter((row) => row.id === theirs!.id).length
