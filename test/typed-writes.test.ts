@@ -110,6 +110,12 @@ t.test('the upsert answers through the statements on an administrator\'s client,
   t.same((await upsertStudents(admin, [{ ...items[0]!, gradeLevel: 'KG' }, items[1]!, { sourcedId: 's-3', fullName: 'Three' }])).map((i) => [i.outcome, i.version]),
     [['CHANGED', 2], ['UNCHANGED', 1], ['CREATED', 1]])
   t.same(sent, ['SELECT', 'UPDATE', 'INSERT'], 'one UPDATE of the changed, one INSERT of the new')
+  const many = Array.from({ length: 250 }, (_, i) => ({ sourcedId: `many-${i}`, fullName: `Many ${i}` }))
+  await upsertStudents(admin, many)
+  sent.length = 0
+  const changedMany = await upsertStudents(admin, many.map((item, i) => ({ ...item, gradeLevel: i % 2 === 0 ? 'GRADE_1' : 'GRADE_2' })))
+  t.ok(changedMany.every((i) => i.outcome === 'CHANGED' && i.version === 2), 'every one changed, at version 2')
+  t.same(sent, ['SELECT', 'UPDATE', 'UPDATE', 'UPDATE'], 'the changes 100 rows per UPDATE (the teacher feed trigger costs more than linearly per statement)')
 
   const narrow = db.forSchool(m.a.schoolId, { deniedColumns: deniedColumns(['roster.readonly']) })
   t.equal(narrow.$typedWrites(), false, 'a client without every scope does not write through them')
