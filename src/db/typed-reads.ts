@@ -2,8 +2,9 @@
 // their relations, read through Prisma's raw-query API (`$queryRawUnsafe`) instead of its model
 // queries, which cost two to three times as much per request (BENCHMARKS.md).
 //
-// Statements are built here only, from the tables below, and registered as they are built: the
-// school client runs no other raw statement. Every statement takes the school as its parameter $1,
+// Statements are built here only, from the tables below, and registered as they are built (and the
+// bulk upsert's reads and writes in typed-writes.ts, from its own fixed table): the school client
+// runs no other raw statement. Every statement takes the school as its parameter $1,
 // and every tenant table it reads carries `<alias>.school_id = $1`; the statements' own parameters
 // follow. The school is bound by wall 1's step (tenant.ts, typedStatementArgs), never by a caller,
 // and a statement that is not registered, or reads a table without that condition, is refused
