@@ -4,8 +4,10 @@
 import { normalizeUsername } from '../auth/auth-service.js'
 import { hashPassword } from '../auth/passwords.js'
 import type { Database } from '../db/client.js'
+import { comparable, insertStudents, studentsBySourcedId, updateStudents, type StudentWritten } from '../db/typed-writes.js'
 import { Prisma } from '../generated/prisma/client.js'
 import { GradeLevel, StudentStatus, TeacherRole, TeacherStatus, UserRole } from '../generated/prisma/enums.js'
+import { uuidv7 } from '../import/oneroster.js'
 import { parseUuid } from '../validators.js'
 
 /**
@@ -363,8 +365,8 @@ export async function schoolTarget (db: Database, schoolId: string): Promise<Sch
   return { schoolId: school, tenant: db.forSchool(school) }
 }
 
-/** The models a transaction of the school's client writes. */
-export type Tx = Pick<Tenant, 'student' | 'teacher' | 'classroom' | 'teacherClassroom'>
+/** The models a transaction of the school's client writes, and its typed statements (the bulk upsert's). */
+export type Tx = Pick<Tenant, 'student' | 'teacher' | 'classroom' | 'teacherClassroom' | '$queryRawUnsafe'>
 
 /** Runs `work` in one transaction of the school's client (or the target's runner): all of it is written, or nothing. */
 async function inTransaction<T> (target: SchoolTarget, work: (tx: Tx) => Promise<T>): Promise<T> {
@@ -592,11 +594,25 @@ const NATURAL_KEYS: Readonly<Record<Kind, readonly string[]>> = {
 }
 
 /**
+ * Whether `err` is a unique violation: a model operation's P2002, or a typed statement's (a raw
+ * query's P2010, with PostgreSQL's code 23505 inside).
+ */
+function uniqueViolation (err: unknown): boolean {
+  if (!(err instanceof Prisma.PrismaClientKnownRequestError)) return false
+  if (err.code === 'P2002') return true
+  if (err.code !== 'P2010') return false
+  // Through a driver adapter (pg, PGlite), the raw query's error carries the adapter's: its kind,
+  // and PostgreSQL's SQLSTATE as its original code.
+  const cause = (err.meta as { driverAdapterError?: { cause?: { kind?: unknown, originalCode?: unknown } } } | undefined)?.driverAdapterError?.cause
+  return cause?.kind === 'UniqueConstraintViolation' || cause?.originalCode === '23505'
+}
+
+/**
  * A unique violation of a write, as the CONFLICT it is: which natural key is taken (read after the
  * transaction rolled back); anything else is passed on.
  */
 async function conflictOf (err: unknown, target: SchoolTarget, kind: Kind, rows: ReadonlyArray<{ data: Record<string, unknown>, path: Path, id?: string }>): Promise<unknown> {
-  if (!(err instanceof Prisma.PrismaClientKnownRequestError) || err.code !== 'P2002') return err
+  if (!uniqueViolation(err)) return err
   const invalid: InvalidField[] = []
   for (const { data, path, id } of rows) {
     for (const key of NATURAL_KEYS[kind]) {
@@ -861,6 +877,7 @@ export async function upsertStudents (target: SchoolTarget, items: ReadonlyArray
     else seen.set(sourcedId, i)
   })
   fields.done()
+  if (target.tenant.$typedWrites()) return await writing(target, 'Student', rows, async (tx) => await upsertByStatements(tx, rows, [...seen.keys()], path))
   const columns = Object.fromEntries(Object.keys(STUDENT_RULES).map((key) => [key, true])) as Record<keyof typeof STUDENT_RULES, true>
   const { schoolId } = target
   return await writing(target, 'Student', rows, async (tx) => {
@@ -910,6 +927,76 @@ export async function upsertStudents (target: SchoolTarget, items: ReadonlyArray
     }
     return out
   })
+}
+
+/** Rows grouped by the set of fields each gives (in the rules' order): one statement per group. */
+function byFields<T> (rows: readonly T[], fieldsOf: (row: T) => Record<string, unknown>): Map<string, { fields: string[], rows: T[] }> {
+  const groups = new Map<string, { fields: string[], rows: T[] }>()
+  for (const row of rows) {
+    const fields = Object.keys(fieldsOf(row))
+    const key = fields.join(',')
+    const group = groups.get(key)
+    if (group === undefined) groups.set(key, { fields, rows: [row] })
+    else group.rows.push(row)
+  }
+  return groups
+}
+
+/**
+ * Changed students per UPDATE. The teacher feed's trigger (teacher_feed_students, on UPDATE) joins
+ * the statement's old and new rows, which costs PostgreSQL more than linearly in the rows of one
+ * statement: as the service role, 1,000 rows cost it 616 ms, 4 statements of 250 about 230 ms, 12
+ * of 83 about 160 ms (EXPLAIN ANALYZE on the write benchmark's database, BENCHMARKS.md).
+ */
+const UPDATE_CHUNK = 100
+
+/**
+ * upsertStudents on a client that writes through typed statements (typed-writes.ts), as the
+ * OneRoster import writes: one read of the batch's students by sourcedId, one INSERT of the new ones
+ * per set of fields given, and one UPDATE of the changed ones per set of fields changed (UPDATE_CHUNK
+ * rows at a time), each of arrays unnested by PostgreSQL. The same outcomes, checks and refusals as
+ * the model operations.
+ */
+async function upsertByStatements (tx: Tx, rows: ReadonlyArray<{ data: Record<string, unknown>, path: Path }>, sourcedIds: string[], path: Path): Promise<UpsertedStudent[]> {
+  const lookup = studentsBySourcedId(sourcedIds)
+  const existing = await tx.$queryRawUnsafe<Array<Record<string, unknown> & Versioned>>(lookup.statement.sql, ...lookup.values)
+  const bySourced = new Map(existing.map((row) => [row.sourcedId as string, row]))
+  const out: UpsertedStudent[] = []
+  const fresh: Array<{ index: number, id: string, data: Record<string, unknown> }> = []
+  const changing: Array<{ index: number, id: string, changes: Record<string, unknown> }> = []
+  const invalid = new Fields()
+  for (const [index, { data }] of rows.entries()) {
+    const sourcedId = data.sourcedId as string
+    const row = bySourced.get(sourcedId)
+    if (row === undefined) {
+      checkNewPerson(data, invalid, [...path, index])
+      // The id as a model create makes it (Prisma's uuid(7)): the students' key orders by creation.
+      const id = uuidv7()
+      fresh.push({ index, id, data })
+      out.push({ sourcedId, id, version: 1, outcome: 'CREATED' })
+      continue
+    }
+    const changes = Object.fromEntries(Object.entries(data).filter(([key, value]) => row[key] !== comparable(key as StudentWritten, value)))
+    out.push({ sourcedId, id: row.id, version: row.version, outcome: Object.keys(changes).length === 0 ? 'UNCHANGED' : 'CHANGED' })
+    if (Object.keys(changes).length > 0) changing.push({ index, id: row.id, changes })
+  }
+  invalid.done()
+  for (const group of byFields(changing, (row) => row.changes).values()) {
+    for (let start = 0; start < group.rows.length; start += UPDATE_CHUNK) {
+      const chunk = group.rows.slice(start, start + UPDATE_CHUNK)
+      const update = updateStudents(group.fields, chunk)
+      const written = await tx.$queryRawUnsafe<Versioned[]>(update.statement.sql, ...update.values)
+      const versions = new Map(written.map((row) => [row.id, row.version]))
+      for (const { index } of chunk) out[index]!.version = versions.get(out[index]!.id) ?? out[index]!.version + 1
+    }
+  }
+  for (const group of byFields(fresh, (row) => row.data).values()) {
+    const insert = insertStudents(group.fields, group.rows)
+    const created = await tx.$queryRawUnsafe<Versioned[]>(insert.statement.sql, ...insert.values)
+    const versions = new Map(created.map((row) => [row.id, row.version]))
+    for (const { index, id } of group.rows) out[index]!.version = versions.get(id) ?? 1
+  }
+  return out
 }
 
 /** Creates a student (the CLI's and the tests' form: the school by id, the classroom by name, created on first use). */

@@ -5,7 +5,7 @@
 // operation outside one (the CLI, tests) is observed.
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { Prisma } from '../generated/prisma/client.js'
-import { registeredStatement } from './typed-reads.js'
+import { operationOf, registeredStatement } from './typed-reads.js'
 
 export interface OperationObserver {
   /** `operation` of `model` in `schoolId` answered `result` (rows, a row, null or a count). */
@@ -23,11 +23,13 @@ export function operationsObserved (schoolId: string) {
       $allOperations ({ model, operation, args, query }) {
         const observer = operationObserver.getStore()
         if (observer === undefined) return query(args)
-        // A typed statement (typed-reads.ts) hands over rows of its model, as a findMany would.
+        // A typed statement hands over rows of its model, as the operation it stands for would: a
+        // read as a findMany (typed-reads.ts), a bulk upsert's write as a createManyAndReturn or
+        // updateManyAndReturn (typed-writes.ts).
         const typed = model === undefined ? registeredStatement((args as unknown[] | undefined)?.[0]) : undefined
         const observed = model ?? typed?.model
         if (observed === undefined) return query(args)
-        const as = typed === undefined ? operation : 'findMany'
+        const as = typed === undefined ? operation : operationOf(typed)
         return query(args).then((result: unknown) => {
           observer.observe(schoolId, observed, as, result)
           return result

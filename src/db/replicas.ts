@@ -19,6 +19,7 @@ import { Prisma, type PrismaClient } from '../generated/prisma/client.js'
 import { delegateOf } from './data-model.js'
 import { DATA_CHANGED_CHANNEL, type Notifications } from './notifications.js'
 import { openPostgresClient } from './open.js'
+import { operationOf, registeredStatement } from './typed-reads.js'
 
 /** What the read-routing step asks before and after an operation of a school. */
 export interface ReadRouter {
@@ -236,13 +237,18 @@ function isNotFound (err: unknown): boolean {
  * the school there before its answer returns (read your writes).
  */
 export function readRouting (schoolId: string, reads: ReadRouter, onReplica: (replica: PrismaClient) => object) {
+  /** A write, run on the primary: the school's reads stay there until a replica has replayed it. */
+  const written = async (write: Promise<unknown>): Promise<unknown> => await write.finally(() => reads.changed(schoolId))
   return Prisma.defineExtension({
     name: 'read-routing',
     query: {
       $allOperations ({ model, operation, args, query }) {
         if (model === undefined) {
-          // A typed statement (typed-reads.ts; wall 1 has bound its school) is a read too.
+          // A typed statement (typed-reads.ts; wall 1 has bound its school) is a read too; a bulk
+          // upsert's write (typed-writes.ts) is a write, on the primary.
           if (operation !== '$queryRawUnsafe') return query(args)
+          const typed = registeredStatement((args as unknown[])[0])
+          if (typed !== undefined && operationOf(typed) !== 'findMany') return written(query(args))
           const replica = reads.replicaFor(schoolId)
           if (replica === undefined) return query(args)
           const [sql, ...values] = args as [string, ...unknown[]]
@@ -253,15 +259,7 @@ export function readRouting (schoolId: string, reads: ReadRouter, onReplica: (re
             return query(args)
           })
         }
-        if (!READS.has(operation)) {
-          return query(args).then((result: unknown) => {
-            reads.changed(schoolId)
-            return result
-          }, (err: unknown) => {
-            reads.changed(schoolId)
-            throw err
-          })
-        }
+        if (!READS.has(operation)) return written(query(args))
         const replica = reads.replicaFor(schoolId)
         if (replica === undefined) return query(args)
         const delegate = delegateOf(onReplica(replica), model)

@@ -243,6 +243,13 @@ export function schoolClient (prisma: PrismaClient, schoolId: string, options: S
       $typedReads (): boolean {
         return typedReads
       },
+      /**
+       * Whether this client's bulk upsert writes through the statements of typed-writes.ts (the same
+       * clients as $typedReads: on Citus, or for a narrower caller, it keeps the model operations).
+       */
+      $typedWrites (): boolean {
+        return typedReads
+      },
       /** Interactive transactions only, begun in the school session (the school set after BEGIN). */
       $transaction (work: unknown, ...rest: unknown[]): Promise<unknown> {
         return transaction(work, rest)

@@ -188,8 +188,9 @@ export const RAW_READ = '$queryRawUnsafe'
 
 /**
  * Wall 1 on a typed statement: the arguments of `$queryRawUnsafe` (its text, then its own
- * parameters) with the school bound as $1; refused when the statement is not one of typed-reads.ts
- * or does not take the school in `<alias>.school_id = $1` of every table it reads.
+ * parameters) with the school bound as $1; refused when the statement is not registered (by
+ * typed-reads.ts or typed-writes.ts) or does not take the school in `<alias>.school_id = $1` of
+ * every table it reads, or, for a write, where its form puts it (`schoolPlacementError`).
  */
 export function typedStatementArgs (schoolId: string, args: unknown): unknown[] {
   const [sql, ...values] = args as unknown[]

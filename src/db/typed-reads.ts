@@ -2,8 +2,9 @@
 // their relations, read through Prisma's raw-query API (`$queryRawUnsafe`) instead of its model
 // queries, which cost two to three times as much per request (BENCHMARKS.md).
 //
-// Statements are built here only, from the tables below, and registered as they are built: the
-// school client runs no other raw statement. Every statement takes the school as its parameter $1,
+// Statements are built here only, from the tables below, and registered as they are built (and the
+// bulk upsert's reads and writes in typed-writes.ts, from its own fixed table): the school client
+// runs no other raw statement. Every statement takes the school as its parameter $1,
 // and every tenant table it reads carries `<alias>.school_id = $1`; the statements' own parameters
 // follow. The school is bound by wall 1's step (tenant.ts, typedStatementArgs), never by a caller,
 // and a statement that is not registered, or reads a table without that condition, is refused
@@ -87,12 +88,26 @@ export function columnOf (field: string): string {
 
 const ALIAS: Readonly<Record<TypedModel, string>> = { Student: 's', Teacher: 't', Classroom: 'c' }
 
-/** A registered statement: what it reads (the access audit counts its rows as records of `model`). */
+/**
+ * What a registered statement does, as the model operation it stands for: a read (`findMany`, the
+ * default), or one of the bulk upsert's writes (typed-writes.ts), whose returned rows the access
+ * audit counts as records written.
+ */
+export type TypedOperation = 'findMany' | 'createManyAndReturn' | 'updateManyAndReturn'
+
+/** A registered statement: what it reads or writes (the access audit counts its rows as records of `model`). */
 export interface TypedStatement {
   readonly sql: string
   readonly model: TypedModel
   /** The fields of the joined classroom, read as `classroom.<field>` (a student's, when selected). */
   readonly classroom: readonly string[] | undefined
+  /** A write's operation (typed-writes.ts); a read when left out. */
+  readonly operation?: TypedOperation
+}
+
+/** The operation a registered statement stands for. */
+export function operationOf (statement: TypedStatement): TypedOperation {
+  return statement.operation ?? 'findMany'
 }
 
 // Statements are kept per shape (list, columns, filter kinds, order, cursor or not): a few dozen in
@@ -137,6 +152,8 @@ export function schoolPlacementError (sql: string): string | null {
 
 function placementError (sql: string): string | null {
   if (sql.includes(';')) return 'a statement is one statement'
+  if (/^(?:INSERT|UPDATE)\b/i.test(sql)) return writePlacementError(sql)
+  if (!/^SELECT\b/.test(sql)) return 'a statement is a SELECT, or one of the writes of typed-writes.ts'
   const filtered = new Set([...sql.matchAll(SCHOOL_CONDITION)].map((m) => m[1]!))
   const tables = [...sql.matchAll(TABLE_REFERENCE)]
   if (tables.length === 0) return 'a statement reads a table'
@@ -147,6 +164,35 @@ function placementError (sql: string): string | null {
     if (!TENANT_TABLES.has(table!)) return `a statement reads the tenant tables only (not ${table})`
     if (!filtered.has(alias!)) return `${table} ${alias} does not take the school (${alias}.school_id = $1)`
   }
+  return null
+}
+
+// The writes (typed-writes.ts) have two forms, and only these, each taking the school exactly once,
+// where wall 1 binds it: an INSERT whose first column is school_id and whose rows are selected from
+// unnested arrays with $1 as that column's value; an UPDATE of one aliased tenant table from
+// unnested arrays, whose WHERE begins with `<alias>.school_id = $1 AND`. No other table, no
+// subquery, no OR (which would escape the WHERE's first condition), no ON CONFLICT, no CTE, and
+// school_id named once: an UPDATE cannot set it, an INSERT cannot take it from elsewhere.
+const INSERT_FORM = /^INSERT INTO ([a-z_]+) \(school_id, [a-z_]+(?:, [a-z_]+)*\) SELECT \$1::uuid, (?:[^()$]|\(\))+ FROM unnest\(([^()]*)\) AS u\([a-z_]+(?:, [a-z_]+)*\) RETURNING [^()$]+$/
+const UPDATE_FORM = /^UPDATE ([a-z_]+) ([a-z_]+) SET (?:[^()$]|\(\))+ FROM unnest\(([^()]*)\) AS u\([a-z_]+(?:, [a-z_]+)*\) WHERE \2\.school_id = \$1 AND (?:[^()$])+ RETURNING [^()$]+$/
+/** The arrays a write unnests: its own parameters ($2 on), each typed as an array. */
+const UNNESTED = /^\$(?:[2-9]|[1-9]\d+)::(?:[a-z0-9_]+|"[A-Za-z]+")\[\](?:, \$(?:[2-9]|[1-9]\d+)::(?:[a-z0-9_]+|"[A-Za-z]+")\[\])*$/
+
+function writePlacementError (sql: string): string | null {
+  if ([...sql.matchAll(/\$1(?!\d)/g)].length !== 1) return 'a write takes the school ($1) once'
+  if ([...sql.matchAll(/\bschool_id\b/g)].length !== 1) return 'a write names school_id once, where it takes the school'
+  if (/\b(?:OR|JOIN|WITH|CONFLICT|USING)\b/i.test(sql)) return 'a write reads no other table and has no OR, JOIN, CTE or ON CONFLICT'
+  if ([...sql.matchAll(/\bFROM\b/gi)].length !== 1) return 'a write reads unnested arrays only (one FROM unnest)'
+  const insert = INSERT_FORM.exec(sql)
+  const update = insert === null ? UPDATE_FORM.exec(sql) : null
+  if (insert === null && update === null) {
+    return 'a write is INSERT INTO <table> (school_id, ...) SELECT $1::uuid, ... FROM unnest(...) AS u(...) RETURNING ..., ' +
+      'or UPDATE <table> <alias> SET ... FROM unnest(...) AS u(...) WHERE <alias>.school_id = $1 AND ... RETURNING ...'
+  }
+  const table = insert?.[1] ?? update![1]!
+  if (!TENANT_TABLES.has(table)) return `a statement writes the tenant tables only (not ${table})`
+  if ([...sql.matchAll(/\bSELECT\b/gi)].length !== (insert === null ? 0 : 1)) return 'a write has no subquery'
+  if (!UNNESTED.test(insert?.[2] ?? update![3]!)) return 'a write unnests its own parameters only ($2 on, each an array)'
   return null
 }
 

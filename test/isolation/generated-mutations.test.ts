@@ -10,6 +10,7 @@ import {
   type GraphQLField, type GraphQLInputType, type GraphQLObjectType
 } from 'graphql'
 import t from 'tap'
+import { upsertStudents } from '../../src/admin/records.js'
 import { createTestDatabase, type TestDatabaseOptions } from '../helper.js'
 import { gql, idsIn, mirror, type Mirror, type MirrorSchool } from './mirror.js'
 
@@ -34,7 +35,13 @@ async function snapshot (m: Mirror, school: MirrorSchool): Promise<{ text: strin
 
 for (const walls of WALLS) {
   t.test(`${walls.name}: no generated mutation of one school reaches the other`, async (t) => {
-    const m = await mirror(t, await createTestDatabase(walls.options))
+    const db = await createTestDatabase(walls.options)
+    const m = await mirror(t, db)
+    // A sourcedId of each school that the generated upserts give (the String values): the bulk
+    // upsert's read by sourcedId, INSERT and UPDATE (typed-writes.ts) meet the other school's
+    // student of that sourcedId, which without a wall they would read and change.
+    await upsertStudents({ schoolId: m.a.schoolId, tenant: db.forSchool(m.a.schoolId) }, [{ sourcedId: 'gen-1', fullName: 'Generated A' }])
+    await upsertStudents({ schoolId: m.b.schoolId, tenant: db.forSchool(m.b.schoolId) }, [{ sourcedId: 'Generated', fullName: 'Generated B' }])
     const schema = m.app.graphql.schema
     const allIds = [...m.a.ids, ...m.b.ids, MISSING]
     let alias = 0

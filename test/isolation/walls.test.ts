@@ -5,6 +5,8 @@ import pg from 'pg'
 import t from 'tap'
 import type { PGlite } from '@electric-sql/pglite'
 import { setLocalStatements } from '../../src/db/school-session.js'
+import { withoutSchoolConditions } from '../../src/db/typed-reads.js'
+import { insertStudents, studentsBySourcedId, updateStudents } from '../../src/db/typed-writes.js'
 import { createTestDatabase, testDatabase, type TestDatabaseOptions } from '../helper.js'
 import { foreignIds, gql, mirror, outOfReachIds, type Mirror, type MirrorSchool } from './mirror.js'
 
@@ -84,6 +86,27 @@ async function writeLeaks (m: Mirror, caller: MirrorSchool, other: MirrorSchool)
   return leaked
 }
 
+/**
+ * Bulk upserts of school A's administrator by a sourcedId B's student has (the statements of
+ * typed-writes.ts on this client: the read by sourcedId, the INSERT, the UPDATE): A's own student
+ * created, then changed; a leak when an answer names B's student, or B's records change.
+ */
+async function upsertLeaks (m: Mirror, caller: MirrorSchool, other: MirrorSchool, key: string): Promise<number> {
+  const UPSERT = 'mutation ($items: [StudentUpsert!]!) { upsertStudents(items: $items) { items { id outcome } } }'
+  const theirs = await gql(m.app, UPSERT, { token: other.token, variables: { items: [{ sourcedId: key, fullName: 'Theirs', studentNumber: key }] } })
+  const theirId: string = theirs.body.data?.upsertStudents.items[0].id
+  const snapshot = async (): Promise<string> => JSON.stringify((await gql(m.app, '{ students(limit: 1000) { id fullName version gradeLevel } }', { token: other.token })).body)
+  const before = await snapshot()
+  let leaked = 0
+  for (const [item, outcome] of [[{ sourcedId: key, fullName: 'Mine', studentNumber: key }, 'CREATED'], [{ sourcedId: key, fullName: 'Mine, changed', gradeLevel: 'GRADE_4' }, 'CHANGED']] as const) {
+    const res = await gql(m.app, UPSERT, { token: caller.token, variables: { items: [item] } })
+    const [answer] = res.body.data?.upsertStudents.items ?? []
+    if (answer?.outcome !== outcome || answer.id === theirId) leaked += 1
+  }
+  if (await snapshot() !== before) leaked += 1
+  return leaked
+}
+
 /** What a teacher's lists return: exactly her reach, the school aside. */
 async function teacherReads (m: Mirror, caller: MirrorSchool): Promise<string[]> {
   const res = await gql(m.app, '{ students(limit: 1000) { id } teachers(limit: 1000) { id } classrooms(limit: 1000) { id } }', { token: caller.teacherToken })
@@ -130,6 +153,11 @@ for (const config of CONFIGURATIONS) {
       t.equal(responses.filter(({ res, caller }) => res.body.data?.students?.length !== caller.studentIds.length ||
         res.body.data?.own?.id !== caller.classroomIds[0]).length, 0, 'and each reads all of its own')
     }
+    // The bulk upsert's statements (after the reads above, which count each school's students): a
+    // sourcedId of the other school's is the caller's own.
+    const upsertsFound = (await upsertLeaks(m, m.a, m.b, 'probe-1')) + (await upsertLeaks(m, m.b, m.a, 'probe-2'))
+    if (config.leaks) t.ok(upsertsFound > 0, `without either wall, a bulk upsert reads and writes B's student (${upsertsFound} probes leaked)`)
+    else t.equal(upsertsFound, 0, 'no bulk upsert reads or writes a student of the other school')
     // Positive control in every configuration: each school reads its own records.
     const own = await gql(m.app, '{ students(limit: 1000) { id } }', { token: m.a.token })
     t.ok(m.a.studentIds.every((id) => own.body.data?.students.some((s: { id: string }) => s.id === id)), 'A reads all of A')
@@ -233,6 +261,41 @@ t.test('wall 2 at the database: with school A set, B\'s rows can be neither read
   t.equal(count.rows[0].n, 0)
   const still = await db.forSchool(m.b.schoolId).student.count()
   t.equal(still, m.b.studentIds.length, "B's students are all still there")
+})
+
+t.test('wall 2 at the database: the bulk upsert\'s statements with another school bound as $1 write nothing of it', async (t) => {
+  const db = await testDatabase()
+  const m = await mirror(t, db)
+  const sql = await serviceSql()
+  t.teardown(() => sql.close())
+  const id = '01900000-0000-7000-8000-00000000b001'
+  const insert = insertStudents(['sourcedId', 'fullName'], [{ id, data: { sourcedId: 'intruder', fullName: 'Intruder' } }])
+  const update = updateStudents(['fullName'], [{ id: m.b.studentIds[0]!, changes: { fullName: 'Hacked' } }])
+  const lookup = studentsBySourcedId(['intruder'])
+  await sql.query('BEGIN')
+  try {
+    await sql.setSchool(m.a.schoolId)
+    await t.rejects(sql.query(insert.statement.sql, [m.b.schoolId, ...insert.values]), /row-level security/, 'school A set: the INSERT of a row of B is refused (WITH CHECK)')
+  } finally {
+    await sql.query('ROLLBACK')
+  }
+  await sql.query('BEGIN')
+  try {
+    await sql.setSchool(m.a.schoolId)
+    t.equal((await sql.query(update.statement.sql, [m.b.schoolId, ...update.values])).count, 0, 'school A set: the UPDATE of B\'s student by id and school changes nothing')
+    t.equal((await sql.query(withoutSchoolConditions(update.statement.sql), [m.b.schoolId, ...update.values])).count, 0, 'nor without its school condition')
+  } finally {
+    await sql.query('ROLLBACK')
+  }
+  await sql.query('BEGIN')
+  try {
+    await sql.setSchool(m.b.schoolId)
+    t.equal((await sql.query(insert.statement.sql, [m.b.schoolId, ...insert.values])).count, 1, 'control: school B set, B\'s INSERT is written')
+    await sql.setSchool(m.a.schoolId)
+    t.equal((await sql.query(withoutSchoolConditions(lookup.statement.sql), [m.b.schoolId, ...lookup.values])).rows.length, 0, 'and school A set, the read by sourcedId without its condition does not see it')
+  } finally {
+    await sql.query('ROLLBACK')
+  }
 })
 
 t.test('wall 2 at the database: with a teacher set, only her reach can be read or written', async (t) => {
