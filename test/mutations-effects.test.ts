@@ -63,6 +63,14 @@ t.test('a mutation drops the cached answers of the school and the teachers\' kep
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
   t.same(seen, [{ fullName: 'Renamed' }], 'the cached list is dropped')
+  // The bulk upsert writes through its own statements (src/db/typed-writes.ts): the same drop.
+  ok(await gql(app, 'mutation { upsertStudents(items: [{ sourcedId: "cached-2", fullName: "Upserted" }]) { created } }', { token: accessToken }))
+  for (let i = 0; i < 100; i++) {
+    seen = ok(await gql(app, LIST, { token: accessToken })).students
+    if (JSON.stringify(seen) === JSON.stringify([{ fullName: 'Renamed' }, { fullName: 'Upserted' }])) break
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  t.same(seen, [{ fullName: 'Renamed' }, { fullName: 'Upserted' }], 'the cached list is dropped after a bulk upsert too')
   t.same(ok(await gql(app, LIST, { token: teacher })).students, [{ fullName: 'Renamed' }], 'the teacher reads her new classroom at once')
   const feed = ok(await gql(app, '{ changes(limit: 100) { changes { type recordType } } }', { token: teacher })).changes.changes as Array<{ type: string, recordType: string }>
   t.ok(feed.some((c) => c.type === 'CREATED' && c.recordType === 'CLASSROOM'), 'the teacher\'s own feed has the classroom she was assigned')
