@@ -387,4 +387,8 @@ t.test('a database distributed by an earlier release takes the later migrations'
   const [created] = (await run(url, "INSERT INTO students (id, school_id, full_name, updated_at) VALUES ($1, $2, 'Before', now()) RETURNING id, version", [randomUUID(), school])).rows as Array<{ id: string, version: number }>
   const [changed] = (await run(url, "UPDATE students SET full_name = 'After' WHERE school_id = $1 AND id = $2 RETURNING version", [school, created!.id])).rows as Array<{ version: number }>
   t.same([created!.version, changed!.version], [1, 2], 'and moves a record\'s version there')
+  // A function a newer migration replaces is replaced on the workers too, where the feeds' triggers run it.
+  const bodies = (await run(url, `SELECT result FROM run_command_on_workers(
+    $$SELECT bool_and(prosrc LIKE '%MATERIALIZED%') FROM pg_proc WHERE proname IN ('teacher_feed_students', 'teacher_feed_teachers', 'teacher_feed_classrooms_updated')$$)`)).rows as Array<{ result: string }>
+  t.same(bodies.map((b) => b.result), workers.map(() => 't'), 'the teacher feed\'s functions are the newest on every worker')
 })
