@@ -943,18 +943,10 @@ function byFields<T> (rows: readonly T[], fieldsOf: (row: T) => Record<string, u
 }
 
 /**
- * Changed students per UPDATE. The teacher feed's trigger (teacher_feed_students, on UPDATE) joins
- * the statement's old and new rows, which costs PostgreSQL more than linearly in the rows of one
- * statement: as the service role, 1,000 rows cost it 616 ms, 4 statements of 250 about 230 ms, 12
- * of 83 about 160 ms (EXPLAIN ANALYZE on the write benchmark's database, BENCHMARKS.md).
- */
-const UPDATE_CHUNK = 100
-
-/**
  * upsertStudents on a client that writes through typed statements (typed-writes.ts), as the
  * OneRoster import writes: one read of the batch's students by sourcedId, one INSERT of the new ones
- * per set of fields given, and one UPDATE of the changed ones per set of fields changed (UPDATE_CHUNK
- * rows at a time), each of arrays unnested by PostgreSQL. The same outcomes, checks and refusals as
+ * per set of fields given, and one UPDATE of the changed ones per set of fields changed, each of
+ * arrays unnested by PostgreSQL. The same outcomes, checks and refusals as
  * the model operations.
  */
 async function upsertByStatements (tx: Tx, rows: ReadonlyArray<{ data: Record<string, unknown>, path: Path }>, sourcedIds: string[], path: Path): Promise<UpsertedStudent[]> {
@@ -982,13 +974,12 @@ async function upsertByStatements (tx: Tx, rows: ReadonlyArray<{ data: Record<st
   }
   invalid.done()
   for (const group of byFields(changing, (row) => row.changes).values()) {
-    for (let start = 0; start < group.rows.length; start += UPDATE_CHUNK) {
-      const chunk = group.rows.slice(start, start + UPDATE_CHUNK)
-      const update = updateStudents(group.fields, chunk)
-      const written = await tx.$queryRawUnsafe<Versioned[]>(update.statement.sql, ...update.values)
-      const versions = new Map(written.map((row) => [row.id, row.version]))
-      for (const { index } of chunk) out[index]!.version = versions.get(out[index]!.id) ?? out[index]!.version + 1
-    }
+    // One statement for the whole group: the teacher feed's trigger costs PostgreSQL in proportion
+    // to its rows (migration teacher_feed_join_plans), and fewer statements cost less (BENCHMARKS.md).
+    const update = updateStudents(group.fields, group.rows)
+    const written = await tx.$queryRawUnsafe<Versioned[]>(update.statement.sql, ...update.values)
+    const versions = new Map(written.map((row) => [row.id, row.version]))
+    for (const { index } of group.rows) out[index]!.version = versions.get(out[index]!.id) ?? out[index]!.version + 1
   }
   for (const group of byFields(fresh, (row) => row.data).values()) {
     const insert = insertStudents(group.fields, group.rows)
