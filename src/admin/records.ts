@@ -807,21 +807,34 @@ export async function removeStudentFromClassroom (target: SchoolTarget, student:
   })
 }
 
+/**
+ * Assigns a teacher to a classroom in `role`: inserts the assignment, or else updates its role. Not
+ * an upsert, whose DO UPDATE SET with a parameter (the role) Citus refuses on a distributed table.
+ */
+async function setAssignment (tx: Tx, key: { schoolId: string, teacherId: string, classroomId: string }, role: TeacherRole): Promise<void> {
+  const created = await tx.teacherClassroom.createMany({ data: [{ ...key, role }], skipDuplicates: true })
+  if (created.count === 0) await tx.teacherClassroom.updateMany({ where: key, data: { role } })
+}
+
+/** The role of the teacher's assignment to the classroom; NOT_FOUND when there is none. */
+async function requireAssignment (tx: Tx, teacherId: string, classroomId: string): Promise<TeacherRole> {
+  const found = await tx.teacherClassroom.findFirst({ where: { teacherId, classroomId }, select: { role: true } })
+  if (found === null) throw new AdminError(`Teacher ${teacherId} is not assigned to classroom ${classroomId}: nothing was changed`, 'NOT_FOUND')
+  return found.role
+}
+
 /** Assigns the teacher `teacher` names to the classroom `classroom` names in `role`; an assignment that exists takes the role. */
 export async function assignTeacherTo (target: SchoolTarget, teacher: RecordRef, classroom: RecordRef, role?: string | null): Promise<{ teacherId: string, classroomId: string, role: TeacherRole }> {
   const fields = new Fields()
-  const teacherKey = fields.check(['teacher'], () => keyOf('Teacher', teacher, ['teacher']))
+  fields.check(['teacher'], () => keyOf('Teacher', teacher, ['teacher']))
   fields.check(['classroom'], () => keyOf('Classroom', classroom, ['classroom']))
   const assignment = role == null ? TeacherRole.PRIMARY : fields.check(['role'], () => requireEnum('Classroom role', role, TeacherRole))
   fields.done()
   const { schoolId } = target
   return await inTransaction(target, async (tx) => {
-    const found = await tx.teacher.findFirst({ where: teacherKey!, select: { id: true } })
-    if (found === null) throw notFound('Teacher', teacherKey!, schoolId)
+    const found = await requireRecord(tx, schoolId, 'Teacher', teacher, ['teacher'])
     const room = await requireClassroomRef(tx, schoolId, classroom, ['classroom'])
-    const key = { schoolId, teacherId: found.id, classroomId: room.id }
-    const created = await tx.teacherClassroom.createMany({ data: [{ ...key, role: assignment! }], skipDuplicates: true })
-    if (created.count === 0) await tx.teacherClassroom.updateMany({ where: key, data: { role: assignment! } })
+    await setAssignment(tx, { schoolId, teacherId: found.id, classroomId: room.id }, assignment!)
     return { teacherId: found.id, classroomId: room.id, role: assignment! }
   })
 }
@@ -829,18 +842,16 @@ export async function assignTeacherTo (target: SchoolTarget, teacher: RecordRef,
 /** Ends the assignment of the teacher `teacher` names to the classroom `classroom` names (NOT_FOUND when there is none). */
 export async function endAssignment (target: SchoolTarget, teacher: RecordRef, classroom: RecordRef): Promise<{ teacherId: string, classroomId: string, role: TeacherRole }> {
   const fields = new Fields()
-  const teacherKey = fields.check(['teacher'], () => keyOf('Teacher', teacher, ['teacher']))
+  fields.check(['teacher'], () => keyOf('Teacher', teacher, ['teacher']))
   fields.check(['classroom'], () => keyOf('Classroom', classroom, ['classroom']))
   fields.done()
   const { schoolId } = target
   return await inTransaction(target, async (tx) => {
-    const found = await tx.teacher.findFirst({ where: teacherKey!, select: { id: true } })
-    if (found === null) throw notFound('Teacher', teacherKey!, schoolId)
+    const found = await requireRecord(tx, schoolId, 'Teacher', teacher, ['teacher'])
     const room = await requireClassroomRef(tx, schoolId, classroom, ['classroom'])
-    const ended = await tx.teacherClassroom.findFirst({ where: { teacherId: found.id, classroomId: room.id }, select: { role: true } })
-    if (ended === null) throw new AdminError(`Teacher ${found.id} is not assigned to classroom ${room.id}: nothing was changed`, 'NOT_FOUND')
+    const role = await requireAssignment(tx, found.id, room.id)
     await tx.teacherClassroom.deleteMany({ where: { teacherId: found.id, classroomId: room.id } })
-    return { teacherId: found.id, classroomId: room.id, role: ended.role }
+    return { teacherId: found.id, classroomId: room.id, role }
   })
 }
 
@@ -1025,11 +1036,7 @@ export async function assignTeacher (
   const assignment = role === undefined ? TeacherRole.PRIMARY : requireEnum('Classroom role', role, TeacherRole)
   const tenant = db.forSchool(school)
   const room = await classroomNamed(tenant, school, classroom)
-  // Insert, or else update the role: not an upsert, whose DO UPDATE SET with a parameter (the
-  // role) Citus refuses on a distributed table.
-  const key = { schoolId: school, teacherId: teacher, classroomId: room.id }
-  const created = await tenant.teacherClassroom.createMany({ data: [{ ...key, role: assignment }], skipDuplicates: true })
-  if (created.count === 0) await tenant.teacherClassroom.updateMany({ where: key, data: { role: assignment } })
+  await setAssignment(tenant, { schoolId: school, teacherId: teacher, classroomId: room.id }, assignment)
   return { classroomId: room.id, role: assignment }
 }
 
@@ -1135,25 +1142,21 @@ export async function unassignStudent (
  */
 export async function moveTeacher (target: SchoolTarget, teacher: RecordRef, from: RecordRef, to: RecordRef): Promise<{ teacherId: string, from: string, to: string, role: TeacherRole }> {
   const fields = new Fields()
-  const teacherKey = fields.check(['teacher'], () => keyOf('Teacher', teacher, ['teacher']))
+  fields.check(['teacher'], () => keyOf('Teacher', teacher, ['teacher']))
   fields.check(['from'], () => keyOf('Classroom', from, ['from']))
   fields.check(['to'], () => keyOf('Classroom', to, ['to']))
   fields.done()
   const { schoolId } = target
   return await inTransaction(target, async (tx) => {
-    const found = await tx.teacher.findFirst({ where: teacherKey!, select: { id: true } })
-    if (found === null) throw notFound('Teacher', teacherKey!, schoolId)
+    const found = await requireRecord(tx, schoolId, 'Teacher', teacher, ['teacher'])
     const source = await requireClassroomRef(tx, schoolId, from, ['from'])
     const destination = await requireClassroomRef(tx, schoolId, to, ['to'])
-    const current = await tx.teacherClassroom.findFirst({ where: { teacherId: found.id, classroomId: source.id }, select: { role: true } })
-    if (current === null) throw new AdminError(`Teacher ${found.id} is not assigned to classroom ${source.id}: nothing was changed`, 'NOT_FOUND')
+    const role = await requireAssignment(tx, found.id, source.id)
     if (source.id !== destination.id) {
       await tx.teacherClassroom.deleteMany({ where: { teacherId: found.id, classroomId: source.id } })
-      const key = { schoolId, teacherId: found.id, classroomId: destination.id }
-      const created = await tx.teacherClassroom.createMany({ data: [{ ...key, role: current.role }], skipDuplicates: true })
-      if (created.count === 0) await tx.teacherClassroom.updateMany({ where: key, data: { role: current.role } })
+      await setAssignment(tx, { schoolId, teacherId: found.id, classroomId: destination.id }, role)
     }
-    return { teacherId: found.id, from: source.id, to: destination.id, role: current.role }
+    return { teacherId: found.id, from: source.id, to: destination.id, role }
   })
 }
 

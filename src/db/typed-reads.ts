@@ -354,6 +354,15 @@ export function listRead (read: ListRead): Read {
 export type RelationName = 'Classroom.teachers' | 'Teacher.classrooms' | 'Classroom.students'
 
 /**
+ * The relations through the assignments (teacher_classrooms tc): the related model, its alias, the
+ * assignment's column of the parent and of the related record, and the related records' order.
+ */
+const THROUGH_ASSIGNMENTS = {
+  'Classroom.teachers': { model: 'Teacher', alias: 't', parent: 'classroom_id', related: 'teacher_id', order: 't.full_name' },
+  'Teacher.classrooms': { model: 'Classroom', alias: 'c', parent: 'teacher_id', related: 'classroom_id', order: 'c.name' }
+} as const satisfies Partial<Record<RelationName, { model: TypedModel, alias: string, parent: string, related: string, order: string }>>
+
+/**
  * The statement of a relation for parents `ids`: each row is a record of the related model with the
  * parent's id as `$parent`, in the relation's order. `fields` of the related model (`id` always);
  * Classroom.students reads whole rows with the student's classroom.
@@ -365,26 +374,19 @@ export function relationRead (relation: RelationName, fields: readonly string[],
     let sql: string
     let model: TypedModel
     let classroom: readonly string[] | undefined
-    switch (relation) {
-      case 'Classroom.teachers':
-        model = 'Teacher'
-        sql = `SELECT tc.classroom_id AS "$parent", ${selectList('Teacher', 't', fields).join(', ')} FROM teacher_classrooms tc ` +
-          'JOIN teachers t ON t.school_id = $1 AND t.id = tc.teacher_id WHERE tc.school_id = $1 AND tc.classroom_id = ANY($2::uuid[]) ' +
-          'ORDER BY t.full_name ASC, tc.teacher_id ASC'
-        break
-      case 'Teacher.classrooms':
-        model = 'Classroom'
-        sql = `SELECT tc.teacher_id AS "$parent", ${selectList('Classroom', 'c', fields).join(', ')} FROM teacher_classrooms tc ` +
-          'JOIN classrooms c ON c.school_id = $1 AND c.id = tc.classroom_id WHERE tc.school_id = $1 AND tc.teacher_id = ANY($2::uuid[]) ' +
-          'ORDER BY c.name ASC, tc.classroom_id ASC'
-        break
-      case 'Classroom.students':
-        model = 'Student'
-        classroom = Object.keys(COLUMN_TYPES.Classroom)
-        sql = `SELECT s.classroom_id AS "$parent", ${[...selectList('Student', 's', fields), ...selectList('Classroom', 'c', classroom, 'classroom.')].join(', ')} ` +
-          'FROM students s LEFT JOIN classrooms c ON c.school_id = $1 AND c.id = s.classroom_id ' +
-          'WHERE s.school_id = $1 AND s.classroom_id = ANY($2::uuid[]) ORDER BY s.full_name ASC, s.id ASC'
-        break
+    if (relation === 'Classroom.students') {
+      model = 'Student'
+      classroom = Object.keys(COLUMN_TYPES.Classroom)
+      sql = `SELECT s.classroom_id AS "$parent", ${[...selectList('Student', 's', fields), ...selectList('Classroom', 'c', classroom, 'classroom.')].join(', ')} ` +
+        'FROM students s LEFT JOIN classrooms c ON c.school_id = $1 AND c.id = s.classroom_id ' +
+        'WHERE s.school_id = $1 AND s.classroom_id = ANY($2::uuid[]) ORDER BY s.full_name ASC, s.id ASC'
+    } else {
+      const through = THROUGH_ASSIGNMENTS[relation]
+      const { alias, parent, related } = through
+      model = through.model
+      sql = `SELECT tc.${parent} AS "$parent", ${selectList(model, alias, fields).join(', ')} FROM teacher_classrooms tc ` +
+        `JOIN ${TYPED_TABLES[model]} ${alias} ON ${alias}.school_id = $1 AND ${alias}.id = tc.${related} ` +
+        `WHERE tc.school_id = $1 AND tc.${parent} = ANY($2::uuid[]) ORDER BY ${through.order} ASC, tc.${related} ASC`
     }
     statement = registerStatement({ sql, model, classroom })
     statements.set(shape, statement)
