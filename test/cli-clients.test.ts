@@ -21,7 +21,9 @@ t.before(async () => {
 
 t.test('client create, list, rotate-secret and revoke', async (t) => {
   const schoolId = lastLine((await cli(['school', 'create', '--name', 'Client Academy'])).stdout)
-  const created = await cli(['client', 'create', '--school', schoolId, '--name', 'SIS sync', '--scope', 'roster-core.readonly', '--scope', 'roster-demographics.readonly'])
+  // A scope in OneRoster's full form is taken as its short name.
+  const created = await cli(['client', 'create', '--school', schoolId, '--name', 'SIS sync', '--scope', 'roster-core.readonly',
+    '--scope', 'https://purl.imsglobal.org/spec/or/v1p2/scope/roster-demographics.readonly'])
   t.equal(created.code, 0, created.stderr)
   const clientId = lastLine(created.stdout)
   t.match(clientId, UUID, 'the id alone on the last line')

@@ -64,13 +64,36 @@ t.test("a scope asked for must be the client's; absent, the token has all of the
   const narrow = await gql(app, '{ students { dateOfBirth } }', { token: String(fewer.body.access_token) })
   t.equal(narrow.body.errors?.[0]?.extensions?.code, 'FORBIDDEN')
 
-  for (const scope of ['roster.write', '', 'https://purl.imsglobal.org/spec/or/v1p2/scope/roster.readonly']) {
+  for (const scope of ['roster.write', '', 'https://purl.imsglobal.org/spec/or/v1p2/scope/roster.write',
+    'https://purl.imsglobal.org/spec/or/v1p1/scope/roster.readonly', 'https://purl.imsglobal.org/spec/or/v1p2/scope/']) {
     const res = await tokenRequest(app, { ...GRANT, scope }, auth)
     t.equal(res.statusCode, 400, `scope "${scope}"`)
     t.equal(res.body.error, 'invalid_scope', `scope "${scope}"`)
     t.type(res.body.error_description, 'string')
     noStore(t, res.headers)
   }
+})
+
+t.test("OneRoster's full scope names are taken as the short ones, and the answer names the scopes as they were asked", async (t) => {
+  const app = await build(t)
+  const school = await seedSchool(unique('Full Scope School'))
+  const client = await seedClient(school.schoolId, ['roster.readonly', 'roster-demographics.readonly'])
+  const auth = { authorization: basic(client.clientId, client.secret) }
+  const prefix = 'https://purl.imsglobal.org/spec/or/v1p2/scope/'
+  // As OneRoster clients send them (the edfi-oneroster and OneRoster SDKs' form).
+  const full = await tokenRequest(app, { ...GRANT, scope: `${prefix}roster-core.readonly ${prefix}roster-demographics.readonly` }, auth)
+  t.equal(full.statusCode, 200)
+  t.equal(full.body.scope, `${prefix}roster-core.readonly ${prefix}roster-demographics.readonly`)
+  const token = String(full.body.access_token)
+  const payload = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { scope: string }
+  t.equal(payload.scope, 'roster-core.readonly roster-demographics.readonly', 'the token carries the short names')
+  t.equal((await gql(app, '{ students { dateOfBirth } }', { token })).body.errors, undefined, 'the token reads what the scopes grant')
+  t.equal((await gql(app, '{ students { email } }', { token })).body.errors?.[0]?.extensions?.code, 'FORBIDDEN', 'and nothing more')
+  // Both forms in one request; a full name the client does not hold is refused as a short one is.
+  t.equal((await tokenRequest(app, { ...GRANT, scope: `roster.readonly ${prefix}roster-demographics.readonly` }, auth)).body.scope,
+    `${prefix}roster.readonly ${prefix}roster-demographics.readonly`)
+  const notHeld = await tokenRequest(app, { ...GRANT, scope: `${prefix}roster.createput` }, auth)
+  t.match(notHeld, { statusCode: 400, body: { error: 'invalid_scope' } })
 })
 
 // RFC 6749 §3.3: a client may ask for less than it holds, and its token carries only what it asked

@@ -2,7 +2,7 @@
 // scopes, rotate a secret, revoke. Used by the CLI (`school-data client ...`), the demo seed and
 // tests. A secret is returned once, to be shown once; only its SHA-256 is stored.
 import { randomToken, tokenDigest } from '../auth/opaque-tokens.js'
-import { isScope, normalizeScopes, SCOPES, type Scope } from '../auth/scopes.js'
+import { normalizeScopes, parseScope, SCOPES, type Scope } from '../auth/scopes.js'
 import type { Database } from '../db/client.js'
 
 import { AdminError, requireId, requireSchool, requireText } from './records.js'
@@ -31,10 +31,12 @@ export interface ClientSummary {
 
 function requireScopes (scopes: readonly string[]): Scope[] {
   if (scopes.length === 0) throw new AdminError(`Give at least one --scope: ${SCOPES.join(', ')}`)
-  for (const scope of scopes) {
-    if (!isScope(scope)) throw new AdminError(`Unknown scope "${scope}": one of ${SCOPES.join(', ')}`)
-  }
-  return normalizeScopes(scopes as Scope[])
+  const parsed = scopes.map((name) => {
+    const scope = parseScope(name)
+    if (scope === undefined) throw new AdminError(`Unknown scope "${name}": one of ${SCOPES.join(', ')}`)
+    return scope
+  })
+  return normalizeScopes(parsed)
 }
 
 async function requireClient (db: Database, clientId: string): Promise<{ id: string, scopes: string[], revokedAt: Date | null }> {

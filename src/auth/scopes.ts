@@ -41,6 +41,22 @@ export function isScope (value: string): value is Scope {
   return (SCOPES as readonly string[]).includes(value)
 }
 
+/**
+ * The prefix of OneRoster 1.2's scope names as its clients send them (1EdTech's OpenAPI file of the
+ * rostering service: `https://purl.imsglobal.org/spec/or/v1p2/scope/roster-core.readonly`). Its three
+ * read scopes are OneRoster's; the write scopes under it are this service's extension.
+ */
+export const ONEROSTER_SCOPE_PREFIX = 'https://purl.imsglobal.org/spec/or/v1p2/scope/'
+
+/** A scope named in its short form or in OneRoster's full form; undefined for any other name. */
+export function parseScope (name: string): Scope | undefined {
+  const short = name.startsWith(ONEROSTER_SCOPE_PREFIX) ? name.slice(ONEROSTER_SCOPE_PREFIX.length) : name
+  return isScope(short) ? short : undefined
+}
+
+/** A scope in OneRoster's full form. */
+export const fullScopeName = (scope: Scope): string => ONEROSTER_SCOPE_PREFIX + scope
+
 /** The scopes each scope grants besides itself. */
 const GRANTS_ALSO: Readonly<Record<Scope, readonly Scope[]>> = {
   'roster-core.readonly': [],

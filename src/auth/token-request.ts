@@ -2,7 +2,7 @@
 // before any credential is: the parameters (form-encoded, each at most once), the client's
 // authentication (client_secret_basic or client_secret_post, not both), the grant type and the
 // scopes asked for. The answers' shapes and the §5.2 error codes are here too.
-import { isScope, normalizeScopes, type Scope } from './scopes.js'
+import { normalizeScopes, parseScope, type Scope } from './scopes.js'
 
 export const TOKEN_PATH = '/oauth/token'
 export const FORM_MEDIA_TYPE = 'application/x-www-form-urlencoded'
@@ -22,6 +22,8 @@ export interface TokenRequest {
   method: 'client_secret_basic' | 'client_secret_post'
   /** The scopes asked for; undefined: all of the client's. */
   scopes: Scope[] | undefined
+  /** Whether the scopes were asked for in OneRoster's full form: the answer names them so too. */
+  fullScopeNames: boolean
 }
 
 export type ReadTokenRequest =
@@ -51,12 +53,16 @@ function basicCredentials (authorization: string): { clientId: string, secret: s
   }
 }
 
-/** The scope parameter: known scope names separated by spaces, at least one. */
-function requestedScopes (value: string | undefined): Scope[] | undefined | null {
-  if (value === undefined) return undefined
+/**
+ * The scope parameter: known scope names separated by spaces, at least one, each in its short form
+ * or OneRoster's full form (scopes.ts ONEROSTER_SCOPE_PREFIX); null when malformed.
+ */
+function requestedScopes (value: string | undefined): { scopes: Scope[] | undefined, fullScopeNames: boolean } | null {
+  if (value === undefined) return { scopes: undefined, fullScopeNames: false }
   const names = value.split(' ').filter((name) => name !== '')
-  if (names.length === 0 || !names.every(isScope)) return null
-  return normalizeScopes(names)
+  const scopes = names.map(parseScope)
+  if (names.length === 0 || !scopes.every((scope) => scope !== undefined)) return null
+  return { scopes: normalizeScopes(scopes), fullScopeNames: names.some((name) => name !== parseScope(name)) }
 }
 
 /**
@@ -100,8 +106,11 @@ export function readTokenRequest (authorization: string | undefined, mediaType: 
   }
 
   const scopes = requestedScopes(params.scope)
-  if (scopes === null) return refuse('invalid_scope', 'scope must be scope names separated by spaces, e.g. "roster-core.readonly roster-demographics.readonly"')
-  return { ok: true, request: { ...credentials, scopes } }
+  if (scopes === null) {
+    return refuse('invalid_scope', 'scope must be scope names separated by spaces, e.g. "roster-core.readonly roster-demographics.readonly" ' +
+      'or "https://purl.imsglobal.org/spec/or/v1p2/scope/roster-core.readonly"')
+  }
+  return { ok: true, request: { ...credentials, ...scopes } }
 }
 
 /** The answer to a client whose credentials failed (unknown, revoked, wrong secret: all the same). */

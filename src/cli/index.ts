@@ -28,7 +28,7 @@ import {
   USER_ROLES
 } from '../admin/records.js'
 import { createClient, DEFAULT_OVERLAP_HOURS, listClients, MAX_OVERLAP_HOURS, revokeClient, rotateClientSecret, setClientScopes } from '../admin/clients.js'
-import { SCOPES } from '../auth/scopes.js'
+import { ONEROSTER_SCOPE_PREFIX, SCOPES } from '../auth/scopes.js'
 import { readAudit, type AuditEntry } from '../audit/store.js'
 import { loadConfig } from '../config.js'
 import { openDatabase, type Database } from '../db/client.js'
@@ -250,7 +250,7 @@ export function buildProgram (): Command {
     .description('create a client of a school; prints its secret (shown only now) and, on the last line, its id')
     .requiredOption('--school <schoolId>', 'school id')
     .requiredOption('--name <name>', 'what the client is, e.g. "SIS sync"')
-    .requiredOption('--scope <scope>', `a scope it may be granted, repeatable: ${SCOPES.join(', ')}`, collect, [])
+    .requiredOption('--scope <scope>', `a scope it may be granted, repeatable: ${SCOPES.join(', ')} (or OneRoster's full form, ${ONEROSTER_SCOPE_PREFIX}<name>)`, collect, [])
     .action(async ({ school, name, scope }: { school: string, name: string, scope: string[] }) => {
       const { clientId, secret } = await withDatabase((db) => createClient(db, { schoolId: school, name, scopes: scope }))
       printSecret(secret)
@@ -271,7 +271,7 @@ export function buildProgram (): Command {
   client.command('scopes')
     .description("replace a client's scopes; its access tokens stop working at once on every node (it asks /oauth/token for new ones)")
     .argument('<clientId>', 'client id')
-    .requiredOption('--scope <scope>', `a scope it may be granted, repeatable: ${SCOPES.join(', ')}`, collect, [])
+    .requiredOption('--scope <scope>', `a scope it may be granted, repeatable: ${SCOPES.join(', ')} (or OneRoster's full form, ${ONEROSTER_SCOPE_PREFIX}<name>)`, collect, [])
     .action(async (clientId: string, { scope }: { scope: string[] }) => {
       const { id, scopes, changed } = await withDatabase((db) => setClientScopes(db, clientId, scope))
       process.stderr.write(changed

@@ -7,6 +7,7 @@
 import formbody from '@fastify/formbody'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import { fullScopeName } from '../auth/scopes.js'
 import { invalidClient, oauthError, readTokenRequest, scopeNotHeld, TOKEN_PATH, type OAuthError } from '../auth/token-request.js'
 
 function refuse (reply: FastifyReply, failure: OAuthError, { basic = false, status = 400 } = {}): FastifyReply {
@@ -41,7 +42,7 @@ async function tokenEndpoint (app: FastifyInstance): Promise<void> {
     const mediaType = request.headers['content-type']?.split(';', 1)[0]?.trim().toLowerCase()
     const read = readTokenRequest(request.headers.authorization, mediaType, request.body)
     if (!read.ok) return refuse(reply, read.failure, { basic: read.basic })
-    const { clientId, secret, method, scopes } = read.request
+    const { clientId, secret, method, scopes, fullScopeNames } = read.request
     const basic = method === 'client_secret_basic'
 
     // Counted before the secret is checked, as a login is: concurrent guesses cannot pass the limit.
@@ -64,7 +65,7 @@ async function tokenEndpoint (app: FastifyInstance): Promise<void> {
       access_token: result.accessToken,
       token_type: 'Bearer',
       expires_in: app.config.accessTokenTtl,
-      scope: result.scopes.join(' ')
+      scope: result.scopes.map((scope) => fullScopeNames ? fullScopeName(scope) : scope).join(' ')
     })
   })
 }
