@@ -14,7 +14,7 @@ type FieldResolver = GraphQLFieldResolver<unknown, unknown, Record<string, unkno
  * Throws BAD_USER_INPUT when a text of `args` (graphql-js's coerced arguments) holds a NUL; each
  * path begins with the argument's name (`["items", 3, "fullName"]`).
  */
-export function refuseUnstorableArguments (args: Record<string, unknown>): void {
+function refuseUnstorableArguments (args: Record<string, unknown>): void {
   const [first, ...rest] = unstorableTexts(args).map((path) => ({ path, message: `${path.join('.')} ${NUL_REFUSED}` }))
   if (first !== undefined) throw invalidInput([first, ...rest])
 }
