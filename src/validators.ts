@@ -21,6 +21,22 @@ export const secretTooShort = (secret: string): boolean => Buffer.byteLength(sec
 /** PostgreSQL's text holds any Unicode but NUL (U+0000): such a parameter fails the statement. */
 export const isStorableText = (text: string): boolean => !text.includes('\u0000')
 
+/** What is said of a text refused for its NUL, wherever one is (after what the text is). */
+export const NUL_REFUSED = 'must not contain a NUL character (U+0000)'
+
+/**
+ * The paths of the texts in `value`, nested in arrays and objects (a request's arguments, a file's
+ * records), that PostgreSQL cannot store; each path starts with `path`.
+ */
+export function unstorableTexts (value: unknown, path: ReadonlyArray<string | number> = []): Array<Array<string | number>> {
+  if (typeof value === 'string') return isStorableText(value) ? [] : [[...path]]
+  if (Array.isArray(value)) return value.flatMap((item: unknown, i) => unstorableTexts(item, [...path, i]))
+  if (value !== null && typeof value === 'object' && !(value instanceof Date)) {
+    return Object.entries(value).flatMap(([key, inner]) => unstorableTexts(inner, [...path, key]))
+  }
+  return []
+}
+
 /** An ISO 8601 UTC timestamp as toISOString writes it, within PostgreSQL's timestamptz (years 1 to 9999). */
 const ISO_TIMESTAMP = /^(\d{4})-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 

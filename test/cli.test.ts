@@ -58,6 +58,8 @@ t.test('errors go to standard error with a non-zero exit status', async (t) => {
     [['student', 'create', '--school', '00000000-0000-4000-8000-000000000000', '--full-name', 'X'], undefined, /does not exist/],
     [['user', 'create', '--username', 'nopassword'], '', /No password on standard input/],
     [['user', 'create', '--username', 'shortpw'], 'short\n', /at least 8 characters/],
+    // Login refuses a NUL as in every text argument: such a password could never be used.
+    [['user', 'create', '--username', 'nulpw'], 'a long\u0000password\n', /The password must not contain a NUL character \(U\+0000\)/],
     [['user', 'assign', '--username', 'ghost', '--school', '00000000-0000-4000-8000-000000000000'], undefined, /does not exist/],
     [['frobnicate'], undefined, /unknown command/]
   ]
@@ -67,6 +69,8 @@ t.test('errors go to standard error with a non-zero exit status', async (t) => {
     t.match(run.stderr, message, args.join(' '))
     t.equal(run.stdout, '', 'nothing on standard output')
   }
+  const nulpw = await cli(['user', 'create', '--username', 'nulpw'], 'a long enough password\n')
+  t.equal(nulpw.code, 0, `the user refused for a NUL in the password was not written: ${nulpw.stderr}`)
   await cli(['user', 'create', '--username', 'twice'], 'password one two\n')
   const again = await cli(['user', 'create', '--username', 'TWICE'], 'password one two\n')
   t.not(again.code, 0)

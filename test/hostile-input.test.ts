@@ -1,12 +1,17 @@
 // Input a client decodes into SQL values (cursors, filters, ids, credentials), malformed or forged:
 // every one is refused with BAD_USER_INPUT (or answered), never INTERNAL_SERVER_ERROR. Cursors are
-// generated (fast-check) for every list, ordering and direction, and for the change feed. A `query`
+// generated (fast-check) for every list, ordering and direction, and for the change feed; a text
+// with a NUL for every text argument and input field of every operation of the schema. A `query`
 // that is not a GraphQL document, on every cache and persisted-document path, is a request error.
 import fc from 'fast-check'
-import { parse } from 'graphql'
+import {
+  astFromValue, getNamedType, getNullableType, isCompositeType, isEnumType, isInputObjectType, isListType, isNonNullType, isScalarType, parse, print,
+  type GraphQLField, type GraphQLInputType, type GraphQLSchema
+} from 'graphql'
 import t from 'tap'
 import { buildApp } from '../src/app.js'
 import type { Config } from '../src/config.js'
+import { requirementOf } from '../src/auth/scopes.js'
 import { documentHash } from '../src/graphql/document-manifest.js'
 import { build, gql, login, seedSchool, testConfig, testDatabase, type GraphQLResponse } from './helper.js'
 
@@ -121,31 +126,153 @@ t.test('a malformed or forged change-feed cursor is BAD_USER_INPUT', async (t) =
   t.equal(largest.body.errors?.[0]?.extensions?.code, 'BAD_USER_INPUT', 'a seq beyond PostgreSQL\'s bigint')
 })
 
-t.test('filters, ids and credentials with text PostgreSQL cannot hold are refused, never a 500', async (t) => {
-  const app = await build(t)
-  const school = await seedSchool('Hostile Filter School', [['Ada Lovelace', 'Room 1']])
+// Issue 35: a text with a NUL, which PostgreSQL cannot store, reached the database from a
+// mutation's input (a 500). Every text argument and input field of every operation, enumerated from
+// the schema served (a field added later is enumerated too), gets one: refused with BAD_USER_INPUT
+// naming its path, before anything is written or logged.
+
+type Step = string | number
+/** Scalars whose values are text a client chooses; the others cannot carry a NUL past coercion. */
+const TEXT_SCALARS = new Set(['String', 'ID'])
+const OTHER_SCALARS = new Set(['Int', 'Float', 'Boolean', 'Date', 'DateTime'])
+/** A valid value of each scalar, for the arguments around the NUL. */
+const SAMPLE: Record<string, unknown> = {
+  String: 'Room 1', ID: '00000000-0000-4000-8000-000000000000', Int: 1, Float: 1.5, Boolean: true, Date: '2020-09-01', DateTime: '2020-09-01T08:00:00.000Z'
+}
+
+/** The paths of the text positions in a value of `type` (a list's at index 1: a valid item comes first). */
+function textPositions (type: GraphQLInputType, path: Step[], seen: ReadonlySet<string> = new Set()): Step[][] {
+  const inner = getNullableType(type)
+  if (isListType(inner)) return textPositions(inner.ofType, [...path, 1], seen)
+  if (isInputObjectType(inner)) {
+    if (seen.has(inner.name)) return []
+    return Object.values(inner.getFields()).flatMap((field) => textPositions(field.type, [...path, field.name], new Set([...seen, inner.name])))
+  }
+  if (isScalarType(inner)) {
+    if (TEXT_SCALARS.has(inner.name)) return [path]
+    if (OTHER_SCALARS.has(inner.name)) return []
+    throw new Error(`A new scalar ${inner.name}: say here whether it carries text (TEXT_SCALARS) or not`)
+  }
+  return [] // an enum
+}
+
+/** A valid value of `type` with `text` at each of `targets` (paths inside it) and the required fields filled. */
+function valueOf (type: GraphQLInputType, targets: Step[][], text: string): unknown {
+  const inner = getNullableType(type)
+  if (targets.some((target) => target.length === 0)) return text
+  if (isListType(inner)) {
+    const item = inner.ofType
+    return targets.length === 0 ? [valueOf(item, [], text)] : [valueOf(item, [], text), valueOf(item, targets.map((target) => target.slice(1)), text)]
+  }
+  if (isInputObjectType(inner)) {
+    const value: Record<string, unknown> = {}
+    for (const field of Object.values(inner.getFields())) {
+      const within = targets.filter((target) => target[0] === field.name).map((target) => target.slice(1))
+      if (within.length > 0 || (isNonNullType(field.type) && field.defaultValue === undefined)) value[field.name] = valueOf(field.type, within, text)
+    }
+    return value
+  }
+  if (isEnumType(inner)) return inner.getValues()[0]!.name
+  return SAMPLE[(inner).name]
+}
+
+interface TextPosition { operation: 'query' | 'mutation', field: GraphQLField<unknown, unknown>, path: Step[] }
+
+/** Every text argument and input field of every operation of `schema`. */
+function everyTextPosition (schema: GraphQLSchema): TextPosition[] {
+  const roots = [['query', schema.getQueryType()], ['mutation', schema.getMutationType()]] as const
+  return roots.flatMap(([operation, type]) => Object.values(type?.getFields() ?? {}).flatMap((field) =>
+    field.args.flatMap((arg) => textPositions(arg.type, [arg.name]).map((path) => ({ operation, field, path })))))
+}
+
+/** The field as one request: its required arguments and those `targets` (paths from the argument) put `text` in. */
+function requestOf (operation: string, field: GraphQLField<unknown, unknown>, targets: Step[][], text: string, inline: boolean): { query: string, variables: Record<string, unknown> } {
+  const args = field.args.filter((arg) => targets.some((target) => target[0] === arg.name) || (isNonNullType(arg.type) && arg.defaultValue === undefined))
+  const values = args.map((arg) => valueOf(arg.type, targets.filter((target) => target[0] === arg.name).map((target) => target.slice(1)), text))
+  const selection = isCompositeType(getNamedType(field.type)) ? ' { __typename }' : ''
+  const list = (parts: string[]): string => parts.length === 0 ? '' : `(${parts.join(', ')})`
+  if (inline) {
+    const parts = args.map((arg, i) => `${arg.name}: ${print(astFromValue(values[i], arg.type)!)}`)
+    return { query: `${operation} { r: ${field.name}${list(parts)}${selection} }`, variables: {} }
+  }
+  const declared = args.map((arg, i) => `$v${i}: ${String(arg.type)}`)
+  const parts = args.map((arg, i) => `${arg.name}: $v${i}`)
+  return {
+    query: `${operation} ${list(declared)} { r: ${field.name}${list(parts)}${selection} }`,
+    variables: Object.fromEntries(values.map((value, i) => [`v${i}`, value]))
+  }
+}
+
+/** A text with at least one NUL, anywhere in it. */
+const withNul = fc.tuple(fc.string({ maxLength: 8 }), fc.string({ maxLength: 8 }), fc.nat({ max: 2 }))
+  .map(([before, after, more]) => `${before}\u0000${'\u0000'.repeat(more)}${after}`)
+
+t.test('a text with a NUL in any argument or input field of any operation, inline or in a variable, is BAD_USER_INPUT naming its path; nothing is written or logged', async (t) => {
+  const logged: string[] = []
+  const app = await buildApp(testConfig(), {
+    database: await testDatabase(),
+    logger: { level: 'error', stream: { write (line: string) { logged.push(line) } } }
+  })
+  t.teardown(() => app.close())
+  const school = await seedSchool('Hostile Text School', [['Ada Lovelace', 'Room 1']])
   const { accessToken } = await login(app, school.username)
-  const nul = 'a\u0000b'
-  const cases: Array<[string, string, Record<string, unknown>]> = [
-    ['student search', 'query ($v: String) { students(filter: { search: $v }) { id } }', { v: nul }],
-    ['teacher search', 'query ($v: String) { teachersPage(filter: { search: $v }) { nodes { id } } }', { v: nul }],
-    ['classroom search', 'query ($v: String) { classrooms(filter: { search: $v }) { id } }', { v: nul }],
-    ['classroom subject', 'query ($v: String) { classrooms(filter: { subject: $v }) { id } }', { v: nul }],
-    ['student id', 'query ($v: ID!) { student(id: $v) { id } }', { v: nul }],
-    ['classroom id filter', 'query ($v: ID) { students(filter: { classroomId: $v }) { id } }', { v: `${school.studentIds[0]}\u0000` }]
-  ]
-  for (const [name, query, variables] of cases) {
-    const res = await gql(app, query, { token: accessToken, variables })
-    t.equal(res.body.errors?.[0]?.extensions?.code, 'BAD_USER_INPUT', `${name}: ${res.body.errors?.[0]?.message}`)
+  const db = await testDatabase()
+  const tenant = db.forSchool(school.schoolId)
+  const written = async (): Promise<unknown> => ({
+    students: await tenant.student.findMany({ select: { id: true, version: true } }),
+    teachers: await tenant.teacher.count(),
+    classrooms: await tenant.classroom.count(),
+    changes: await tenant.change.count(),
+    idempotencyKeys: await db.prisma.idempotencyKey.count(),
+    refreshTokens: await db.prisma.refreshToken.count({ where: { revokedAt: null } })
+  })
+  const before = await written()
+
+  const positions = everyTextPosition(app.graphql.schema)
+  const named = (position: TextPosition): string => `${position.field.name}(${position.path.join('.')})`
+  t.ok(positions.some((p) => named(p) === 'createStudent(input.fullName)') && positions.some((p) => named(p) === 'upsertStudents(items.1.sourcedId)') &&
+    positions.some((p) => named(p) === 'students(filter.search)') && positions.some((p) => named(p) === 'login(password)'),
+  `${positions.length} text positions enumerated from the schema, the issue's among them`)
+
+  const same = (a: Step[][], b: Step[][]): boolean => JSON.stringify(a.map((path) => JSON.stringify(path)).sort()) === JSON.stringify(b.map((path) => JSON.stringify(path)).sort())
+  /** Sends the field with `text` at `targets`; throws unless refused with exactly those paths. */
+  async function refused (operation: string, field: GraphQLField<unknown, unknown>, targets: Step[][], text: string, inline: boolean): Promise<true> {
+    const { query, variables } = requestOf(operation, field, targets, text, inline)
+    // The fields that take credentials of their own are sent as a client of them does: with no token.
+    const token = requirementOf(operation === 'query' ? 'Query' : 'Mutation', field.name) === 'none' ? undefined : accessToken
+    const res = await gql(app, query, { token, variables })
+    const [error, ...others] = res.body.errors ?? []
+    const invalid = (error?.extensions?.invalid as Array<{ path: Step[], message: string }> | undefined) ?? []
+    const ok = res.statusCode === 200 && others.length === 0 && error?.extensions?.code === 'BAD_USER_INPUT' &&
+      JSON.stringify(error.path) === '["r"]' && (res.body.data?.r ?? null) === null &&
+      same(invalid.map((f) => f.path), targets) &&
+      invalid.every((f) => f.message === `${f.path.join('.')} must not contain a NUL character (U+0000)`)
+    if (!ok) throw new Error(`${query} ${JSON.stringify(variables)}: ${res.statusCode} ${JSON.stringify(res.body).slice(0, 600)}`)
+    return true
   }
-  const credentials: Array<[string, string, Record<string, unknown>, string]> = [
-    ['username', 'mutation ($u: String!) { login(username: $u, password: "x") { accessToken } }', { u: `${school.username}\u0000` }, 'INVALID_CREDENTIALS'],
-    ['refresh token', 'mutation ($r: String!) { refreshToken(refreshToken: $r) { accessToken } }', { r: 'a\u0000'.repeat(30) }, 'INVALID_REFRESH_TOKEN']
-  ]
-  for (const [name, query, variables, code] of credentials) {
-    const res = await gql(app, query, { variables })
-    t.equal(res.body.errors?.[0]?.extensions?.code, code, `${name} with a NUL byte: ${res.body.errors?.[0]?.message}`)
+
+  let requests = 0
+  for (const position of positions) {
+    for (const inline of [true, false]) {
+      // Twice the same document with variables: the second runs compiled (graphql-jit).
+      await fc.assert(fc.asyncProperty(withNul, async (text) => {
+        requests += 1
+        return await refused(position.operation, position.field, [position.path], text, inline)
+      }), { numRuns: 2 })
+    }
   }
+  t.ok(requests >= positions.length * 4, `${requests} requests, each refused with its path`)
+
+  // Every text of one field at once: each named.
+  const fields = new Map<GraphQLField<unknown, unknown>, TextPosition[]>()
+  for (const position of positions) fields.set(position.field, [...fields.get(position.field) ?? [], position])
+  for (const [field, all] of fields) {
+    await refused(all[0]!.operation, field, all.map((position) => position.path), 'a\u0000b', false)
+  }
+  t.pass(`${fields.size} fields, each with a NUL in every text at once, refused with every path`)
+
+  t.same(await written(), before, 'nothing was written (records, versions, change feed, idempotency keys, refresh tokens)')
+  t.same(logged, [], 'nothing logged at level error')
 })
 
 // Issue 27: Mercurius took any `query` that graphql-js could not parse but JSON.parse could for a

@@ -262,6 +262,7 @@ t.test('a bad row stops the import with file:line: reason, and nothing is writte
     ['an enrollment in a class the bundle removes', (f) => { f.classes = without(f.classes!, ['cls-2']) },
       /^error: enrollments\.csv:2: class "cls-2" is a classroom this import removes \(classes\.csv leaves it out or marks it tobedeleted\)/m],
     ['a removal, then a bad row', (f) => { f.users = without(f.users!, ['stu-3']); f.enrollments![6]![8] = 'soon' }, /^error: enrollments\.csv:7: beginDate "soon" is not a date/m],
+    ['a NUL in a value the import writes', (f) => { f.users![3]![6] = 'Kath\u0000erine' }, /^error: users\.csv:4: column "givenName" must not contain a NUL character \(U\+0000\)/m],
     ['a bad row after a quoted field with a line break', (f) => { f.users![1]![8] = 'two\nlines'; f.users![3]![14] = '14' }, /^error: users\.csv:5: grade "14"/m]
   ]
   for (const [index, [label, spoil, message]] of cases.entries()) {

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { availableParallelism } from 'node:os'
 import { hash, verify, type Options } from '@node-rs/argon2'
 import pLimit from 'p-limit'
+import { isStorableText, NUL_REFUSED } from '../validators.js'
 
 // `Algorithm.Argon2id`; the package exports it as a const enum, which isolated modules cannot inline.
 const ARGON2ID = 2
@@ -42,6 +43,8 @@ export function checkPasswordPolicy (password: string): void {
   if (password.length > MAX_PASSWORD_LENGTH) {
     throw new PasswordPolicyError(`The password must have at most ${MAX_PASSWORD_LENGTH} characters`)
   }
+  // Hashed, a NUL would be stored well; but login refuses it, as every text argument of the API.
+  if (!isStorableText(password)) throw new PasswordPolicyError(`The password ${NUL_REFUSED}`)
 }
 
 export async function hashPassword (password: string): Promise<string> {

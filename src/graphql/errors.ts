@@ -4,7 +4,7 @@ import { GraphQLError, type ExecutionResult, type FormattedExecutionResult, type
 import mercurius, { type MercuriusContext } from 'mercurius'
 import { documentErrorStatus } from './http.js'
 import { QUERY_LIMIT_EXCEEDED, tokenLimitError } from './limits.js'
-import type { AdminError, AdminErrorCode } from '../admin/records.js'
+import type { AdminError, AdminErrorCode, InvalidField } from '../admin/records.js'
 import type { OutOfScopeField } from './scope-check.js'
 
 const { ErrorWithProps } = mercurius
@@ -84,6 +84,18 @@ export function adminRefusal (error: AdminError): Error {
     ...(invalid === undefined ? {} : { invalid }),
     ...(currentVersion === undefined ? {} : { currentVersion })
   })
+}
+
+/**
+ * Invalid arguments found before a resolver runs, refused as the administration code refuses a
+ * write's invalid fields (adminRefusal): BAD_USER_INPUT, every field in `extensions.invalid`. Each
+ * message names its field, so several are joined as they are.
+ */
+export function invalidInput (invalid: readonly [InvalidField, ...InvalidField[]]): Error {
+  const message = invalid.length === 1
+    ? invalid[0].message
+    : `${invalid.length} invalid fields: ${invalid.map((field) => field.message).join('; ')}`
+  return new ErrorWithProps(message, { code: 'BAD_USER_INPUT' satisfies ErrorCode, invalid })
 }
 
 /** A write that needs scopes the caller lacks: each column with the scope, as `outOfScope` names fields. */

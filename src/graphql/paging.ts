@@ -199,6 +199,5 @@ export function searchPattern (search: string | null | undefined): string | unde
   if (search === null || search === undefined) return undefined
   const text = search.trim()
   if (text.length < 1 || text.length > 100) throw badUserInput(`filter.search must have 1 to 100 characters (got ${text.length})`)
-  if (!isStorableText(text)) throw badUserInput('filter.search must not contain NUL characters')
   return text.replace(/[\\%_]/g, (c) => '\\' + c)
 }

@@ -4,6 +4,7 @@ import { readFile, readdir, stat } from 'node:fs/promises'
 import { basename, join } from 'node:path'
 import { parse } from 'csv-parse/sync'
 import { unzipSync, strFromU8 } from 'fflate'
+import { isStorableText, NUL_REFUSED } from '../validators.js'
 
 export class ImportError extends Error {
   override name = 'ImportError'
@@ -14,11 +15,16 @@ export class ImportError extends Error {
 
 /** A record of a CSV file and the line it starts on (the header is line 1). */
 export class Row {
-  constructor (readonly line: number, private readonly record: string[], private readonly index: Map<string, number>) {}
-  /** The trimmed value of a column; '' when the file has no such column. */
+  constructor (readonly file: string, readonly line: number, private readonly record: string[], private readonly index: Map<string, number>) {}
+  /**
+   * The trimmed value of a column; '' when the file has no such column. Every value the import uses
+   * passes here: one PostgreSQL cannot store is refused (a column the import ignores may hold anything).
+   */
   get (column: string): string {
     const i = this.index.get(column)
-    return i === undefined ? '' : (this.record[i] ?? '').trim()
+    const value = i === undefined ? '' : (this.record[i] ?? '').trim()
+    if (!isStorableText(value)) throw new ImportError(this.file, this.line, `column "${column}" ${NUL_REFUSED}`)
+    return value
   }
 }
 
@@ -83,7 +89,7 @@ export function readTable (bundle: Bundle, file: string, required: string[]): Ta
   for (const column of required) {
     if (!index.has(column)) throw new ImportError(file, lines[0], `missing column "${column}"`)
   }
-  const rows = body.map((record, i) => new Row(lines[i + 1]!, record, index))
+  const rows = body.map((record, i) => new Row(file, lines[i + 1]!, record, index))
   return { file, columns: new Set(names), rows }
 }
 

@@ -10,7 +10,6 @@ import { listQuery, nameSearch, planPage, searchPattern, toPage, type ListArgs, 
 import { loaderSelect, prismaSelect } from '../selection.js'
 import { CLASSROOM_SELECT, TEACHER_SELECT } from '../selects.js'
 import { readList, readRelation, selectedColumns } from '../typed-lists.js'
-import { isStorableText } from '../../validators.js'
 
 type ClassroomOrderField = 'NAME' | 'CREATED_AT' | 'UPDATED_AT' | 'ID'
 
@@ -28,11 +27,10 @@ export const CLASSROOM_LIST: ListSpec<ClassroomOrderField> = {
 
 type ClassroomListArgs = ListArgs<ClassroomOrderField, { gradeLevel?: string | null, subject?: string | null, search?: string | null }>
 
-/** A subject filter, trimmed; throws BAD_USER_INPUT for an empty, long or NUL-bearing one. */
+/** A subject filter, trimmed; throws BAD_USER_INPUT for an empty or long one (a NUL: arguments.ts). */
 function subjectOf (given: string): string {
   const subject = given.trim()
   if (subject === '' || subject.length > 100) throw badUserInput('filter.subject must have 1 to 100 characters')
-  if (!isStorableText(subject)) throw badUserInput('filter.subject must not contain NUL characters')
   return subject
 }
 

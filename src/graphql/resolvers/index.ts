@@ -1,5 +1,6 @@
 import type { GraphQLSchema } from 'graphql'
 import type { MercuriusLoaders } from 'mercurius'
+import { checkingArguments } from '../arguments.js'
 import type { Resolvers } from '../generated.js'
 import { authMutations } from './auth.js'
 import { Change, changeLoaders, changeQueries } from './changes.js'
@@ -10,16 +11,19 @@ import { schoolQueries } from './school.js'
 import { Student, studentQueries } from './students.js'
 import { teacherLoaders, teacherQueries } from './teachers.js'
 
-/** The resolvers of `schema`, the SDL's schema that Mercurius serves (its scalars come from it). */
+/**
+ * The resolvers of `schema`, the SDL's schema that Mercurius serves (its scalars come from it), each
+ * field's arguments checked before it runs (arguments.ts).
+ */
 export function buildResolvers (schema: GraphQLSchema): Resolvers {
-  return {
+  return checkingArguments(schema, {
     Query: { ...schoolQueries, ...studentQueries, ...teacherQueries, ...classroomQueries, ...changeQueries },
     Mutation: { ...authMutations, ...recordMutations },
     Date: implementScalar(schema, 'Date', dateCoercion),
     DateTime: implementScalar(schema, 'DateTime', dateTimeCoercion),
     Student,
     Change
-  }
+  } satisfies Resolvers, loaders)
 }
 
 export const loaders: MercuriusLoaders = { ...teacherLoaders, ...classroomLoaders, ...changeLoaders }
