@@ -1,8 +1,8 @@
 // The record mutations (docs/api/mutations.md). Each runs the administration code the command line
 // runs (src/admin/records.ts) through the caller's school client, so the walls, the change feeds,
 // the notifications and the audit are those of any write; here only what the API adds: the writes
-// limit, the columns the caller's scopes let it write, the idempotency key, the coded errors, and
-// the record read back with the fields the mutation selects.
+// limit, the columns the caller's scopes let it write and the keys they let it name records by, the
+// idempotency key, the coded errors, and the record read back with the fields the mutation selects.
 import type { GraphQLResolveInfo } from 'graphql'
 import type { MercuriusContext } from 'mercurius'
 import {
@@ -10,9 +10,9 @@ import {
   placeStudent, removeStudentFromClassroom, upsertStudents, type SchoolTarget, type Tx
 } from '../../admin/records.js'
 import { accessOf, callerId } from '../../auth/identity.js'
-import { unwritableColumns } from '../../auth/scopes.js'
+import { unreadableKeys, unwritableColumns } from '../../auth/scopes.js'
 import type { Prisma } from '../../generated/prisma/client.js'
-import { adminRefusal, cannotWrite, tooManyRequests } from '../errors.js'
+import { adminRefusal, cannotWrite, outOfScope, tooManyRequests } from '../errors.js'
 import type { MutationResolvers } from '../generated.js'
 import { fingerprintOf, IDEMPOTENCY_HEADER, idempotencyKeyOf, once } from '../idempotency.js'
 import type { AssignmentRow, ClassroomRow, StudentRow, TeacherRow } from '../models.js'
@@ -22,12 +22,18 @@ import { CLASSROOM_SELECT, STUDENT_SELECT, TEACHER_SELECT } from '../selects.js'
 /** What a mutation writes, for the scope check of its columns: the model, the input and its path. */
 type Written = ReadonlyArray<readonly [model: string, input: object | null | undefined, path: string]>
 
+/** The records a mutation names, for the scope check of the keys it names them by: the model, the reference and its input type. */
+type Named = ReadonlyArray<readonly [model: string, ref: object | null | undefined, type: string]>
+
 /** What a mutation's answer is read through: the school client, or its write's transaction. */
 type Reader = Pick<Tx, 'student' | 'teacher' | 'classroom'>
 
+/** The columns given (not undefined, not null) of an input or a reference. */
+const given = (input: object): string[] => Object.entries(input).filter(([, value]) => value != null).map(([column]) => column)
+
 /**
  * Runs one mutation: counted on the writes limit, refused when it writes a column the caller's
- * scopes do not let it write, run once per idempotency key, the administration code's refusals
+ * scopes do not let it write or names a record by a key they do not let it read, run once per idempotency key, the administration code's refusals
  * turned into coded errors. `write` writes (one transaction of the administration code), `answer`
  * reads the answer back from what it wrote: with an idempotency key in the write's own transaction,
  * which keeps the key and the answer too (idempotency.ts), so that a write that committed always
@@ -37,7 +43,7 @@ async function mutate<W, T> (
   ctx: MercuriusContext,
   info: GraphQLResolveInfo,
   args: Record<string, unknown>,
-  written: Written,
+  { writes = [], names = [] }: { writes?: Written, names?: Named },
   write: (target: SchoolTarget) => Promise<W>,
   answer: (reader: Reader, written: W) => Promise<T>
 ): Promise<T> {
@@ -46,11 +52,15 @@ async function mutate<W, T> (
   const limited = await ctx.app.limits.checkWrite(request)
   if (limited !== undefined) throw tooManyRequests(limited.message, limited.retryAfter)
   const access = accessOf(ctx.identity)!
-  const denied = written.flatMap(([model, input, path]) => input == null
+  const denied = writes.flatMap(([model, input, path]) => input == null
     ? []
     : unwritableColumns(access, model, Object.entries(input).filter(([, value]) => value !== undefined).map(([column]) => column))
       .map(({ column, needs }) => ({ field: `${path}.${column}`, needs })))
   if (denied.length > 0) throw cannotWrite(denied)
+  const unreadable = names.flatMap(([model, ref, type]) => ref == null
+    ? []
+    : unreadableKeys(access, model, given(ref)).map(({ column, needs }) => ({ field: `${type}.${column}`, needs })))
+  if (unreadable.length > 0) throw outOfScope(unreadable)
   const refusals = async (run: () => Promise<T>): Promise<T> => {
     try {
       return await run()
@@ -120,79 +130,82 @@ export const recordMutations: Pick<MutationResolvers,
 > = {
   async createStudent (_parent, args, ctx, info) {
     const { classroom, ...fields } = args.input
-    return await mutate(ctx, info, args, [['Student', args.input, 'input']],
+    return await mutate(ctx, info, args, { writes: [['Student', fields, 'input']], names: [['Classroom', classroom, 'ClassroomRef']] },
       async (target) => await addStudent(target, fields, { classroom }),
       async (reader, { id }) => await studentOut(reader, info, id))
   },
 
   async changeStudent (_parent, args, ctx, info) {
-    return await mutate(ctx, info, args, [['Student', args.input, 'input']],
+    return await mutate(ctx, info, args, { writes: [['Student', args.input, 'input']], names: [['Student', args.student, 'StudentRef']] },
       async (target) => await changeRecord(target, 'Student', args.student, args.input, { expectedVersion: args.expectedVersion }),
       async (reader, { id }) => await studentOut(reader, info, id))
   },
 
   async deleteStudent (_parent, args, ctx, info) {
-    return await mutate(ctx, info, args, [], async (target) => await deleteRecord(target, 'Student', args.student, { expectedVersion: args.expectedVersion }), asWritten)
+    return await mutate(ctx, info, args, { names: [['Student', args.student, 'StudentRef']] },
+      async (target) => await deleteRecord(target, 'Student', args.student, { expectedVersion: args.expectedVersion }), asWritten)
   },
 
   async placeStudent (_parent, args, ctx, info) {
-    return await mutate(ctx, info, args, [],
+    return await mutate(ctx, info, args, { names: [['Student', args.student, 'StudentRef'], ['Classroom', args.classroom, 'ClassroomRef']] },
       async (target) => await placeStudent(target, args.student, args.classroom),
       async (reader, { id }) => await studentOut(reader, info, id))
   },
 
   async removeStudentFromClassroom (_parent, args, ctx, info) {
-    return await mutate(ctx, info, args, [],
+    return await mutate(ctx, info, args, { names: [['Student', args.student, 'StudentRef'], ['Classroom', args.classroom, 'ClassroomRef']] },
       async (target) => await removeStudentFromClassroom(target, args.student, args.classroom),
       async (reader, { id }) => await studentOut(reader, info, id))
   },
 
   async createTeacher (_parent, args, ctx, info) {
-    return await mutate(ctx, info, args, [['Teacher', args.input, 'input']],
+    return await mutate(ctx, info, args, { writes: [['Teacher', args.input, 'input']] },
       async (target) => await addTeacher(target, args.input),
       async (reader, { id }) => await teacherOut(reader, info, id))
   },
 
   async changeTeacher (_parent, args, ctx, info) {
-    return await mutate(ctx, info, args, [['Teacher', args.input, 'input']],
+    return await mutate(ctx, info, args, { writes: [['Teacher', args.input, 'input']], names: [['Teacher', args.teacher, 'TeacherRef']] },
       async (target) => await changeRecord(target, 'Teacher', args.teacher, args.input, { expectedVersion: args.expectedVersion }),
       async (reader, { id }) => await teacherOut(reader, info, id))
   },
 
   async deleteTeacher (_parent, args, ctx, info) {
-    return await mutate(ctx, info, args, [], async (target) => await deleteRecord(target, 'Teacher', args.teacher, { expectedVersion: args.expectedVersion }), asWritten)
+    return await mutate(ctx, info, args, { names: [['Teacher', args.teacher, 'TeacherRef']] },
+      async (target) => await deleteRecord(target, 'Teacher', args.teacher, { expectedVersion: args.expectedVersion }), asWritten)
   },
 
   async assignTeacher (_parent, args, ctx, info) {
-    return await mutate(ctx, info, args, [],
+    return await mutate(ctx, info, args, { names: [['Teacher', args.teacher, 'TeacherRef'], ['Classroom', args.classroom, 'ClassroomRef']] },
       async (target) => await assignTeacherTo(target, args.teacher, args.classroom, args.role),
       async (reader, assignment) => await assignmentOut(reader, info, assignment))
   },
 
   async endTeacherAssignment (_parent, args, ctx, info) {
-    return await mutate(ctx, info, args, [],
+    return await mutate(ctx, info, args, { names: [['Teacher', args.teacher, 'TeacherRef'], ['Classroom', args.classroom, 'ClassroomRef']] },
       async (target) => await endAssignment(target, args.teacher, args.classroom),
       async (reader, assignment) => await assignmentOut(reader, info, assignment))
   },
 
   async createClassroom (_parent, args, ctx, info) {
-    return await mutate(ctx, info, args, [['Classroom', args.input, 'input']],
+    return await mutate(ctx, info, args, { writes: [['Classroom', args.input, 'input']] },
       async (target) => await addClassroom(target, args.input),
       async (reader, { id }) => await classroomOut(reader, info, id))
   },
 
   async changeClassroom (_parent, args, ctx, info) {
-    return await mutate(ctx, info, args, [['Classroom', args.input, 'input']],
+    return await mutate(ctx, info, args, { writes: [['Classroom', args.input, 'input']], names: [['Classroom', args.classroom, 'ClassroomRef']] },
       async (target) => await changeRecord(target, 'Classroom', args.classroom, args.input, { expectedVersion: args.expectedVersion }),
       async (reader, { id }) => await classroomOut(reader, info, id))
   },
 
   async deleteClassroom (_parent, args, ctx, info) {
-    return await mutate(ctx, info, args, [], async (target) => await deleteRecord(target, 'Classroom', args.classroom, { expectedVersion: args.expectedVersion }), asWritten)
+    return await mutate(ctx, info, args, { names: [['Classroom', args.classroom, 'ClassroomRef']] },
+      async (target) => await deleteRecord(target, 'Classroom', args.classroom, { expectedVersion: args.expectedVersion }), asWritten)
   },
 
   async upsertStudents (_parent, args, ctx, info) {
-    return await mutate(ctx, info, args, args.items.map((item, i) => ['Student', item, `items.${i}`] as const),
+    return await mutate(ctx, info, args, { writes: args.items.map((item, i) => ['Student', item, `items.${i}`] as const) },
       async (target) => await upsertStudents(target, args.items),
       async (_reader, items) => {
         const count = (outcome: string): number => items.filter((item) => item.outcome === outcome).length
