@@ -889,10 +889,13 @@ export async function upsertStudents (target: SchoolTarget, items: ReadonlyArray
   })
   fields.done()
   if (target.tenant.$typedWrites()) return await writing(target, 'Student', rows, async (tx) => await upsertByStatements(tx, rows, [...seen.keys()], path))
-  const columns = Object.fromEntries(Object.keys(STUDENT_RULES).map((key) => [key, true])) as Record<keyof typeof STUDENT_RULES, true>
+  // The decision reads the fields the batch gives, the only ones it compares: all of them a caller
+  // may read, since it writes only what it may read (unwritableColumns, src/auth/scopes.ts), while
+  // the student's other fields may be outside its scopes (wall 1 refuses reading those).
+  const compared = Object.fromEntries(rows.flatMap(({ data }) => Object.keys(data)).map((key) => [key, true]))
   const { schoolId } = target
   return await writing(target, 'Student', rows, async (tx) => {
-    const existing = await tx.student.findMany({ where: { sourcedId: { in: [...seen.keys()] } }, select: { ...columns, id: true, version: true } })
+    const existing = await tx.student.findMany({ where: { sourcedId: { in: [...seen.keys()] } }, select: { ...compared, sourcedId: true, id: true, version: true } })
     const bySourced = new Map(existing.map((row) => [row.sourcedId!, row as unknown as Record<string, unknown> & Versioned]))
     const out: UpsertedStudent[] = []
     const fresh: Array<{ index: number, data: Record<string, unknown> }> = []

@@ -195,15 +195,12 @@ export const WRITE_COLUMN_SCOPES: Readonly<Record<string, Readonly<Record<string
   Teacher: { email: WRITE_FULL, title: WRITE_FULL }
 }
 
-/**
- * The columns of `model` among `written` that `access` may not write, each with a scope it lacks:
- * the write scope of WRITE_COLUMN_SCOPES, and the read scope of COLUMN_SCOPES (a client writes only
- * what it may read).
- */
-export function unwritableColumns (access: Access, model: string, written: Iterable<string>): Array<{ column: string, needs: Scope }> {
+/** The columns of `model` among `columns` that need a scope of `tables` (in order) that `access` lacks, each with the first such scope. */
+function columnsNeeding (tables: ReadonlyArray<Readonly<Record<string, Readonly<Record<string, Scope>>>>>, access: Access, model: string, columns: Iterable<string>): Array<{ column: string, needs: Scope }> {
   const out: Array<{ column: string, needs: Scope }> = []
-  for (const column of written) {
-    for (const scope of [WRITE_COLUMN_SCOPES[model]?.[column], COLUMN_SCOPES[model]?.[column]]) {
+  for (const column of columns) {
+    for (const table of tables) {
+      const scope = table[model]?.[column]
       if (scope !== undefined && !holds(access, scope)) {
         out.push({ column, needs: scope })
         break
@@ -211,6 +208,24 @@ export function unwritableColumns (access: Access, model: string, written: Itera
     }
   }
   return out
+}
+
+/**
+ * The columns of `model` among `written` that `access` may not write, each with a scope it lacks:
+ * the write scope of WRITE_COLUMN_SCOPES, and the read scope of COLUMN_SCOPES (a client writes only
+ * what it may read).
+ */
+export function unwritableColumns (access: Access, model: string, written: Iterable<string>): Array<{ column: string, needs: Scope }> {
+  return columnsNeeding([WRITE_COLUMN_SCOPES, COLUMN_SCOPES], access, model, written)
+}
+
+/**
+ * The columns of `model` among `keys` that `access` may not name a record by (a mutation's
+ * `StudentRef.studentNumber`): a record found by a column is a read of it, which needs the column's
+ * read scope of COLUMN_SCOPES.
+ */
+export function unreadableKeys (access: Access, model: string, keys: Iterable<string>): Array<{ column: string, needs: Scope }> {
+  return columnsNeeding([COLUMN_SCOPES], access, model, keys)
 }
 
 /** One map per set of scopes held: wall 1 keys its clients by the map (src/db/reach.ts). */
