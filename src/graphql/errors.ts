@@ -8,6 +8,7 @@ import type { AdminError, AdminErrorCode } from '../admin/records.js'
 import type { OutOfScopeField } from './scope-check.js'
 
 const { ErrorWithProps } = mercurius
+type CodedError = InstanceType<typeof ErrorWithProps>
 
 export type ErrorCode =
   // Field errors of an executed operation.
@@ -183,7 +184,8 @@ type Formatter = (
  *
  * GraphQL over HTTP: a request that never reached execution has no `data`, and its status follows
  * the negotiated media type (http.ts); an executed one has `data` and is a 200 (a 429 when a refused
- * field, a locked `login`, left no data).
+ * field, a locked `login`, left no data). Every answer holding an error with `extensions.retryAfter`
+ * carries it as `Retry-After` too (the longest, if several), whatever path refused.
  */
 export function createErrorFormatter ({ production, bodyLimitBytes }: ErrorFormatterOptions): Formatter {
   return (execution, context) => {
@@ -201,6 +203,14 @@ export function createErrorFormatter ({ production, bodyLimitBytes }: ErrorForma
     }
 
     let refusedStatus: number | undefined
+    let retryAfter: number | undefined
+    // A coded error's part in the answer: its status (when it leaves no data) and seconds to wait.
+    const noted = (error: CodedError): Record<string, unknown> => {
+      const extensions = error.extensions as Record<string, unknown>
+      if (error.statusCode === 429 || error.statusCode === 503) refusedStatus = Math.max(refusedStatus ?? 0, error.statusCode)
+      if (typeof extensions.retryAfter === 'number') retryAfter = Math.max(retryAfter ?? 0, extensions.retryAfter)
+      return extensions
+    }
     const errors = flatten(execution.errors).map((error): GraphQLFormattedError => {
       const original = error.originalError
       if (original === undefined || original === null || original instanceof GraphQLError) {
@@ -212,8 +222,7 @@ export function createErrorFormatter ({ production, bodyLimitBytes }: ErrorForma
         return production ? withoutSuggestions(limited) : limited
       }
       if (original instanceof ErrorWithProps) {
-        if (original.statusCode === 429) refusedStatus = 429
-        log.debug({ code: (original.extensions as { code?: string }).code, path: error.path }, original.message)
+        log.debug({ code: noted(original).code, path: error.path }, original.message)
         return error.toJSON()
       }
       log.error({ err: original, path: error.path }, 'unexpected error in a GraphQL operation')
@@ -224,6 +233,7 @@ export function createErrorFormatter ({ production, bodyLimitBytes }: ErrorForma
         extensions: { code: 'INTERNAL_SERVER_ERROR', requestId: request?.id }
       }
     })
+    if (retryAfter !== undefined) reply?.header('retry-after', String(retryAfter))
     const executed = (execution.data !== undefined && execution.data !== null) || errors.some((e) => e.path !== undefined)
     if (!executed) {
       // A request error (syntax, validation, variables, a query limit): nothing ran, no `data`.
