@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify'
 import { assignUser, createSchool } from '../src/admin/records.js'
 import { buildApp } from '../src/app.js'
 import { basic, seedClient, tokenRequest } from './fixtures/oauth.js'
+import { metricsText } from './fixtures/shared-state.js'
 import { TcpProxy } from './fixtures/tcp-proxy.js'
 import { build, login, seedSchool, serverUrl, testConfig, testDatabase, testDatabaseUrl } from './helper.js'
 import { INTERNALS } from './fixtures/internals.js'
@@ -100,11 +101,12 @@ t.test('the database cut off and back', { skip: serverUrl === undefined ? 'needs
     expectUnavailable(t, await ask(app, 'mutation R($r: String!) { refreshToken(refreshToken: $r) { accessToken } }', { variables: { r: refreshToken } }), undefined, 'a refresh')
 
     // A field that may be null: the answer has data, so it is a 200 (GraphQL over HTTP), still coded and with Retry-After.
-    const partial = await ask(app, `{ student(id: "${school.studentIds[0]!}") { id } }`, { token: accessToken, accept: GRAPHQL_RESPONSE })
+    const partial = await ask(app, `query Partial { student(id: "${school.studentIds[0]!}") { id } }`, { token: accessToken, accept: GRAPHQL_RESPONSE })
     t.equal(partial.statusCode, 200, 'a partial answer: 200')
     t.same(partial.body.data, { student: null })
     t.equal(partial.body.errors?.[0]?.extensions?.code, 'SERVICE_UNAVAILABLE')
     t.equal(partial.headers['retry-after'], String(RETRY_AFTER))
+    t.match(await metricsText(app), /^sds_graphql_request_duration_seconds_count\{operation="Partial",outcome="internal_error"\} 1$/m, 'counted as the service\'s failure, not the caller\'s')
 
     const bug = await ask(app, '{ buggy }', { accept: GRAPHQL_RESPONSE })
     t.equal(bug.body.errors?.[0]?.extensions?.code, 'INTERNAL_SERVER_ERROR', 'a bug is a bug, outage or not')
