@@ -312,7 +312,8 @@ async function behindProxy (t: Test): Promise<{ server: Server, proxy: TcpProxy 
   const proxy = new TcpProxy({ host: target.hostname, port: Number(target.port || 5432) })
   await proxy.open()
   t.teardown(() => proxy.cut())
-  const app = await buildApp(testConfig({ databaseUrl: proxy.url(url), databaseConnectTimeoutMs: 1_000 }), { logger: false })
+  // Cut off, connections are refused at once: the connect timeout stays generous for a loaded machine.
+  const app = await buildApp(testConfig({ databaseUrl: proxy.url(url) }), { logger: false })
   t.teardown(() => app.close())
   return { server: await serve(t, {}, app), proxy }
 }
@@ -358,7 +359,7 @@ t.test('Apollo Client 4: RetryLink retries a query on SERVICE_UNAVAILABLE after 
     attempts: async (attempt, operation, error) => {
       const retried = await (retryOptions.attempts as RetryLink.AttemptsFunction)(attempt, operation, error)
       tries.push({ operationType: operation.operationType, retried })
-      if (retried) await proxy.open()
+      if (retried && tries.filter((one) => one.retried).length === 1) await proxy.open()
       return retried
     },
     delay: (attempt, operation, error) => {
