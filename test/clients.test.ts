@@ -3,16 +3,25 @@
 // persisted-query link), urql 6 (fetchExchange, which sends queries as GET) and graphql-request 7.
 // Each logs in, runs a query, pages through studentsPage to the end, and reads coded errors the way
 // it exposes them to an application: a field error, a query limit (a request error: 400 under
-// application/graphql-response+json) and a rate limit's 429 with extensions.retryAfter.
+// application/graphql-response+json) and a rate limit's 429 with extensions.retryAfter. With the
+// database cut off (PostgreSQL behind a TCP proxy), the retries of docs/api/clients.md: Apollo's
+// RetryLink retries a query on SERVICE_UNAVAILABLE and gets its answer once the database is back;
+// urql's retryExchange (not installed here) would be given what its retryIf reads; graphql-request
+// rejects with the 503.
 import { createHash } from 'node:crypto'
 import { ApolloClient, ApolloLink, CombinedGraphQLErrors, HttpLink, InMemoryCache, gql } from '@apollo/client'
 import { createPersistedQueryLink } from '@apollo/client/link/persisted-queries'
-import { Client, CombinedError, cacheExchange, fetchExchange } from '@urql/core'
+import { RetryLink } from '@apollo/client/link/retry'
+import { Client, CombinedError, cacheExchange, fetchExchange, type Operation } from '@urql/core'
 import type { FastifyInstance } from 'fastify'
+import { OperationTypeNode } from 'graphql'
 import { ClientError, GraphQLClient } from 'graphql-request'
+import { map } from 'rxjs'
 import t, { type Test } from 'tap'
+import { buildApp } from '../src/app.js'
 import type { Config } from '../src/config.js'
-import { LOGIN, PASSWORD, build, seedSchool, type SeededSchool } from './helper.js'
+import { TcpProxy } from './fixtures/tcp-proxy.js'
+import { LOGIN, PASSWORD, build, seedSchool, serverUrl, testConfig, testDatabaseUrl, type SeededSchool } from './helper.js'
 
 const SCHOOL = 'query School { school { name } }'
 const PAGE = `query StudentsPage($after: String) {
@@ -25,9 +34,9 @@ const TOO_DEEP = 'query TooDeep { classrooms { students { classroom { students {
 interface Exchange { method: string, accept: string | undefined, hasQuery: boolean, status: number, contentType: string | undefined }
 interface Server { url: string, exchanges: Exchange[] }
 
-/** The app on a free port of 127.0.0.1, recording each exchange of the GraphQL endpoint. */
-async function serve (t: Test, overrides: Partial<Config> = {}): Promise<Server> {
-  const app: FastifyInstance = await build(t, overrides)
+/** The app (by default one on this file's database) on a free port of 127.0.0.1, recording each exchange of the GraphQL endpoint. */
+async function serve (t: Test, overrides: Partial<Config> = {}, given?: FastifyInstance): Promise<Server> {
+  const app: FastifyInstance = given ?? await build(t, overrides)
   const exchanges: Exchange[] = []
   app.addHook('onResponse', (request, reply, done) => {
     if (request.routeOptions.url === '/') {
@@ -294,4 +303,116 @@ t.test('plain fetch: POST a login, GET the pages with variables, a request error
   const body = (await limit.json()) as { data?: unknown, errors: Array<{ extensions: { code: string } }> }
   t.equal(body.errors[0]?.extensions.code, 'QUERY_LIMIT_EXCEEDED')
   t.notOk('data' in body)
+})
+
+/** The app on this file's PostgreSQL database through a TCP proxy, which cuts the database off. */
+async function behindProxy (t: Test): Promise<{ server: Server, proxy: TcpProxy }> {
+  const url = (await testDatabaseUrl())!
+  const target = new URL(url)
+  const proxy = new TcpProxy({ host: target.hostname, port: Number(target.port || 5432) })
+  await proxy.open()
+  t.teardown(() => proxy.cut())
+  // Cut off, connections are refused at once: the connect timeout stays generous for a loaded machine.
+  const app = await buildApp(testConfig({ databaseUrl: proxy.url(url) }), { logger: false })
+  t.teardown(() => app.close())
+  return { server: await serve(t, {}, app), proxy }
+}
+
+const onServer = serverUrl === undefined ? 'needs PostgreSQL (the embedded database cannot be cut off over a network)' : false
+
+// docs/api/clients.md, "When the database is out of reach", as written there (Apollo Client 4).
+/** Seconds to wait before retrying `error`, or undefined when it is not worth retrying. */
+function retryAfter (error: unknown): number | undefined {
+  if (!CombinedGraphQLErrors.is(error)) return undefined
+  const unavailable = error.errors.find((e) => e.extensions?.code === 'SERVICE_UNAVAILABLE')
+  return unavailable === undefined ? undefined : Number(unavailable.extensions?.retryAfter ?? 1)
+}
+// HttpLink hands a 503 in application/graphql-response+json on as a result with errors, and
+// RetryLink retries errors only: this link makes SERVICE_UNAVAILABLE one.
+const unavailableAsError = new ApolloLink((operation, forward) => forward(operation).pipe(map((result) => {
+  if (result.errors?.some((e) => e.extensions?.code === 'SERVICE_UNAVAILABLE')) throw new CombinedGraphQLErrors(result)
+  return result
+})))
+const retryOptions: RetryLink.Options = {
+  // Queries, and mutations sent with an Idempotency-Key (run once however often sent); 5 tries in all.
+  attempts: (attempt, operation, error) => attempt < 5 && retryAfter(error) !== undefined &&
+    (operation.operationType === OperationTypeNode.QUERY || operation.getContext().headers?.['Idempotency-Key'] !== undefined),
+  delay: (_attempt, _operation, error) => (retryAfter(error) ?? 1) * 1000
+}
+// docs/api/clients.md, the same for urql 6's retryExchange (@urql/exchange-retry): its retryIf.
+const urqlRetryIf = (error: CombinedError, operation: Operation): boolean =>
+  operation.kind === 'query' && error.graphQLErrors.some((e) => e.extensions.code === 'SERVICE_UNAVAILABLE')
+
+t.test('Apollo Client 4: RetryLink retries a query on SERVICE_UNAVAILABLE after its retryAfter, and it succeeds once the database is back', { skip: onServer }, async (t) => {
+  const { server, proxy } = await behindProxy(t)
+  const school = await seeded('Apollo Outage School')
+  const http = (token?: string): HttpLink => new HttpLink({ uri: server.url, headers: token === undefined ? {} : bearer(token) })
+  const anonymous = new ApolloClient({ link: http(), cache: new InMemoryCache() })
+  const token = (await anonymous.mutate<{ login: { accessToken: string } }>({ mutation: gql(LOGIN), variables: { username: school.username, password: PASSWORD } })).data!.login.accessToken
+  await proxy.cut()
+
+  // The page's options, but for the wait (taken note of, not waited) and the database coming back
+  // while the client would wait.
+  const waits: number[] = []
+  const tries: Array<{ operationType: string, retried: boolean }> = []
+  const retry = new RetryLink({
+    attempts: async (attempt, operation, error) => {
+      const retried = await (retryOptions.attempts as RetryLink.AttemptsFunction)(attempt, operation, error)
+      tries.push({ operationType: operation.operationType, retried })
+      if (retried && tries.filter((one) => one.retried).length === 1) await proxy.open()
+      return retried
+    },
+    delay: (attempt, operation, error) => {
+      waits.push((retryOptions.delay as RetryLink.DelayFunction)(attempt, operation, error))
+      return 0
+    }
+  })
+  const client = new ApolloClient({ link: ApolloLink.from([retry, unavailableAsError, http(token)]), cache: new InMemoryCache() })
+
+  // A mutation without an idempotency key is not retried: the refusal reaches the application.
+  const before = server.exchanges.length
+  const write = await client.mutate({ mutation: gql('mutation Room { createClassroom(input: { name: "Room 1" }) { id } }') }).then(() => undefined, (e: unknown) => e)
+  t.equal(retryAfter(write), 5, `SERVICE_UNAVAILABLE with retryAfter 5, got ${String(write)}`)
+  t.same(tries, [{ operationType: 'mutation', retried: false }])
+  t.match(server.exchanges.slice(before), [{ method: 'POST', status: 503, contentType: 'application/graphql-response+json; charset=utf-8' }], 'sent once')
+
+  const { data } = await client.query<{ school: { name: string } }>({ query: gql(SCHOOL), fetchPolicy: 'network-only' })
+  t.equal(data?.school.name, 'Apollo Outage School', 'answered once the database is back')
+  t.same(tries.slice(1), [{ operationType: 'query', retried: true }])
+  t.same(waits, [5_000], 'after the retryAfter the service named')
+  t.match(server.exchanges.slice(before + 1), [{ status: 503 }, { status: 200 }])
+})
+
+t.test('urql 6: SERVICE_UNAVAILABLE is a CombinedError with the code, retryAfter and the 503, which the page\'s retryIf retries for queries only; graphql-request 7: a ClientError with the 503', { skip: onServer }, async (t) => {
+  const { server, proxy } = await behindProxy(t)
+  const school = await seeded('Urql Outage School')
+  const anonymous = new Client({ url: server.url, exchanges: [cacheExchange, fetchExchange] })
+  const token = (await anonymous.mutation<{ login: { accessToken: string } }>(LOGIN, { username: school.username, password: PASSWORD }).toPromise()).data!.login.accessToken
+  const client = new Client({ url: server.url, exchanges: [cacheExchange, fetchExchange], fetchOptions: { headers: bearer(token) } })
+  await proxy.cut()
+
+  const refused = await client.query(SCHOOL, {}, { requestPolicy: 'network-only' }).toPromise()
+  t.match(server.exchanges.at(-1), { method: 'GET', status: 503 })
+  t.equal(refused.error?.networkError, undefined, 'not a network error: the server\'s GraphQL errors')
+  t.equal(refused.error?.graphQLErrors[0]?.extensions.code, 'SERVICE_UNAVAILABLE', String(refused.error))
+  t.equal(refused.error?.graphQLErrors[0]?.extensions.retryAfter, 5)
+  t.equal(refused.error?.response?.status, 503)
+  t.equal(refused.error?.response?.headers.get('retry-after'), '5', 'Retry-After readable too')
+  t.ok(urqlRetryIf(refused.error!, refused.operation), 'a query: retried')
+
+  const write = await client.mutation('mutation Room { createClassroom(input: { name: "Room 1" }) { id } }', {}).toPromise()
+  t.equal(write.error?.graphQLErrors[0]?.extensions.code, 'SERVICE_UNAVAILABLE')
+  t.notOk(urqlRetryIf(write.error!, write.operation), 'a mutation: not retried')
+
+  const fieldError = await client.query(STUDENT, { id: 'not-a-uuid' }).toPromise()
+  t.notOk(urqlRetryIf(fieldError.error!, fieldError.operation), 'another error: not retried')
+
+  // graphql-request 7: a ClientError with the 503 and Retry-After, as the page says.
+  const refusedToo = await new GraphQLClient(server.url, { headers: bearer(token) }).request(SCHOOL).then(() => undefined, (e: unknown) => e)
+  t.type(refusedToo, ClientError)
+  if (refusedToo instanceof ClientError) {
+    t.equal(refusedToo.response.status, 503)
+    t.equal(refusedToo.response.errors?.[0]?.extensions?.code, 'SERVICE_UNAVAILABLE')
+    t.equal(refusedToo.response.headers.get('retry-after'), '5')
+  }
 })

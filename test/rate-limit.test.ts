@@ -1,12 +1,14 @@
 // Rate limits per user, per school and (without a valid token) per client address: 429 with
 // Retry-After and the RateLimit headers; counters in memory or in Redis, shared by every app on it;
-// a Redis outage lets requests through.
+// a Redis outage lets requests through. Every refusal by any limit, of any path, is a 429 whose
+// Retry-After is the retryAfter its body names.
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { createUser } from '../src/admin/records.js'
 import type { Config } from '../src/config.js'
+import { basic, clientToken, seedClient, tokenRequest } from './fixtures/oauth.js'
 import { metricsText, REDIS_URL, redisPrefix } from './fixtures/shared-state.js'
-import { build, login, PASSWORD, seedSchool, testDatabase, unique, type GraphQLResponse } from './helper.js'
+import { build, gql, LOGIN, login, PASSWORD, seedSchool, testDatabase, unique, type GraphQLResponse } from './helper.js'
 
 const SCHOOL = '{ school { id } }'
 
@@ -139,4 +141,74 @@ t.test('limits off (0): no counting, no headers', async (t) => {
   const res = await ask(app)
   t.equal(res.statusCode, 200)
   t.notOk(res.headers['ratelimit-limit'])
+})
+
+/** A refusal as the client sees it: its status, its Retry-After header and the seconds its body names. */
+interface Refusal { statusCode: number, header: unknown, named: unknown }
+
+const graphqlRefusal = (res: GraphQLResponse): Refusal => ({
+  statusCode: res.statusCode,
+  header: res.headers['retry-after'],
+  named: res.body.errors?.find((e) => e.extensions?.code === 'TOO_MANY_REQUESTS')?.extensions?.retryAfter
+})
+
+/** Each path that answers TOO_MANY_REQUESTS (or the token endpoint's 429): set up, then the refused request. */
+const LIMITED: Array<[string, Partial<Config>, (app: FastifyInstance) => Promise<Refusal>]> = [
+  ['a user\'s requests', { rateLimitUserPerMinute: 1 }, async (app) => {
+    const { accessToken } = await login(app, (await seedSchool(unique('User Path'))).username)
+    await ask(app, accessToken)
+    return graphqlRefusal(await ask(app, accessToken))
+  }],
+  ['a client\'s requests', { rateLimitClientPerMinute: 1 }, async (app) => {
+    const token = await clientToken(app, await seedClient((await seedSchool(unique('Client Path'))).schoolId, ['roster-core.readonly']))
+    await ask(app, token)
+    return graphqlRefusal(await ask(app, token))
+  }],
+  ['a school\'s requests', { rateLimitSchoolPerMinute: 1 }, async (app) => {
+    const { accessToken } = await login(app, (await seedSchool(unique('School Path'))).username)
+    await ask(app, accessToken)
+    return graphqlRefusal(await ask(app, accessToken))
+  }],
+  ['an address\'s requests', { rateLimitAddressPerMinute: 1 }, async (app) => {
+    await ask(app, undefined, '203.0.113.77')
+    return graphqlRefusal(await ask(app, undefined, '203.0.113.77'))
+  }],
+  ['a caller\'s writes', { rateLimitWritesPerMinute: 1 }, async (app) => {
+    const { accessToken } = await login(app, (await seedSchool(unique('Write Path'))).username)
+    const write = async (): Promise<GraphQLResponse> => await gql(app, `mutation { createClassroom(input: { name: "${unique('Room')}" }) { id } }`, { token: accessToken })
+    await write()
+    return graphqlRefusal(await write())
+  }],
+  // Failures until the account is locked: each one past the first locks it longer (1 s, 2 s, ...),
+  // so a slow machine whose lock ends between two attempts only gets a longer one.
+  ['a locked login', { loginFailuresPerAccount: 1, loginFailuresPerAddress: 0 }, async (app) => {
+    const { username } = await seedSchool(unique('Login Path'))
+    return await untilLocked(async () => await gql(app, LOGIN, { variables: { username, password: 'not the password at all' } }), (res) => res.statusCode, graphqlRefusal)
+  }],
+  ['a locked client at the token endpoint', { loginFailuresPerAccount: 1, loginFailuresPerAddress: 0 }, async (app) => {
+    const client = await seedClient((await seedSchool(unique('Token Path'))).schoolId, ['roster-core.readonly'])
+    return await untilLocked(async () => await tokenRequest(app, { grant_type: 'client_credentials' }, { authorization: basic(client.clientId, 'A'.repeat(43)) }),
+      (res) => res.statusCode, (res) => {
+        const named = /retry in (\d+) s$/.exec(String(res.body.error_description))?.[1]
+        return { statusCode: res.statusCode, header: res.headers['retry-after'], named: named === undefined ? undefined : Number(named) }
+      })
+  }]
+]
+
+async function untilLocked<R> (attempt: () => Promise<R>, status: (res: R) => number, refusal: (res: R) => Refusal): Promise<Refusal> {
+  for (let i = 0; i < 8; i++) {
+    const res = await attempt()
+    if (status(res) === 429) return refusal(res)
+  }
+  throw new Error('never locked')
+}
+
+t.test('every refusal by a limit is a 429 whose Retry-After header is the retryAfter it names', async (t) => {
+  for (const [path, config, refused] of LIMITED) {
+    const app = await build(t, config)
+    const { statusCode, header, named } = await refused(app)
+    t.equal(statusCode, 429, `${path}: 429`)
+    t.ok(typeof named === 'number' && named >= 1, `${path}: names the seconds to wait (${String(named)})`)
+    t.equal(header, String(named), `${path}: Retry-After ${String(header)}`)
+  }
 })

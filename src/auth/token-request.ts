@@ -7,8 +7,12 @@ import { normalizeScopes, parseScope, type Scope } from './scopes.js'
 export const TOKEN_PATH = '/oauth/token'
 export const FORM_MEDIA_TYPE = 'application/x-www-form-urlencoded'
 
-/** RFC 6749 §5.2's error codes (this endpoint never answers invalid_grant or unauthorized_client). */
-export type OAuthErrorCode = 'invalid_request' | 'invalid_client' | 'invalid_scope' | 'unsupported_grant_type'
+/**
+ * RFC 6749 §5.2's error codes (this endpoint never answers invalid_grant or unauthorized_client),
+ * and temporarily_unavailable, which §4.1.2.1 gives the authorization endpoint for a server that
+ * cannot answer for now: here with a 503 and Retry-After, while the database is out of reach.
+ */
+export type OAuthErrorCode = 'invalid_request' | 'invalid_client' | 'invalid_scope' | 'unsupported_grant_type' | 'temporarily_unavailable'
 
 export interface OAuthError {
   error: OAuthErrorCode

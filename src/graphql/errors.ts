@@ -5,9 +5,11 @@ import mercurius, { type MercuriusContext } from 'mercurius'
 import { documentErrorStatus } from './http.js'
 import { QUERY_LIMIT_EXCEEDED, tokenLimitError } from './limits.js'
 import type { AdminError, AdminErrorCode, InvalidField } from '../admin/records.js'
+import { DATABASE_RETRY_AFTER, DATABASE_UNAVAILABLE_MESSAGE, databaseUnavailable } from '../db/unavailable.js'
 import type { OutOfScopeField } from './scope-check.js'
 
 const { ErrorWithProps } = mercurius
+type CodedError = InstanceType<typeof ErrorWithProps>
 
 export type ErrorCode =
   // Field errors of an executed operation.
@@ -116,6 +118,9 @@ export const trustedDocumentRequired = (): Error =>
 /** A refusal by a limit; a response whose data is null because of it is a 429. */
 export const tooManyRequests = (message: string, retryAfter: number): Error =>
   new ErrorWithProps(message, { code: 'TOO_MANY_REQUESTS', retryAfter }, 429)
+/** An operation failed because the database is out of reach (src/db/unavailable.ts); no data: a 503. */
+const databaseOutOfReach = (): CodedError =>
+  new ErrorWithProps(DATABASE_UNAVAILABLE_MESSAGE, { code: 'SERVICE_UNAVAILABLE' satisfies ErrorCode, retryAfter: DATABASE_RETRY_AFTER }, 503)
 
 const INTERNAL_MESSAGE = 'Internal server error'
 
@@ -190,12 +195,15 @@ type Formatter = (
 /**
  * Mercurius's errorFormatter. Refusals of the request (above) answer with their own status and
  * code; coded errors pass as they are; errors of the GraphQL language (syntax, validation, variable
- * coercion) keep message and locations; anything else is logged with the request id and shown as a
- * generic error, so no stack, SQL or internal detail reaches a client.
+ * coercion) keep message and locations; a failure because the database is out of reach
+ * (src/db/unavailable.ts) is SERVICE_UNAVAILABLE with retryAfter; anything else is logged with the
+ * request id and shown as a generic error, so no stack, SQL or internal detail reaches a client.
  *
  * GraphQL over HTTP: a request that never reached execution has no `data`, and its status follows
- * the negotiated media type (http.ts); an executed one has `data` and is a 200 (a 429 when a refused
- * field, a locked `login`, left no data).
+ * the negotiated media type (http.ts); an executed one has `data` and is a 200 (a 429 or 503 when a
+ * refused field, a locked `login` or the database out of reach, left no data). Every answer holding
+ * an error with `extensions.retryAfter` carries it as `Retry-After` too (the longest, if several),
+ * whatever path refused.
  */
 export function createErrorFormatter ({ production, bodyLimitBytes }: ErrorFormatterOptions): Formatter {
   return (execution, context) => {
@@ -213,6 +221,14 @@ export function createErrorFormatter ({ production, bodyLimitBytes }: ErrorForma
     }
 
     let refusedStatus: number | undefined
+    let retryAfter: number | undefined
+    // A coded error's part in the answer: its status (when it leaves no data) and seconds to wait.
+    const noted = (error: CodedError): Record<string, unknown> => {
+      const extensions = error.extensions as Record<string, unknown>
+      if (error.statusCode === 429 || error.statusCode === 503) refusedStatus = Math.max(refusedStatus ?? 0, error.statusCode)
+      if (typeof extensions.retryAfter === 'number') retryAfter = Math.max(retryAfter ?? 0, extensions.retryAfter)
+      return extensions
+    }
     const errors = flatten(execution.errors).map((error): GraphQLFormattedError => {
       const original = error.originalError
       if (original === undefined || original === null || original instanceof GraphQLError) {
@@ -224,9 +240,19 @@ export function createErrorFormatter ({ production, bodyLimitBytes }: ErrorForma
         return production ? withoutSuggestions(limited) : limited
       }
       if (original instanceof ErrorWithProps) {
-        if (original.statusCode === 429) refusedStatus = 429
-        log.debug({ code: (original.extensions as { code?: string }).code, path: error.path }, original.message)
+        log.debug({ code: noted(original).code, path: error.path }, original.message)
         return error.toJSON()
+      }
+      if (databaseUnavailable(original)) {
+        // The detail for the operator; for the client, when to retry and the request id.
+        log.error({ err: original, path: error.path }, 'the database is out of reach in a GraphQL operation')
+        const outage = databaseOutOfReach()
+        return {
+          message: outage.message,
+          ...(error.locations && { locations: error.locations }),
+          ...(error.path && { path: error.path }),
+          extensions: { ...noted(outage), requestId: request?.id }
+        }
       }
       log.error({ err: original, path: error.path }, 'unexpected error in a GraphQL operation')
       return {
@@ -236,6 +262,7 @@ export function createErrorFormatter ({ production, bodyLimitBytes }: ErrorForma
         extensions: { code: 'INTERNAL_SERVER_ERROR', requestId: request?.id }
       }
     })
+    if (retryAfter !== undefined) reply?.header('retry-after', String(retryAfter))
     const executed = (execution.data !== undefined && execution.data !== null) || errors.some((e) => e.path !== undefined)
     if (!executed) {
       // A request error (syntax, validation, variables, a query limit): nothing ran, no `data`.

@@ -38,9 +38,12 @@ declare module 'fastify' {
   }
 }
 
-/** onResolution sees the errors as formatted for the client (src/graphql/errors.ts). */
+/**
+ * The service's own failures, not the caller's: a bug, or the database out of reach. onResolution
+ * sees the errors as formatted for the client (src/graphql/errors.ts).
+ */
 function isInternal (error: { extensions?: Record<string, unknown> }): boolean {
-  return error.extensions?.code === 'INTERNAL_SERVER_ERROR'
+  return error.extensions?.code === 'INTERNAL_SERVER_ERROR' || error.extensions?.code === 'SERVICE_UNAVAILABLE'
 }
 
 /** Where any JSON text can begin (after JSON's whitespace): a value that is not an object, or an object. */

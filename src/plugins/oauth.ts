@@ -3,12 +3,13 @@
 // only in this plugin's encapsulated context, so the GraphQL endpoint still takes JSON alone.
 // Every answer is JSON with `Cache-Control: no-store` and `Pragma: no-cache` (§5.1); refusals are
 // §5.2's `{ error, error_description }`. Failed client authentications are throttled per client
-// id and per address, as logins are.
+// id and per address, as logins are. While the database is out of reach, a 503 with Retry-After.
 import formbody from '@fastify/formbody'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { fullScopeName } from '../auth/scopes.js'
 import { invalidClient, oauthError, readTokenRequest, scopeNotHeld, TOKEN_PATH, type OAuthError } from '../auth/token-request.js'
+import { DATABASE_RETRY_AFTER, DATABASE_UNAVAILABLE_MESSAGE, databaseUnavailable } from '../db/unavailable.js'
 
 function refuse (reply: FastifyReply, failure: OAuthError, { basic = false, status = 400 } = {}): FastifyReply {
   // §5.2: a client that tried HTTP Basic gets 401 and the scheme to use.
@@ -29,10 +30,16 @@ async function tokenEndpoint (app: FastifyInstance): Promise<void> {
   })
 
   // Malformed bodies, other media types, bodies over the limit: an OAuth refusal, not Fastify's.
+  // The database out of reach: retry in a moment; anything else: a generic server error.
   app.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
     const status = error.statusCode ?? 500
     if (status >= 400 && status < 500) {
       return refuse(reply, oauthError('invalid_request', error.message), { status: status === 413 ? 413 : 400 })
+    }
+    if (databaseUnavailable(error)) {
+      request.log.error({ err: error }, 'token request failed: the database is out of reach')
+      reply.header('retry-after', DATABASE_RETRY_AFTER)
+      return refuse(reply, oauthError('temporarily_unavailable', DATABASE_UNAVAILABLE_MESSAGE), { status: 503 })
     }
     request.log.error({ err: error }, 'token request failed')
     return reply.code(500).send({ error: 'server_error', error_description: 'Internal server error' })

@@ -57,7 +57,6 @@ export const authMutations: Pick<MutationResolvers, 'login' | 'refreshToken' | '
     const attempt = await app.limits.login.attempt(username, reply.request.ip)
     if (!attempt.allowed) {
       const retryAfter = Math.ceil(attempt.retryAfterMs / 1000)
-      reply.header('retry-after', retryAfter)
       app.limits.refused('login')
       throw tooManyRequests(`Too many login attempts: retry in ${retryAfter} s`, retryAfter)
     }
