@@ -6,13 +6,14 @@
 // application/graphql-response+json) and a rate limit's 429 with extensions.retryAfter. With the
 // database cut off (PostgreSQL behind a TCP proxy), the retries of docs/api/clients.md: Apollo's
 // RetryLink retries a query on SERVICE_UNAVAILABLE and gets its answer once the database is back;
-// urql's retryExchange (not installed here) would be given what its retryIf reads; graphql-request
-// rejects with the 503.
+// urql's retryExchange retries a query on it with the page's retryIf and gets its answer once the
+// database is back; graphql-request rejects with the 503.
 import { createHash } from 'node:crypto'
 import { ApolloClient, ApolloLink, CombinedGraphQLErrors, HttpLink, InMemoryCache, gql } from '@apollo/client'
 import { createPersistedQueryLink } from '@apollo/client/link/persisted-queries'
 import { RetryLink } from '@apollo/client/link/retry'
 import { Client, CombinedError, cacheExchange, fetchExchange, type Operation } from '@urql/core'
+import { retryExchange } from '@urql/exchange-retry'
 import type { FastifyInstance } from 'fastify'
 import { OperationTypeNode } from 'graphql'
 import { ClientError, GraphQLClient } from 'graphql-request'
@@ -406,6 +407,37 @@ t.test('urql 6: SERVICE_UNAVAILABLE is a CombinedError with the code, retryAfter
 
   const fieldError = await client.query(STUDENT, { id: 'not-a-uuid' }).toPromise()
   t.notOk(urqlRetryIf(fieldError.error!, fieldError.operation), 'another error: not retried')
+
+  // The page's retryExchange, but for its delays (a few milliseconds, not the retryAfter) and the
+  // database brought back at the first retry: the query is sent again until it is answered.
+  const retried: string[] = []
+  let back: Promise<void> | undefined
+  const retrying = new Client({
+    url: server.url,
+    exchanges: [cacheExchange, retryExchange({
+      initialDelayMs: 5,
+      maxDelayMs: 20,
+      randomDelay: false,
+      // Bounded by the attempts (at most 20 ms each), not by a guess of how soon the proxy listens.
+      maxNumberAttempts: 1000,
+      retryIf: (error, operation) => {
+        const retry = urqlRetryIf(error, operation)
+        retried.push(`${operation.kind}:${String(retry)}`)
+        back ??= proxy.open()
+        return retry
+      }
+    }), fetchExchange],
+    fetchOptions: { headers: bearer(token) }
+  })
+  const before = server.exchanges.length
+  const answered = await retrying.query(SCHOOL, {}, { requestPolicy: 'network-only' }).toPromise()
+  await back
+  t.equal(answered.error, undefined, String(answered.error))
+  t.equal((answered.data as { school: { name: string } } | undefined)?.school.name, 'Urql Outage School', 'answered once the database is back')
+  t.ok(retried.length >= 1 && retried.every((one) => one === 'query:true'), `retried on SERVICE_UNAVAILABLE only: ${retried.join(', ')}`)
+  const sent = server.exchanges.slice(before)
+  t.same(sent.map((one) => one.status), [...sent.slice(0, -1).map(() => 503), 200], 'refused with 503 until the database was back, then answered')
+  await proxy.cut()
 
   // graphql-request 7: a ClientError with the 503 and Retry-After, as the page says.
   const refusedToo = await new GraphQLClient(server.url, { headers: bearer(token) }).request(SCHOOL).then(() => undefined, (e: unknown) => e)
