@@ -7,7 +7,7 @@ import type { Database } from '../db/client.js'
 import { comparable, insertStudents, studentsBySourcedId, updateStudents, type StudentWritten } from '../db/typed-writes.js'
 import { Prisma } from '../generated/prisma/client.js'
 import { GradeLevel, StudentStatus, TeacherRole, TeacherStatus, UserRole } from '../generated/prisma/enums.js'
-import { uuidv7 } from '../import/oneroster.js'
+import { v7 as uuidv7 } from 'uuid'
 import { parseUuid } from '../validators.js'
 
 /**

@@ -11,6 +11,7 @@
 import { createHash } from 'node:crypto'
 import { print, type GraphQLResolveInfo } from 'graphql'
 import mercurius from 'mercurius'
+import stringify from 'safe-stable-stringify'
 import type { KeptIdempotencyKey } from '../db/school-session.js'
 import type { PrismaClient } from '../generated/prisma/client.js'
 import { badUserInput, type ErrorCode } from './errors.js'
@@ -45,22 +46,14 @@ export function idempotencyKeyOf (argument: string | null | undefined, header: s
   return key
 }
 
-/** JSON with object keys in order, so that the same arguments always print the same. */
-function canonical (value: unknown): string {
-  if (value instanceof Date) return JSON.stringify(value.toISOString())
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value).filter(([, inner]) => inner !== undefined).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0)
-    return `{${entries.map(([key, inner]) => `${JSON.stringify(key)}:${canonical(inner)}`).join(',')}}`
-  }
-  return JSON.stringify(value) ?? 'null'
-}
-
-/** What a retry must repeat: the mutation field, its arguments (the key aside) and its selection. */
+/**
+ * What a retry must repeat: the mutation field, its arguments (the key aside; as JSON with object keys
+ * in order, so that the same arguments always print the same) and its selection.
+ */
 export function fingerprintOf (info: GraphQLResolveInfo, args: Record<string, unknown>): string {
   const { idempotencyKey: _key, ...rest } = args
   const selection = info.fieldNodes.map((node) => node.selectionSet === undefined ? '' : print(node.selectionSet)).join(' ')
-  return createHash('sha256').update(`${info.fieldName}\n${canonical(rest)}\n${selection}`).digest('hex')
+  return createHash('sha256').update(`${info.fieldName}\n${stringify(rest)}\n${selection}`).digest('hex')
 }
 
 /** An answer as JSON, its Dates marked so that they come back as Dates (the scalars serialize Dates). */

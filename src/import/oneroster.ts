@@ -13,7 +13,7 @@
 // records of the import's (those with a sourcedId): what it does not hold is removed, enrollments
 // ended; a delta file changes what it lists, rows tobedeleted removing theirs; a file absent changes
 // nothing. Removals are planned here, with everything else, and written by write.ts.
-import { randomBytes } from 'node:crypto'
+import { v7 as uuidv7 } from 'uuid'
 import { ImportError, readTable, type Bundle, type Row, type Table } from './bundle.js'
 
 export type GradeLevel =
@@ -141,25 +141,6 @@ export interface Existing {
   /** The teachers with a sourcedId (the others are not the import's). */
   teachers: Array<{ id: string, sourcedId: string | null }>
   assignments: Array<{ teacherId: string, classroomId: string }>
-}
-
-// Random bytes are drawn 64 KiB at a time: one system call per 4,096 ids, not one per id.
-let pool = Buffer.alloc(0)
-let poolOffset = 0
-
-/** UUID version 7 (time-ordered, like the ids Prisma makes for these tables). */
-export function uuidv7 (): string {
-  if (poolOffset + 16 > pool.length) {
-    pool = randomBytes(65_536)
-    poolOffset = 0
-  }
-  const bytes = pool.subarray(poolOffset, poolOffset + 16)
-  poolOffset += 16
-  bytes.writeUIntBE(Date.now(), 0, 6)
-  bytes[6] = (bytes[6]! & 0x0f) | 0x70
-  bytes[8] = (bytes[8]! & 0x3f) | 0x80
-  const hex = bytes.toString('hex')
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
 }
 
 const fail = (table: Table | string, line: number | undefined, reason: string): never => {

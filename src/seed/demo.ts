@@ -7,7 +7,8 @@ import { createSchool, createUsers } from '../admin/records.js'
 import { READ_SCOPES } from '../auth/scopes.js'
 import type { Environment } from '../config.js'
 import type { Database } from '../db/client.js'
-import { uuidv7, type GradeLevel } from '../import/oneroster.js'
+import { v7 as uuidv7 } from 'uuid'
+import type { GradeLevel } from '../import/oneroster.js'
 
 export class SeedError extends Error {
   override name = 'SeedError'
