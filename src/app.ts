@@ -26,6 +26,11 @@ export interface BuildOptions {
   /** An open database owned by the caller; by default the app opens (and closes) its own. */
   database?: Database
   logger?: FastifyServerOptions['logger']
+  /**
+   * The time in milliseconds since the epoch, as Date.now (the default), by which access and
+   * refresh tokens are issued and expire: tests pass a clock they move instead of sleeping.
+   */
+  now?: () => number
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/
@@ -89,7 +94,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(databasePlugin, { database: options.database })
   await app.register(metricsPlugin)
   await app.register(redisPlugin)
-  await app.register(authPlugin)
+  await app.register(authPlugin, { now: options.now ?? Date.now })
   await app.register(auditPlugin)
   await app.register(rateLimitPlugin)
   await app.register(graphqlPlugin)

@@ -1,7 +1,7 @@
-import { setTimeout as sleep } from 'node:timers/promises'
+// Login, refresh and logout of users, and the lifetimes of their access and refresh tokens.
 import t from 'tap'
 import { assignUser, createSchool, createUser } from '../src/admin/records.js'
-import { build, gql, login, LOGIN, PASSWORD, seedSchool, testDatabase, unique } from './helper.js'
+import { build, gql, login, LOGIN, PASSWORD, seedSchool, testClock, testDatabase, unique } from './helper.js'
 
 const REFRESH = 'mutation($t: String!) { refreshToken(refreshToken: $t) { accessToken } }'
 const LOGOUT = 'mutation($t: String!) { logout(refreshToken: $t) }'
@@ -86,29 +86,37 @@ t.test('an access token is refused as a refresh token, and a refresh token as an
   t.same(query.body.errors![0]!.path, ['students'])
 })
 
-t.test('an expired access token is UNAUTHENTICATED and a refresh brings access back', async (t) => {
-  const app = await build(t, { accessTokenTtl: 1 })
+t.test('an access token is refused from its expiry on, and a refresh brings access back at once', async (t) => {
+  const clock = testClock()
+  const app = await build(t, {}, { now: clock.now })
   const school = await seedSchool('Expiry School', [['Alan Turing']])
   const { accessToken, refreshToken } = await login(app, school.username)
-  t.equal((await gql(app, STUDENTS, { token: accessToken })).body.data!.students.length, 1, 'valid at first')
-  await sleep(2100)
+  const { exp } = app.jwt.decode<{ exp: number }>(accessToken)!
+  clock.advance(exp * 1000 - 1 - clock.now())
+  t.equal((await gql(app, STUDENTS, { token: accessToken })).body.data!.students.length, 1, 'valid until the last millisecond before exp')
+  clock.advance(1)
   const expired = await gql(app, STUDENTS, { token: accessToken })
   t.equal(expired.statusCode, 200)
-  t.equal(expired.body.errors![0]!.extensions!.code, 'UNAUTHENTICATED')
+  t.equal(expired.body.errors![0]!.extensions!.code, 'UNAUTHENTICATED', 'refused at exp')
   t.same(expired.body.errors![0]!.path, ['students'])
+  // The clock stands still: the refreshed token cannot lapse before its use.
   const refreshed = await gql(app, REFRESH, { variables: { t: refreshToken } })
   const again = await gql(app, STUDENTS, { token: refreshed.body.data!.refreshToken.accessToken })
   t.equal(again.body.data!.students[0].fullName, 'Alan Turing')
 })
 
-t.test('an expired refresh token is refused', async (t) => {
-  const app = await build(t, { refreshTokenTtl: 1 })
+t.test('a refresh token is refused from its expiry on, for refresh and logout alike', async (t) => {
+  const clock = testClock()
+  const app = await build(t, { refreshTokenTtl: 60 }, { now: clock.now })
   const school = await seedSchool('Refresh Expiry School')
-  const { refreshToken } = await login(app, school.username)
-  t.type((await gql(app, REFRESH, { variables: { t: refreshToken } })).body.data?.refreshToken.accessToken, 'string')
-  await sleep(1100)
+  const { accessToken, refreshToken } = await login(app, school.username)
+  clock.advance(60_000 - 1)
+  t.type((await gql(app, REFRESH, { variables: { t: refreshToken } })).body.data?.refreshToken.accessToken, 'string', 'usable until the last millisecond')
+  clock.advance(1)
   const res = await gql(app, REFRESH, { variables: { t: refreshToken } })
-  t.equal(res.body.errors![0]!.message, 'Invalid or expired refresh token')
+  t.equal(res.body.errors![0]!.message, 'Invalid or expired refresh token', 'refused at its expiry')
+  // The access token (15 minutes) is still valid; the refresh token has nothing left to revoke.
+  t.same((await gql(app, LOGOUT, { variables: { t: refreshToken }, token: accessToken })).body.data, { logout: false })
 })
 
 t.test('missing, malformed and forged access tokens are UNAUTHENTICATED', async (t) => {

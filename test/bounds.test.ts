@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../src/app.js'
 import type { Config } from '../src/config.js'
 import { openDatabase, type Database } from '../src/db/client.js'
-import { build, gql, login, seedSchool, serverUrl, testConfig, testDatabase, testDatabaseUrl } from './helper.js'
+import { build, gql, login, seedSchool, serverUrl, serviceConnection, testConfig, testDatabase, testDatabaseUrl } from './helper.js'
 
 const ONLY_POSTGRES = serverUrl === undefined ? 'PostgreSQL only: the embedded database has no statement_timeout nor pool' : false
 
@@ -106,9 +106,9 @@ function stuckField (t: Test, app: FastifyInstance): void {
   t.teardown(() => { for (const release of waiting) release() })
 }
 
-async function waitFor (what: string, check: () => boolean): Promise<void> {
+async function waitFor (what: string, check: () => boolean | Promise<boolean>): Promise<void> {
   for (let i = 0; i < 500; i++) {
-    if (check()) return
+    if (await check()) return
     await sleep(10)
   }
   throw new Error(`gave up waiting: ${what}`)
@@ -176,12 +176,16 @@ t.test('a statement past DATABASE_STATEMENT_TIMEOUT_MS is cancelled by PostgreSQ
 t.test('with every pooled connection busy, a request fails after DATABASE_CONNECT_TIMEOUT_MS instead of queueing', { skip: ONLY_POSTGRES }, async (t) => {
   const database = await openDatabase({ url: await testDatabaseUrl(), poolSize: 1, connectTimeoutMs: 200, statementTimeoutMs: 0 })
   t.teardown(() => database.close())
-  const app = await appWithSlowField(t, {}, database, 'SELECT 1 AS done FROM pg_sleep(3)')
+  // The slow statement waits for a lock the test holds: it keeps the only connection until released.
+  const holder = await serviceConnection(t)
+  await holder.query('SELECT pg_advisory_lock(4711)')
+  const app = await appWithSlowField(t, {}, database, 'SELECT 1 AS done FROM pg_advisory_xact_lock(4711)')
   const busy = gql(app, '{ slow }')
-  // Let the slow statement take the only connection.
-  await sleep(500)
+  await waitFor('the slow statement to hold the only connection', async () => (await holder.query(
+    "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM pg_advisory_xact_lock(4711)%'")).rows[0].n === 1)
   const waiting = await database.prisma.$queryRawUnsafe('SELECT 1').then(() => 'answered', (err: Error) => err.message)
   t.match(waiting, /timeout/i, 'the second caller is refused, not queued behind the first')
+  await holder.query('SELECT pg_advisory_unlock(4711)')
   const first = await busy
   t.same(first.body, { data: { slow: true } }, 'the first request finishes normally')
 })

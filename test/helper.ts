@@ -284,14 +284,21 @@ export async function testDatabaseUrl (): Promise<string | undefined> {
   return 'url' in db.migrationTarget ? db.migrationTarget.url : undefined
 }
 
-/** An app on this file's database, closed when the test ends. */
+/** An app on this file's database, closed when the test ends; `now` its clock (BuildOptions.now). */
 export async function build (
   test: { teardown: (fn: () => unknown) => void },
-  overrides: Partial<Config> = {}
+  overrides: Partial<Config> = {},
+  { now }: { now?: () => number } = {}
 ): Promise<FastifyInstance> {
-  const app = await buildApp(testConfig(overrides), { database: await testDatabase(), logger: false })
+  const app = await buildApp(testConfig(overrides), { database: await testDatabase(), logger: false, ...(now !== undefined && { now }) })
   test.teardown(() => app.close())
   return app
+}
+
+/** A clock that starts at the real time and moves only when the test moves it (build's `now`). */
+export function testClock (): { now: () => number, advance: (ms: number) => void } {
+  let time = Date.now()
+  return { now: () => time, advance: (ms) => { time += ms } }
 }
 
 export interface GraphQLResponse {

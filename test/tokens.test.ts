@@ -103,6 +103,7 @@ t.test('every malformed, forged or odd access token is UNAUTHENTICATED with a 20
     'issued in the future': `Bearer ${signed({ ...good, iat: now() + 3600, exp: now() + 4000 })}`,
     'lifetime longer than ACCESS_TOKEN_TTL': `Bearer ${signed({ ...good, exp: now() + 86_400 })}`,
     'exp a string': `Bearer ${signed({ ...good, exp: String(now() + 600) })}`,
+    'iat a string': `Bearer ${signed({ ...good, iat: String(now()) })}`,
     // Claims
     'no sub': `Bearer ${signed(without('sub'))}`,
     'no iat': `Bearer ${signed(without('iat'))}`,

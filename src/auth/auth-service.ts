@@ -42,7 +42,9 @@ export function createAuthService (
   prisma: PrismaClient,
   refreshTokenTtl: number,
   accessChanges: AccessChanges,
-  log: FastifyBaseLogger
+  log: FastifyBaseLogger,
+  /** The clock of refresh tokens' lifetimes (BuildOptions.now). */
+  now: () => number
 ): AuthService {
   /**
    * A token for the user's state just read. The access version is read after that state, so a
@@ -90,17 +92,17 @@ export function createAuthService (
       if (needsRehash(user.passwordHash)) await rehash(user.id, password)
       return {
         accessToken: await signAccessToken({ userId: user.id, schoolId: user.schoolId, teacherId: user.teacherId }),
-        refreshToken: await issueRefreshToken(prisma, user.id, refreshTokenTtl)
+        refreshToken: await issueRefreshToken(prisma, user.id, refreshTokenTtl, now)
       }
     },
 
     async refresh (refreshToken) {
-      const owner = await findRefreshTokenOwner(prisma, refreshToken)
+      const owner = await findRefreshTokenOwner(prisma, refreshToken, now)
       if (owner === null) return null
       return { accessToken: await signAccessToken(owner) }
     },
 
-    logout: (userId, refreshToken) => revokeRefreshToken(prisma, userId, refreshToken),
+    logout: (userId, refreshToken) => revokeRefreshToken(prisma, userId, refreshToken, now),
 
     async clientToken (clientId, secret, requested) {
       const client = await authenticateClient(prisma, clientId, secret)

@@ -101,13 +101,14 @@ function jwtOptions (secret: string, kid: string, ttlSeconds: number): FastifyJW
     secret,
     // @fastify/jwt reads numbers as seconds.
     sign: { algorithm: 'HS256', expiresIn: ttlSeconds, kid, header: { alg: 'HS256', typ: ACCESS_TOKEN_TYPE } },
-    // Verified tokens are cached (LRU, never past their expiry): verifying is most of a read's
-    // CPU besides the query. Revocation is checked after verification, on every request.
+    // Verified tokens are cached (LRU): verifying is most of a read's CPU besides the query. Expiry
+    // is checked after it (verify, below) on the app's clock, which fast-jwt's verifier cannot read
+    // (its clockTimestamp is fixed when it is made); revocation too, on every request.
     verify: {
       algorithms: ['HS256'],
       requiredClaims: ['sub', 'iat', 'exp'],
       checkTyp: ACCESS_TOKEN_TYPE,
-      maxAge: ttlSeconds,
+      ignoreExpiration: true,
       cache: 10_000
     }
   }
@@ -116,7 +117,9 @@ function jwtOptions (secret: string, kid: string, ttlSeconds: number): FastifyJW
 export async function createAccessTokens (
   app: FastifyInstance,
   keys: AccessTokenKeys,
-  ttlSeconds: number
+  ttlSeconds: number,
+  /** The time in milliseconds (BuildOptions.now): tokens are issued and expire by it. */
+  now: () => number
 ): Promise<AccessTokens> {
   for (const secret of [keys.current, ...keys.previous]) {
     if (secretTooShort(secret)) throw new Error(`JWT secrets must have at least ${MIN_SECRET_BYTES} bytes`)
@@ -138,7 +141,7 @@ export async function createAccessTokens (
 
   return {
     keyId: currentKid,
-    sign: (claims) => signer.sign({ ...claims }),
+    sign: (claims) => signer.sign({ ...claims }, { clockTimestamp: now() }),
     verify (token) {
       if (token.length > MAX_TOKEN_LENGTH) return null
       const verifier = byHeader.get(token.slice(0, token.indexOf('.')))
@@ -147,16 +150,19 @@ export async function createAccessTokens (
       try {
         claims = verifier.verify(token)
       } catch {
-        // Malformed, bad signature, expired, not yet valid, missing claims...: all the same to a client.
+        // Malformed, bad signature, missing claims...: all the same to a client.
         return null
       }
       if (!isOurId(claims.sub)) return null
       if (claims.school !== undefined && !isOurId(claims.school)) return null
       if (claims.av !== undefined && (!Number.isSafeInteger(claims.av) || (claims.av as number) < 0)) return null
-      // fast-jwt has checked that iat and exp are numbers; a lifetime beyond the configured one was
-      // not issued here (maxAge alone would accept it until iat + ttl).
-      const { iat, exp } = claims as { iat: number, exp: number }
-      if (iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS || exp - iat > ttlSeconds) return null
+      // fast-jwt has checked that iat and exp are present. Not numbers, expired (RFC 7519: valid
+      // only before exp), issued in the future, or with a lifetime beyond the configured one (not
+      // issued here): refused.
+      const { iat, exp } = claims
+      if (typeof iat !== 'number' || typeof exp !== 'number') return null
+      const seconds = now() / 1000
+      if (seconds >= exp || iat > seconds + CLOCK_SKEW_SECONDS || exp - iat > ttlSeconds) return null
       const accessVersion = (claims.av as number | undefined) ?? 0
       if (claims.client_id === undefined) {
         // A user's token carries no scope: a user's scopes are their role's. A teacher's names the

@@ -21,11 +21,16 @@ declare module 'fastify' {
   }
 }
 
-export default fp(async (app) => {
+export interface AuthPluginOptions {
+  /** The clock of tokens' lifetimes (BuildOptions.now). */
+  now: () => number
+}
+
+export default fp<AuthPluginOptions>(async (app, { now }) => {
   const { jwtSecret, jwtPreviousSecrets, accessTokenTtl, refreshTokenTtl } = app.config
   // Also checked by loadConfig; this guards a Config built in code.
   if (secretTooShort(jwtSecret)) throw new Error(`JWT_SECRET must have at least ${MIN_SECRET_BYTES} bytes`)
-  const tokens = await createAccessTokens(app, { current: jwtSecret, previous: jwtPreviousSecrets }, accessTokenTtl)
+  const tokens = await createAccessTokens(app, { current: jwtSecret, previous: jwtPreviousSecrets }, accessTokenTtl, now)
   // Hashed on the thread pool while the rest of the app starts (about a tenth of a second); the
   // first login for an unknown user waits for it if it comes sooner.
   prepareDecoy().catch((err: unknown) => { app.log.error({ err }, 'could not make the decoy password hash; logins will try again') })
@@ -43,7 +48,7 @@ export default fp(async (app) => {
   }
   app.addHook('onReady', async () => { watched = await watching })
   app.addHook('onClose', async () => { await accessChanges.close() })
-  app.decorate('auth', createAuthService(tokens, app.db.prisma, refreshTokenTtl, accessChanges, app.log))
+  app.decorate('auth', createAuthService(tokens, app.db.prisma, refreshTokenTtl, accessChanges, app.log, now))
   const auth = app.auth
   app.decorateRequest('identityMemo', null)
   app.decorateRequest('identity', {
