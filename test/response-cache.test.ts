@@ -16,7 +16,11 @@ async function post (app: FastifyInstance, query: string, token: string) {
   return { cache: res.headers['x-cache'], body: res.json() }
 }
 
-async function until (check: () => Promise<boolean>, limit = 2000): Promise<boolean> {
+/**
+ * Whether `check` comes true within `limit` ms: far under the answers' 60 s lifetime, so only the
+ * notification can explain a new answer, and far over a notification's time on a busy machine.
+ */
+async function until (check: () => Promise<boolean>, limit = 20_000): Promise<boolean> {
   const start = Date.now()
   while (Date.now() - start < limit) {
     if (await check()) return true
