@@ -8,7 +8,8 @@ import { PrismaPg } from '@prisma/adapter-pg'
 import { PrismaClient } from '../src/generated/prisma/client.js'
 import { schoolClient } from '../src/db/school-client.js'
 import { planPage } from '../src/graphql/paging.js'
-import { STUDENT_LIST, studentWhere } from '../src/graphql/resolvers/students.js'
+import { STUDENTS } from '../src/records/students.js'
+import { listRead } from '../src/db/typed-reads.js'
 import { createClassroomAssignment } from './fixtures.js'
 import { build, gql, login, seedSchool, serverUrl, testDatabase } from './helper.js'
 
@@ -202,29 +203,30 @@ t.test('a page deep in 100,000 students is an index range scan that reads only t
     FROM generate_series(1, 100000) AS i`, [seeded.schoolId])
   await owner.query('ANALYZE students')
 
-  // The statement the resolver sends, captured from Prisma on a client of this database.
-  const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: db.ownerUrl }), log: [{ emit: 'event', level: 'query' }] })
+  // The statement the resolver sends (src/records/lists.ts), run through a school client of this database.
+  const prisma = new PrismaClient({ adapter: new PrismaPg({ connectionString: db.ownerUrl }) })
   t.teardown(() => prisma.$disconnect())
-  const statements: Array<{ sql: string, params: unknown[] }> = []
-  prisma.$on('query', (e) => { statements.push({ sql: e.query, params: JSON.parse(e.params) as unknown[] }) })
   const scoped = schoolClient(prisma, seeded.schoolId)
   const orderBy = { field: 'FAMILY_NAME' as const, direction: 'ASC' as const }
   const read = async (after: string | null) => {
-    const plan = planPage(STUDENT_LIST, { limit: 100, after, orderBy })
-    statements.length = 0
-    const rows = await scoped.student.findMany({
-      where: { AND: [studentWhere(null), plan.where] },
+    const plan = planPage(STUDENTS.spec, { limit: 100, after, orderBy })
+    const { statement: built, values } = listRead({
+      model: 'Student',
+      fields: ['fullName', ...plan.keyset.fields],
+      conditions: STUDENTS.conditions(null),
+      order: plan.keyset.fields,
+      descending: plan.keyset.descending,
+      after: plan.keyset.after,
       take: plan.take + 1,
-      orderBy: plan.orderBy,
-      select: { id: true, fullName: true, ...plan.select }
+      reach: 'school'
     })
-    const statement = statements.find((s) => /FROM "public"\."students"/.test(s.sql))!
-    return { rows, plan, statement }
+    const rows = await scoped.$queryRawUnsafe<Array<{ id: string }>>(built.sql, ...values)
+    return { rows, plan, statement: { sql: built.sql, params: [seeded.schoolId, ...values] } }
   }
   // A cursor three quarters of the way down: the 75,000th student in this order.
   const [deep] = (await owner.query(`SELECT family_name, given_name, id FROM students WHERE school_id = $1
     ORDER BY family_name, given_name, id OFFSET 74999 LIMIT 1`, [seeded.schoolId])).rows
-  const cursor = planPage(STUDENT_LIST, { orderBy }).cursorOf({ familyName: deep.family_name, givenName: deep.given_name, id: deep.id })
+  const cursor = planPage(STUDENTS.spec, { orderBy }).cursorOf({ familyName: deep.family_name, givenName: deep.given_name, id: deep.id })
   const first = await read(null)
   const page = await read(cursor)
   t.equal(page.rows.length, 101)

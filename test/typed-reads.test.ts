@@ -1,13 +1,16 @@
-// The hot reads as typed statements (src/db/typed-reads.ts, issue 29): the declared column types
-// are the database's; the school is bound by wall 1's step and a statement that does not take it
-// is refused before it runs; each wall alone stops a row of another school on this path; a caller
-// narrower than the school reads through the model operations; and the lists answer through it.
+// The reads of lists and relations as typed statements (src/db/typed-reads.ts, issues 29 and 36),
+// for every caller: the declared column types are the database's; the school (and a teacher) are
+// bound by wall 1's step and a statement that does not take them is refused before it runs; a
+// teacher's statements read the teacher's reach and a client's the columns of its scopes only; each
+// wall alone stops a row of another school, and a teacher's row out of reach, on this path; and
+// the lists answer through it for administrators, teachers and clients alike.
 import t from 'tap'
 import { TenantViolationError } from '../src/db/tenant.js'
-import { COLUMN_TYPES, TYPED_TABLES, columnOf, listRead, registerStatement, relationRead, type TypedModel } from '../src/db/typed-reads.js'
+import { COLUMN_TYPES, TYPED_TABLES, columnOf, listRead, registerStatement, relationRead, assignmentsRead, type ListRead, type StatementReach, type TypedModel } from '../src/db/typed-reads.js'
 import { deniedColumns } from '../src/auth/scopes.js'
+import type { Reach } from '../src/db/reach.js'
 import { createTestDatabase, gql, testDatabase, type TestDatabaseOptions } from './helper.js'
-import { mirror } from './isolation/mirror.js'
+import { mirror, type MirrorSchool } from './isolation/mirror.js'
 
 t.test('the declared column types of the typed statements are the migrated database\'s', async (t) => {
   const db = await testDatabase()
@@ -19,14 +22,15 @@ t.test('the declared column types of the typed statements are the migrated datab
   }
 })
 
-const STUDENTS_READ = { model: 'Student', fields: ['fullName'], classroom: ['name'], conditions: [], order: ['id'], descending: false, take: 1000 } as const
+const studentsRead = (reach: StatementReach, fields: string[] = ['fullName']): ListRead =>
+  ({ model: 'Student', fields, classroom: ['name'], conditions: [], order: ['id'], descending: false, take: 1000, reach })
 
 t.test('wall 1 binds the school to a typed statement, and refuses one that does not take it before it runs', async (t) => {
   const db = await testDatabase()
   const m = await mirror(t, db)
   const client = db.forSchool(m.a.schoolId)
-  t.equal(client.$typedReads(), true, 'an administrator\'s client reads lists as typed statements')
-  const { statement, values } = listRead(STUDENTS_READ)
+  t.equal(client.$statementReach(), 'school', 'an administrator\'s client reads the school\'s rows')
+  const { statement, values } = listRead(studentsRead('school'))
   const rows = await client.$queryRawUnsafe<Array<{ id: string }>>(statement.sql, ...values)
   t.same(rows.map((row) => row.id).sort(), [...m.a.studentIds].sort(), 'the statement reads the school\'s students, the school bound by the step')
 
@@ -36,84 +40,146 @@ t.test('wall 1 binds the school to a typed statement, and refuses one that does 
   const joinWithoutSchool = registerStatement({
     sql: 'SELECT s.id AS "id", c.no_such_column AS "x" FROM students s JOIN classrooms c ON c.id = s.classroom_id WHERE s.school_id = $1',
     model: 'Student',
-    classroom: undefined
+    joined: [],
+    columns: []
   })
   await t.rejects(client.$queryRawUnsafe(joinWithoutSchool.sql), { name: 'TenantViolationError', message: /classrooms c does not take the school/ },
     'a registered statement with a table that does not take the school is refused before it runs')
-  const otherTable = registerStatement({ sql: 'SELECT u.id AS "id" FROM users u WHERE u.school_id = $1', model: 'Student', classroom: undefined })
+  const otherTable = registerStatement({ sql: 'SELECT u.id AS "id" FROM users u WHERE u.school_id = $1', model: 'Student', joined: [], columns: [] })
   await t.rejects(client.$queryRawUnsafe(otherTable.sql), { name: 'TenantViolationError', message: /tenant tables only/ }, 'and one that reads another table')
-  const twoStatements = registerStatement({ sql: 'SELECT s.id AS "id" FROM students s WHERE s.school_id = $1; SELECT 1', model: 'Student', classroom: undefined })
+  const twoStatements = registerStatement({ sql: 'SELECT s.id AS "id" FROM students s WHERE s.school_id = $1; SELECT 1', model: 'Student', joined: [], columns: [] })
   await t.rejects(client.$queryRawUnsafe(twoStatements.sql), { name: 'TenantViolationError', message: /one statement/ }, 'and two statements')
+  const teachers = listRead({ ...studentsRead('teacher'), model: 'Teacher', classroom: undefined })
+  await t.rejects(client.$queryRawUnsafe(teachers.statement.sql, ...teachers.values), { name: 'TenantViolationError', message: /teacher's client only/ },
+    'and a statement built for a teacher\'s reach (its $2 is the teacher, which this client has not)')
 })
 
-t.test('a caller narrower than the school reads through the model operations', async (t) => {
+t.test('a teacher\'s statements take the teacher\'s reach, bound by wall 1; a school\'s statement or one without the reach is refused', async (t) => {
   const db = await testDatabase()
   const m = await mirror(t, db)
   const teacher = db.forSchool(m.a.schoolId, { teacherId: m.a.teacherIds[0] })
-  t.equal(teacher.$typedReads(), false, 'a teacher\'s client does not')
-  const { statement, values } = listRead(STUDENTS_READ)
-  await t.rejects(teacher.$queryRawUnsafe(statement.sql, ...values), TenantViolationError, 'and refuses a typed statement (callerReach)')
-  const core = db.forSchool(m.a.schoolId, { deniedColumns: deniedColumns(['roster-core.readonly']) })
-  t.equal(core.$typedReads(), false, 'nor does the client of a caller without every scope')
-  await t.rejects(core.$queryRawUnsafe(statement.sql, ...values), TenantViolationError, 'which refuses it too')
+  t.equal(teacher.$statementReach(), 'teacher', 'a teacher\'s client reads the teacher\'s reach')
+  const inReach = (ids: string[]) => ids.filter((id) => m.a.teacherReach.has(id)).sort()
+  for (const model of ['Student', 'Teacher', 'Classroom'] as const) {
+    const { statement, values } = listRead({ model, fields: ['id'], conditions: [], order: ['id'], descending: false, take: 1000, reach: 'teacher' })
+    const rows = await teacher.$queryRawUnsafe<Array<{ id: string }>>(statement.sql, ...values)
+    const all = model === 'Student' ? m.a.studentIds : model === 'Teacher' ? m.a.teacherIds : m.a.classroomIds
+    t.same(rows.map((row) => row.id).sort(), inReach(all), `${model}: the teacher's reach, exactly`)
+    t.ok(inReach(all).length < all.length, `${model}: which is less than the school`)
+  }
+  const school = listRead(studentsRead('school'))
+  await t.rejects(teacher.$queryRawUnsafe(school.statement.sql, ...school.values), { name: 'TenantViolationError', message: /teacher's reach only/ },
+    'a statement built for the school is refused on a teacher\'s client')
+  // A teacher's statement whose classroom join lacks the reach: refused before it runs.
+  const built = listRead(studentsRead('teacher'))
+  const unconfined = registerStatement({ ...built.statement, sql: built.statement.sql.replace(/ AND EXISTS \(SELECT 1 FROM teacher_classrooms rc [^)]*\)/, '') })
+  t.not(unconfined.sql, built.statement.sql, 'the control statement differs from the built one by the classroom\'s reach')
+  await t.rejects(teacher.$queryRawUnsafe(unconfined.sql, ...built.values), { name: 'TenantViolationError', message: /classrooms c is not confined to the teacher's reach/ },
+    'a teacher\'s statement with a table outside the reach conditions is refused before it runs')
+  const relation = relationRead('Teacher.classrooms', ['id'], m.a.teacherIds, 'teacher')
+  const rows = await teacher.$queryRawUnsafe<Array<{ id: string, $parent: string }>>(relation.statement.sql, ...relation.values)
+  t.ok(rows.length > 0 && rows.every((row) => m.a.teacherReach.has(row.id)), 'a colleague\'s classrooms: only those in the teacher\'s reach')
+  t.ok(rows.some((row) => row.$parent === m.a.teacherIds[1]), 'a colleague\'s shared classroom is read')
 })
 
-t.test('the lists and their relations answer through the typed statements', async (t) => {
+t.test('a client\'s statements read the columns of its scopes only', async (t) => {
   const db = await testDatabase()
   const m = await mirror(t, db)
-  // Every typed statement the app's school clients send, seen through a proxy of each client.
+  const core = db.forSchool(m.a.schoolId, { deniedColumns: deniedColumns(['roster-core.readonly']) })
+  t.equal(core.$statementReach(), 'school')
+  t.notOk(core.$readableColumns('Student').includes('email'), 'its readable columns leave out what its scopes deny')
+  t.ok(core.$readableColumns('Student').includes('fullName'), 'and keep the others')
+  const fine = listRead(studentsRead('school', ['fullName']))
+  t.equal((await core.$queryRawUnsafe<unknown[]>(fine.statement.sql, ...fine.values)).length, m.a.studentIds.length, 'a statement of its columns runs')
+  const email = listRead(studentsRead('school', ['fullName', 'email']))
+  await t.rejects(core.$queryRawUnsafe(email.statement.sql, ...email.values), { name: 'TenantViolationError', message: /Student.email needs the scope/ },
+    'one that selects a column outside its scopes is refused before it runs')
+  const byEmail = listRead({ ...studentsRead('school'), conditions: [{ kind: 'equals', field: 'email', value: 'x@example.org' }] })
+  await t.rejects(core.$queryRawUnsafe(byEmail.statement.sql, ...byEmail.values), { name: 'TenantViolationError', message: /Student.email needs the scope/ },
+    'and so is one that filters by such a column')
+  const titles = assignmentsRead('Classroom.teacherAssignments', ['title'], ['name'], m.a.classroomIds, 'school')
+  await t.rejects(core.$queryRawUnsafe(titles.statement.sql, ...titles.values), { name: 'TenantViolationError', message: /Teacher.title needs the scope/ },
+    'or that reads one in a joined record')
+})
+
+t.test('the lists and their relations answer through the typed statements, for every kind of caller', async (t) => {
+  const db = await testDatabase()
+  const m = await mirror(t, db)
+  // What the app's school clients send: typed statements, and model operations by model.
   const sent: string[] = []
+  const models: string[] = []
   const forSchool = db.forSchool.bind(db)
   db.forSchool = (schoolId, reach) => new Proxy(forSchool(schoolId, reach), {
     get (target, key, receiver) {
       const value: unknown = Reflect.get(target, key, receiver)
-      if (key !== '$queryRawUnsafe' || typeof value !== 'function') return value
-      return (sql: string, ...values: unknown[]) => {
-        sent.push(sql.slice(0, sql.indexOf(' FROM ')))
-        return (value as (...args: unknown[]) => unknown).call(target, sql, ...values)
+      if (key === '$queryRawUnsafe' && typeof value === 'function') {
+        return (sql: string, ...values: unknown[]) => {
+          sent.push(sql.slice(0, sql.indexOf(' FROM ')))
+          return (value as (...args: unknown[]) => unknown).call(target, sql, ...values)
+        }
       }
+      if (typeof key === 'string' && ['student', 'teacher', 'classroom', 'teacherClassroom'].includes(key)) models.push(key)
+      return value
     }
   })
   t.teardown(() => { db.forSchool = forSchool })
-  const res = await gql(m.app, '{ students(limit: 1000) { id fullName classroomName classroom { id name teachers { id } students { id } } } ' +
-    'teachers(limit: 1000) { id classrooms { id } } classroomsPage(limit: 1000) { nodes { id name } } }', { token: m.a.token })
-  t.equal(res.body.errors, undefined)
-  t.equal(res.body.data?.students.length, m.a.studentIds.length, 'every student')
-  t.equal(res.body.data?.teachers.length, m.a.teacherIds.length, 'every teacher')
-  t.equal(res.body.data?.classroomsPage.nodes.length, m.a.classroomIds.length, 'every classroom')
-  t.ok(res.body.data?.students.every((s: { classroomName: string, classroom: { name: string, teachers: unknown[], students: unknown[] } }) =>
-    s.classroomName === s.classroom.name && s.classroom.teachers.length > 0 && s.classroom.students.length === 2), 'with their classrooms, teachers and rosters')
-  t.equal(sent.length, 6, 'in six statements: three lists, and one per relation for all of its parents')
-  t.equal(res.body.data?.students.length > 1 ? sent.filter((sql) => sql.includes('"$parent"')).length : 0, 3, 'three of them relations')
-  const teacher = await gql(m.app, '{ students(limit: 1000) { id classroom { teachers { id } } } }', { token: m.a.teacherToken })
-  t.equal(teacher.body.errors, undefined)
-  t.equal(sent.length, 6, 'a teacher\'s reads send none')
+  const query = '{ students(limit: 1000) { id fullName classroomName classroom { id name teachers { id } students { id } teacherAssignments { role teacher { fullName } } } } ' +
+    'teachers(limit: 1000) { id classrooms { id } classroomAssignments { classroom { name } } } classroomsPage(limit: 1000) { nodes { id name } } }'
+  const callers: Array<[string, keyof MirrorSchool, number]> = [['an administrator', 'token', 6], ['a teacher', 'teacherToken', 4], ['a roster-core.readonly client', 'coreClientToken', 6]]
+  for (const [who, token, students] of callers) {
+    sent.length = 0
+    models.length = 0
+    const res = await gql(m.app, query, { token: m.a[token] as string })
+    t.equal(res.body.errors, undefined, who)
+    t.equal(res.body.data?.students.length, students, `${who}: every student in reach`)
+    t.ok(res.body.data?.students.every((s: { classroomName: string, classroom: { name: string, teachers: unknown[], students: unknown[], teacherAssignments: unknown[] } }) =>
+      s.classroomName === s.classroom.name && s.classroom.teachers.length > 0 && s.classroom.students.length === 2 && s.classroom.teacherAssignments.length > 0),
+    `${who}: with their classrooms, teachers, assignments and rosters`)
+    t.equal(sent.length, 8, `${who}: in eight statements: three lists, and one per relation for all of its parents`)
+    t.equal(sent.filter((sql) => sql.includes('"$parent"')).length, 5, `${who}: five of them relations`)
+    t.same(models, [], `${who}: and no model operation`)
+  }
 })
 
-/** Rows of school B that school A's client reads on the typed path, by list and by relation. */
-async function crossSchoolRows (options: TestDatabaseOptions, t: { equal: (a: unknown, b: unknown, message: string) => void, teardown: (fn: () => unknown) => void }): Promise<number> {
+type Test = { equal: (a: unknown, b: unknown, message: string) => void, teardown: (fn: () => unknown) => void }
+
+/**
+ * Rows out of reach that school A's client for `who` reads on the typed path, by list, relation
+ * and assignments: B's rows, and for a teacher also A's rows outside the teacher's reach.
+ */
+async function rowsOutOfReach (options: TestDatabaseOptions, who: 'administrator' | 'teacher' | 'client', t: Test): Promise<number> {
   const db = await createTestDatabase(options)
   const m = await mirror(t, db)
-  const client = db.forSchool(m.a.schoolId)
-  t.equal(client.$typedReads(), true, 'the typed path is taken')
-  const foreign = new Set(m.b.ids)
+  const reach: Reach = who === 'teacher' ? { teacherId: m.a.teacherIds[0] } : who === 'client' ? { deniedColumns: deniedColumns(['roster-core.readonly']) } : {}
+  const client = db.forSchool(m.a.schoolId, reach)
+  const kind = client.$statementReach()
+  const outside = (id: string): boolean => m.b.ids.has(id) || (who === 'teacher' && !m.a.teacherReach.has(id))
   let found = 0
-  for (const model of ['Student', 'Teacher', 'Classroom'] as const) {
-    const { statement, values } = listRead({ model, fields: ['id'], conditions: [], order: ['id'], descending: false, take: 1000 })
-    const rows = await client.$queryRawUnsafe<Array<{ id: string }>>(statement.sql, ...values)
-    found += rows.filter((row) => foreign.has(row.id)).length
+  const count = (rows: Array<Record<string, unknown>>): void => {
+    for (const row of rows) for (const key of ['id', 'teacher.id', 'classroom.id']) if (typeof row[key] === 'string' && outside(row[key])) found++
   }
-  for (const [relation, ids] of [['Classroom.teachers', m.b.classroomIds], ['Classroom.students', m.b.classroomIds], ['Teacher.classrooms', m.b.teacherIds]] as const) {
-    const { statement, values } = relationRead(relation, ['id'], ids)
-    const rows = await client.$queryRawUnsafe<Array<{ id: string }>>(statement.sql, ...values)
-    found += rows.filter((row) => foreign.has(row.id)).length
+  for (const model of ['Student', 'Teacher', 'Classroom'] as const) {
+    const { statement, values } = listRead({ model, fields: ['id'], classroom: model === 'Student' ? ['name'] : undefined, conditions: [], order: ['id'], descending: false, take: 1000, reach: kind })
+    count(await client.$queryRawUnsafe(statement.sql, ...values))
+  }
+  const classrooms = [...m.a.classroomIds, ...m.b.classroomIds]
+  const teachers = [...m.a.teacherIds, ...m.b.teacherIds]
+  for (const [relation, ids] of [['Classroom.teachers', classrooms], ['Classroom.students', classrooms], ['Teacher.classrooms', teachers]] as const) {
+    const { statement, values } = relationRead(relation, ['id'], ids, kind, relation === 'Classroom.students' ? ['name'] : undefined)
+    count(await client.$queryRawUnsafe(statement.sql, ...values))
+  }
+  for (const [relation, ids] of [['Classroom.teacherAssignments', classrooms], ['Teacher.classroomAssignments', teachers]] as const) {
+    const { statement, values } = assignmentsRead(relation, ['fullName'], ['name'], ids, kind)
+    count(await client.$queryRawUnsafe(statement.sql, ...values))
   }
   return found
 }
 
-t.test('on the typed path each wall alone stops a row of another school', async (t) => {
-  t.equal(await crossSchoolRows({}, t), 0, 'both walls: none')
-  t.equal(await crossSchoolRows({ role: 'owner' }, t), 0, 'wall 1 alone (a role that bypasses row-level security): none')
-  t.equal(await crossSchoolRows({ tenantFilter: false }, t), 0, 'wall 2 alone (the school conditions taken out): none')
-  t.ok(await crossSchoolRows({ role: 'owner', tenantFilter: false }, t) > 0, 'control: with neither wall, B\'s rows reach A')
-})
+for (const who of ['administrator', 'teacher', 'client'] as const) {
+  t.test(`on the typed path each wall alone stops a row out of reach: ${who}`, async (t) => {
+    t.equal(await rowsOutOfReach({}, who, t), 0, 'both walls: none')
+    t.equal(await rowsOutOfReach({ role: 'owner' }, who, t), 0, 'wall 1 alone (a role that bypasses row-level security): none')
+    t.equal(await rowsOutOfReach({ tenantFilter: false }, who, t), 0, 'wall 2 alone (the school and reach conditions taken out): none')
+    t.ok(await rowsOutOfReach({ role: 'owner', tenantFilter: false }, who, t) > 0, 'control: with neither wall, rows out of reach are read')
+  })
+}

@@ -69,7 +69,8 @@ t.test('wall 1 binds the school to the upsert\'s statements, and refuses a write
   const noSchool = registerStatement({
     sql: 'UPDATE students s SET no_such_column = u.x FROM unnest($2::text[]) AS u(id, x) WHERE s.id = u.id RETURNING s.id AS "id"',
     model: 'Student',
-    classroom: undefined,
+    joined: [],
+    columns: [],
     operation: 'updateManyAndReturn'
   })
   await t.rejects(client.$transaction(async (tx: Tx) => await tx.$queryRawUnsafe(noSchool.sql, ['x'])), { name: 'TenantViolationError', message: /does not take the school/ },
@@ -77,7 +78,8 @@ t.test('wall 1 binds the school to the upsert\'s statements, and refuses a write
   const otherSchool = registerStatement({
     sql: 'INSERT INTO students (school_id, id, no_such_column) SELECT $2::uuid, u.id, u.x FROM unnest($3::uuid[], $4::text[]) AS u(id, x) RETURNING id AS "id"',
     model: 'Student',
-    classroom: undefined,
+    joined: [],
+    columns: [],
     operation: 'createManyAndReturn'
   })
   await t.rejects(client.$transaction(async (tx: Tx) => await tx.$queryRawUnsafe(otherSchool.sql, m.b.schoolId, [ID], ['x'])), { name: 'TenantViolationError', message: /does not take the school/ },

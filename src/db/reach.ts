@@ -22,7 +22,8 @@
 // (src/graphql/scope-check.ts), so a refusal here means a resolver asked for more than it should.
 import { Prisma } from '../generated/prisma/client.js'
 import { RELATIONS, type Relation } from './data-model.js'
-import { isPlainObject, TenantViolationError } from './tenant.js'
+import { isPlainObject, RAW_READ, TenantViolationError } from './tenant.js'
+import { operationOf, registeredStatement } from './typed-reads.js'
 
 /**
  * Columns a caller may not read: by model, each column with what its refusal says the caller lacks
@@ -322,6 +323,22 @@ function narrowWrite (model: string, operation: string, args: Args, rules: Rules
 }
 
 /**
+ * A typed statement (typed-reads.ts) of a caller of these rules, its school and teacher bound by the
+ * school filter: a read only, and of columns the caller may read. A teacher's reach is in the
+ * statement itself, which the school filter has checked.
+ */
+function narrowStatement (args: unknown, rules: Rules): unknown {
+  const statement = registeredStatement((args as unknown[] | undefined)?.[0])
+  if (statement === undefined) throw new TenantViolationError('Raw SQL is not available on a school-scoped client')
+  if (operationOf(statement) !== 'findMany') throw new TenantViolationError('A caller narrower than the school writes through the model operations')
+  for (const column of statement.columns) {
+    const dot = column.indexOf('.')
+    checkColumn(column.slice(0, dot), column.slice(dot + 1), rules)
+  }
+  return args
+}
+
+/**
  * Wall 1's reach step of the school client, for a caller `narrowsReach` says is narrower than the
  * school. `rooms`, for a teacher: the teacher's classrooms when this node keeps them, or null.
  */
@@ -332,6 +349,7 @@ export function callerReach (reach: Reach, rooms?: () => Promise<readonly string
     name: 'caller-reach',
     query: {
       $allOperations ({ model, operation, args, query }) {
+        if (model === undefined && operation === RAW_READ) return query(narrowStatement(args, rules) as typeof args)
         const loading = rules.teacherId === undefined ? null : rooms?.() ?? null
         if (loading === null) return query(narrow(model, operation, args as Args | undefined, rules) as typeof args)
         return loading.then(async (kept): Promise<unknown> => await query(narrow(model, operation, args as Args | undefined, { ...rules, rooms: kept }) as typeof args))

@@ -43,6 +43,7 @@ import { DATA_CHANGED_CHANNEL } from './notifications.js'
 import { readRouting, type ReadRouter } from './replicas.js'
 import { enterSchoolSession, keptKeySlot, outsideSchoolSession, schoolSession, type KeptIdempotencyKey, type SchoolSession } from './school-session.js'
 import { teacherRooms, type TeacherRooms } from './teacher-rooms.js'
+import { COLUMN_TYPES, type StatementReach, type TypedModel } from './typed-reads.js'
 import { schoolFilter, schoolFilterTakenAway, TenantViolationError } from './tenant.js'
 
 export interface SchoolClientOptions {
@@ -145,9 +146,9 @@ const STEPS = [
   {
     name: 'schoolFilter',
     inTransactions: true,
-    // Taken away in the isolation tests only: then it only binds the school of typed statements,
-    // taking their school conditions out, so that they run with wall 2 alone.
-    make: ({ schoolId, options }) => options.filter === false ? schoolFilterTakenAway(schoolId) : schoolFilter(schoolId)
+    // Taken away in the isolation tests only: then it only binds the school (and a teacher) of
+    // typed statements, taking their conditions out, so that they run with wall 2 alone.
+    make: ({ schoolId, reach, options }) => options.filter === false ? schoolFilterTakenAway(schoolId, reach.teacherId) : schoolFilter(schoolId, reach.teacherId)
   },
   {
     name: 'callerReach',
@@ -232,23 +233,34 @@ export function schoolClient (prisma: PrismaClient, schoolId: string, options: S
   }
   const reads = options.reads
   const rooms = options.rooms
-  // The typed statements (typed-reads.ts) serve a caller who reaches the whole school, with every
-  // column, on plain PostgreSQL or PGlite; the others read through the model operations, where
-  // callerReach confines them (it refuses raw statements) and relationsByQuery serves Citus.
-  const typedReads = !narrowsReach(reach) && options.citus !== true
+  // Lists and relations are typed statements (typed-reads.ts) for every caller: a teacher's are
+  // built for the teacher's reach, and every caller's read only the columns it may read.
+  const statementReach: StatementReach = reach.teacherId === undefined ? 'school' : 'teacher'
+  const denied = reach.deniedColumns
+  const readable = new Map<TypedModel, readonly string[]>()
+  for (const model of Object.keys(COLUMN_TYPES) as TypedModel[]) {
+    readable.set(model, Object.keys(COLUMN_TYPES[model]).filter((field) => field !== 'schoolId' && denied?.get(model)?.has(field) !== true))
+  }
+  // The bulk upsert's statements (typed-writes.ts) serve a caller who reaches the whole school with
+  // every column, on plain PostgreSQL or PGlite; the others write through the model operations.
+  const typedWrites = !narrowsReach(reach) && options.citus !== true
   return client.$extends({
     name: 'school-transactions',
     client: {
-      /** Whether this client reads lists as typed statements (`$queryRawUnsafe` of typed-reads.ts). */
-      $typedReads (): boolean {
-        return typedReads
+      /** Whose rows this client's statements read: the school's, or a teacher's reach (typed-reads.ts). */
+      $statementReach (): StatementReach {
+        return statementReach
+      },
+      /** The columns of `model` this client's caller may read (every one but the school's, less those its scopes deny). */
+      $readableColumns (model: TypedModel): readonly string[] {
+        return readable.get(model)!
       },
       /**
-       * Whether this client's bulk upsert writes through the statements of typed-writes.ts (the same
-       * clients as $typedReads: on Citus, or for a narrower caller, it keeps the model operations).
+       * Whether this client's bulk upsert writes through the statements of typed-writes.ts (on
+       * Citus, or for a narrower caller, it keeps the model operations).
        */
       $typedWrites (): boolean {
-        return typedReads
+        return typedWrites
       },
       /** Interactive transactions only, begun in the school session (the school set after BEGIN). */
       $transaction (work: unknown, ...rest: unknown[]): Promise<unknown> {

@@ -169,14 +169,15 @@ export function scopeArgs (
 
 /**
  * Wall 1 as a Prisma client extension: every operation of the client it extends gets the school
- * added by scopeArgs, or is refused. Step of the school client (school-client.ts).
+ * added by scopeArgs, or is refused; a typed statement gets the school and, on a teacher's client
+ * (`teacherId`), the teacher bound (typedStatementArgs). Step of the school client (school-client.ts).
  */
-export function schoolFilter (schoolId: string) {
+export function schoolFilter (schoolId: string, teacherId?: string) {
   return Prisma.defineExtension({
     name: 'school-filter',
     query: {
       $allOperations ({ model, operation, args, query }) {
-        if (model === undefined && operation === RAW_READ) return query(typedStatementArgs(schoolId, args) as typeof args)
+        if (model === undefined && operation === RAW_READ) return query(typedStatementArgs(schoolId, teacherId, args) as typeof args)
         return query(scopeArgs(schoolId, model, operation, args as Args, TENANT_MODEL_INFO) as typeof args)
       }
     }
@@ -188,29 +189,31 @@ export const RAW_READ = '$queryRawUnsafe'
 
 /**
  * Wall 1 on a typed statement: the arguments of `$queryRawUnsafe` (its text, then its own
- * parameters) with the school bound as $1; refused when the statement is not registered (by
- * typed-reads.ts or typed-writes.ts) or does not take the school in `<alias>.school_id = $1` of
- * every table it reads, or, for a write, where its form puts it (`schoolPlacementError`).
+ * parameters) with the school bound as $1 and, on a teacher's client, the teacher as $2; refused
+ * when the statement is not registered (by typed-reads.ts or typed-writes.ts), was built for
+ * another kind of caller, or does not take the school in `<alias>.school_id = $1` of every table
+ * it reads (for a write, where its form puts it) and, a teacher's, the teacher's reach in every
+ * table too (`statementRefusal`).
  */
-export function typedStatementArgs (schoolId: string, args: unknown): unknown[] {
+export function typedStatementArgs (schoolId: string, teacherId: string | undefined, args: unknown): unknown[] {
   const [sql, ...values] = args as unknown[]
-  const refusal = statementRefusal(sql)
+  const refusal = statementRefusal(sql, teacherId === undefined ? 'school' : 'teacher')
   if (refusal !== null) throw new TenantViolationError(refusal)
-  return [sql, schoolId, ...values]
+  return teacherId === undefined ? [sql, schoolId, ...values] : [sql, schoolId, teacherId, ...values]
 }
 
 /**
  * The school filter taken away (the isolation tests that show wall 2 alone): model operations pass
- * as they are, and a typed statement runs with its school conditions taken out, the school still
- * bound where it would be.
+ * as they are, and a typed statement runs with its school conditions (and a teacher's reach
+ * conditions) taken out, the school and the teacher still bound where they would be.
  */
-export function schoolFilterTakenAway (schoolId: string) {
+export function schoolFilterTakenAway (schoolId: string, teacherId?: string) {
   return Prisma.defineExtension({
     name: 'school-filter-taken-away',
     query: {
       $allOperations ({ model, operation, args, query }) {
         if (model !== undefined || operation !== RAW_READ) return query(args)
-        const [sql, ...values] = typedStatementArgs(schoolId, args)
+        const [sql, ...values] = typedStatementArgs(schoolId, teacherId, args)
         return query([withoutSchoolConditions(sql as string), ...values] as typeof args)
       }
     }

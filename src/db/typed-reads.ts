@@ -1,15 +1,22 @@
-// The hot reads as SQL statements (issue 29): the lists of students, teachers and classrooms and
-// their relations, read through Prisma's raw-query API (`$queryRawUnsafe`) instead of its model
-// queries, which cost two to three times as much per request (BENCHMARKS.md).
+// The reads of lists and relations as SQL statements (issues 29 and 36), for every caller: the
+// lists of students, teachers and classrooms and their relations, read through Prisma's raw-query
+// API (`$queryRawUnsafe`) instead of its model queries, which cost two to three times as much per
+// request (BENCHMARKS.md).
 //
 // Statements are built here only, from the tables below, and registered as they are built (and the
 // bulk upsert's reads and writes in typed-writes.ts, from its own fixed table): the school client
-// runs no other raw statement. Every statement takes the school as its parameter $1,
-// and every tenant table it reads carries `<alias>.school_id = $1`; the statements' own parameters
-// follow. The school is bound by wall 1's step (tenant.ts, typedStatementArgs), never by a caller,
-// and a statement that is not registered, or reads a table without that condition, is refused
-// before it runs. Wall 2 holds as for every statement: enterSchoolSession runs it in the school's
-// session, and row-level security admits the school's rows only.
+// runs no other raw statement. Every statement takes the school as its parameter $1, and every
+// tenant table it reads carries `<alias>.school_id = $1`. A statement built for a teacher also
+// takes the teacher as $2, and every tenant table it reads, the subqueries' included, carries the
+// teacher's reach (teacherReach below: the teacher's classrooms through their assignments, the
+// students of those classrooms, the teachers of those classrooms and the teacher). The statements'
+// own parameters follow. The school and the teacher are bound by wall 1's step (tenant.ts,
+// typedStatementArgs), never by a caller, and a statement that is not registered, reads a table
+// without those conditions, or was built for another kind of caller, is refused before it runs. A
+// statement also says which columns it reads (selects, filters or orders by): wall 1's reach step
+// refuses one that reads a column outside the caller's scopes (reach.ts). Wall 2 holds as for every
+// statement: enterSchoolSession runs it in the school's session (with the teacher, for a teacher),
+// and row-level security admits the school's rows, and the teacher's reach, only.
 //
 // Types: a statement's columns are the model's scalar fields, aliased to their Prisma names, so its
 // rows have the generated client's row types (`Pick<Student, ...>`); COLUMN_TYPES says the SQL type
@@ -95,12 +102,29 @@ const ALIAS: Readonly<Record<TypedModel, string>> = { Student: 's', Teacher: 't'
  */
 export type TypedOperation = 'findMany' | 'createManyAndReturn' | 'updateManyAndReturn'
 
+/**
+ * Whose rows a statement reads: the school's (an administrator's or a client's statement), or a
+ * teacher's reach within it (a teacher's statement, which takes the teacher as $2).
+ */
+export type StatementReach = 'school' | 'teacher'
+
+/** Records joined to each row of a statement, read as `<name>.<field>` and answered as `row.<name>`. */
+export interface Joined {
+  readonly name: string
+  readonly model: TypedModel
+  readonly fields: readonly string[]
+}
+
 /** A registered statement: what it reads or writes (the access audit counts its rows as records of `model`). */
 export interface TypedStatement {
   readonly sql: string
   readonly model: TypedModel
-  /** The fields of the joined classroom, read as `classroom.<field>` (a student's, when selected). */
-  readonly classroom: readonly string[] | undefined
+  /** The records joined to each row (a student's classroom, an assignment's teacher and classroom). */
+  readonly joined: readonly Joined[]
+  /** Every column it reads, selects, filters or orders by, or writes, as `Model.field`. */
+  readonly columns: readonly string[]
+  /** Whose rows it reads; the school's when left out. */
+  readonly reach?: StatementReach
   /** A write's operation (typed-writes.ts); a read when left out. */
   readonly operation?: TypedOperation
 }
@@ -196,28 +220,113 @@ function writePlacementError (sql: string): string | null {
   return null
 }
 
+// ---- A teacher's reach -------------------------------------------------------------------------
+
 /**
- * Why wall 1 refuses the statement `sql`, or null: it is not one of this module's, or it does not
- * take the school where wall 1 puts it.
+ * The condition that confines the rows of `table` read as `alias` to the reach of the teacher $2
+ * (docs/api/access.md): a classroom they are assigned to, a student of one, an assignment of one,
+ * a teacher of one or themselves. Each reads the teacher's assignments in a subquery of its own,
+ * aliased after the table it confines (`r<alias>`, `q<alias>`), which takes the school as every
+ * table does. Null for a table outside a teacher's reach.
  */
-export function statementRefusal (sql: unknown): string | null {
-  if (registeredStatement(sql) === undefined) return 'Raw SQL is not available on a school-scoped client'
-  const error = schoolPlacementError(sql as string)
-  return error === null ? null : `The statement does not take the school: ${error}`
+export function teacherReach (table: string, alias: string): string | null {
+  const mine = (r: string): string => `FROM teacher_classrooms ${r} WHERE ${r}.school_id = $1 AND ${r}.teacher_id = $2::uuid`
+  const r = `r${alias}`
+  switch (table) {
+    case 'classrooms': return `EXISTS (SELECT 1 ${mine(r)} AND ${r}.classroom_id = ${alias}.id)`
+    case 'students':
+    case 'teacher_classrooms': return `EXISTS (SELECT 1 ${mine(r)} AND ${r}.classroom_id = ${alias}.classroom_id)`
+    case 'teachers': {
+      const q = `q${alias}`
+      return `(${alias}.id = $2::uuid OR EXISTS (SELECT 1 FROM teacher_classrooms ${r} JOIN teacher_classrooms ${q} ON ${q}.school_id = $1 AND ${q}.classroom_id = ${r}.classroom_id ` +
+        `WHERE ${r}.school_id = $1 AND ${r}.teacher_id = $2::uuid AND ${q}.teacher_id = ${alias}.id))`
+    }
+    default: return null
+  }
+}
+
+/** `sql` with each table's reach condition taken out, and the aliases of the tables that had one. */
+function withoutReach (sql: string): { rest: string, reached: Set<string> } {
+  let rest = sql
+  const reached = new Set<string>()
+  for (const [, table, alias] of sql.matchAll(TABLE_REFERENCE)) {
+    const condition = teacherReach(table!, alias!)
+    if (condition !== null && rest.includes(condition)) {
+      rest = rest.split(condition).join('TRUE')
+      reached.add(alias!)
+    }
+  }
+  return { rest, reached }
+}
+
+const reachPlacements = new LRUCache<string, { error: string | null }>({ max: KEPT })
+
+/**
+ * Why a teacher's statement does not confine what it reads to the teacher's reach, or null when it
+ * does: every table it reads outside the reach conditions has its own (`teacherReach`), and the
+ * teacher ($2) appears in those conditions only.
+ */
+export function reachPlacementError (sql: string): string | null {
+  const known = reachPlacements.get(sql)
+  if (known !== undefined) return known.error
+  const { rest, reached } = withoutReach(sql)
+  let error: string | null = null
+  for (const [, table, alias] of rest.matchAll(TABLE_REFERENCE)) {
+    if (!reached.has(alias!)) {
+      error = `${table} ${alias} is not confined to the teacher's reach`
+      break
+    }
+  }
+  if (error === null && /\$2(?!\d)/.test(rest)) error = 'the teacher ($2) is taken by the reach conditions only'
+  reachPlacements.set(sql, { error })
+  return error
+}
+
+/**
+ * Why wall 1 refuses the statement `sql` on a client of this kind of caller (a teacher's, or the
+ * school's), or null: it is not one of this module's, it does not take the school where wall 1
+ * puts it, it was built for the other kind of caller, or a teacher's does not confine every table
+ * it reads to the teacher's reach.
+ */
+export function statementRefusal (sql: unknown, reach: StatementReach): string | null {
+  const statement = registeredStatement(sql)
+  if (statement === undefined) return 'Raw SQL is not available on a school-scoped client'
+  const error = schoolPlacementError(statement.sql)
+  if (error !== null) return `The statement does not take the school: ${error}`
+  const built = statement.reach ?? 'school'
+  if (built !== reach) {
+    return reach === 'teacher'
+      ? 'A teacher\'s client runs the statements built for a teacher\'s reach only'
+      : 'A statement built for a teacher\'s reach runs on that teacher\'s client only'
+  }
+  if (reach === 'teacher') {
+    const reachError = reachPlacementError(statement.sql)
+    if (reachError !== null) return `The statement does not take the teacher's reach: ${reachError}`
+  }
+  return null
 }
 
 const unfiltered = new LRUCache<string, string>({ max: KEPT })
 
 /**
  * For the isolation tests that take wall 1 away only: the registered statement `sql` with its
- * school conditions taken out (`$1::uuid IS NOT NULL`), so that wall 2 alone stands.
+ * school conditions (`$1::uuid IS NOT NULL`) and a teacher's reach conditions (`$2::uuid IS NOT
+ * NULL`) taken out, so that wall 2 alone stands.
  */
 export function withoutSchoolConditions (sql: string): string {
   let text = unfiltered.get(sql)
   if (text === undefined) {
-    text = sql.replace(SCHOOL_CONDITION, '$$1::uuid IS NOT NULL')
+    const statement = registeredStatement(sql)!
+    let rest = sql
+    if (statement.reach === 'teacher') {
+      for (const [, table, alias] of sql.matchAll(TABLE_REFERENCE)) {
+        const condition = teacherReach(table!, alias!)
+        if (condition !== null) rest = rest.split(condition).join('$2::uuid IS NOT NULL')
+      }
+    }
+    text = rest.replace(SCHOOL_CONDITION, '$$1::uuid IS NOT NULL')
     unfiltered.set(sql, text)
-    registerStatement({ ...registeredStatement(sql)!, sql: text })
+    registerStatement({ ...statement, sql: text })
   }
   return text
 }
@@ -233,7 +342,7 @@ export type ListCondition =
   /** A teacher with an assignment to this classroom. */
   | { readonly kind: 'teaches', readonly classroomId: string }
 
-/** What a list reads: its columns, filter, order, cursor and size. */
+/** What a list reads: its columns, filter, order, cursor and size, for a caller of `reach`. */
 export interface ListRead {
   readonly model: TypedModel
   /** Scalar fields of the model; `id` is always read. */
@@ -247,9 +356,11 @@ export interface ListRead {
   /** The cursor's sort key, one value per field of the order; undefined for the first page. */
   readonly after?: readonly unknown[] | undefined
   readonly take: number
+  /** Whose rows: a teacher's statement confines every table to the teacher's reach. */
+  readonly reach: StatementReach
 }
 
-/** A statement with its parameters (the school not among them: wall 1 binds it). */
+/** A statement with its parameters (the school and the teacher not among them: wall 1 binds them). */
 export interface Read {
   readonly statement: TypedStatement
   readonly values: unknown[]
@@ -263,18 +374,22 @@ function columnType (model: TypedModel, field: string): string {
   return type
 }
 
-// Columns of a classroom that are never null: one of them tells a joined classroom from none.
-const NOT_NULL: ReadonlySet<string> = new Set(['id', 'name', 'createdAt', 'updatedAt'])
-
-/** The fields of a joined classroom read: those selected, and `id` when none of them is never null. */
-function joinedFields (fields: readonly string[]): string[] {
-  return fields.some((field) => NOT_NULL.has(field)) ? [...fields] : ['id', ...fields]
+/** The fields of `model`, `id` first and once. */
+function withId (fields: readonly string[]): string[] {
+  return ['id', ...fields.filter((field) => field !== 'id')]
 }
 
-/** `alias.column AS "field"` for each field (id first, once; a joined classroom's as joinedFields). */
+// Columns of the typed models that are never null: one of them tells a joined record from none.
+const NOT_NULL: ReadonlySet<string> = new Set(['id', 'name', 'fullName', 'createdAt', 'updatedAt'])
+
+/** The fields of a joined record read: those selected, and `id` when none of them is never null. */
+function joinedFields (fields: readonly string[]): string[] {
+  return fields.some((field) => NOT_NULL.has(field)) ? [...new Set(fields)] : withId(fields)
+}
+
+/** `alias.column AS "field"` for each field (`id` first, once), a joined record's (joinedFields) as `"<name>.<field>"`. */
 function selectList (model: TypedModel, alias: string, fields: readonly string[], prefix = ''): string[] {
-  const unique = prefix === '' ? ['id', ...fields.filter((field) => field !== 'id')] : joinedFields(fields)
-  return unique.map((field) => {
+  return (prefix === '' ? withId(fields) : joinedFields(fields)).map((field) => {
     const type = columnType(model, field)
     // Enums as text: the answer's strings, whatever the driver makes of a type it does not know.
     const column = type === 'GradeLevel' || type.endsWith('Status') ? `${alias}.${columnOf(field)}::text` : `${alias}.${columnOf(field)}`
@@ -282,136 +397,204 @@ function selectList (model: TypedModel, alias: string, fields: readonly string[]
   })
 }
 
-/** The placeholder of a cursor value of `field`, typed as its column. */
-function typedPlaceholder (model: TypedModel, field: string, n: number): string {
+/** The placeholder of a value of `field`, typed as its column. */
+function typedPlaceholder (model: TypedModel, field: string, placeholder: string): string {
   const type = columnType(model, field)
-  return type === 'timestamptz' ? `$${n}::timestamptz` : type === 'uuid' ? `$${n}::uuid` : `$${n}`
+  return type === 'timestamptz' ? `${placeholder}::timestamptz` : type === 'uuid' ? `${placeholder}::uuid` : placeholder
 }
+
+/** The conditions that confine `table` read as `alias` to the caller: the school, and a teacher's reach. */
+function confined (table: string, alias: string, reach: StatementReach): string {
+  const school = `${alias}.school_id = $1`
+  return reach === 'teacher' ? `${school} AND ${teacherReach(table, alias)!}` : school
+}
+
+/** A statement's parameters after wall 1's: $2 on, or $3 on for a teacher's. */
+function parameters (reach: StatementReach): { values: unknown[], next: (value: unknown) => string } {
+  const values: unknown[] = []
+  const first = reach === 'teacher' ? 3 : 2
+  return { values, next: (value) => `$${first + values.push(value) - 1}` }
+}
+
+/** The statement built once per shape, registered again if dropped from the registry meanwhile. */
+function kept (shape: string, build: () => Omit<TypedStatement, 'columns'> & { columns: Iterable<string> }): TypedStatement {
+  let statement = statements.get(shape)
+  if (statement === undefined) {
+    const built = build()
+    statement = registerStatement({ ...built, columns: [...new Set(built.columns)] })
+    statements.set(shape, statement)
+  }
+  return registerStatement(statement)
+}
+
+const qualified = (model: TypedModel, fields: Iterable<string>): string[] => [...fields].map((field) => `${model}.${field}`)
 
 /** The statement and parameters of one page of a list. */
 export function listRead (read: ListRead): Read {
-  const values: unknown[] = []
+  const { values, next } = parameters(read.reach)
   const parts: string[] = []
   const a = ALIAS[read.model]
   for (const condition of read.conditions) {
     switch (condition.kind) {
       case 'equals': {
-        values.push(condition.value)
         const type = columnType(read.model, condition.field)
         parts.push(type === 'uuid'
-          ? `${a}.${columnOf(condition.field)} = $${values.length + 1}::uuid`
-          : `${a}.${columnOf(condition.field)}::text = $${values.length + 1}`)
+          ? `${a}.${columnOf(condition.field)} = ${next(condition.value)}::uuid`
+          : `${a}.${columnOf(condition.field)}::text = ${next(condition.value)}`)
         break
       }
       case 'equalsIgnoringCase':
-        values.push(condition.value)
-        parts.push(`lower(${a}.${columnOf(condition.field)}) = lower($${values.length + 1})`)
+        parts.push(`lower(${a}.${columnOf(condition.field)}) = lower(${next(condition.value)})`)
         break
-      case 'contains':
-        values.push(`%${condition.pattern}%`)
-        parts.push(`(${condition.fields.map((field) => `${a}.${columnOf(field)} ILIKE $${values.length + 1}`).join(' OR ')})`)
+      case 'contains': {
+        const pattern = next(`%${condition.pattern}%`)
+        parts.push(`(${condition.fields.map((field) => `${a}.${columnOf(field)} ILIKE ${pattern}`).join(' OR ')})`)
         break
+      }
       case 'teaches':
-        values.push(condition.classroomId)
-        parts.push(`EXISTS (SELECT 1 FROM teacher_classrooms tc WHERE tc.school_id = $1 AND tc.teacher_id = ${a}.id AND tc.classroom_id = $${values.length + 1}::uuid)`)
+        parts.push(`EXISTS (SELECT 1 FROM teacher_classrooms tc WHERE ${confined('teacher_classrooms', 'tc', read.reach)} AND tc.teacher_id = ${a}.id AND tc.classroom_id = ${next(condition.classroomId)}::uuid)`)
         break
     }
   }
   if (read.after !== undefined) {
     // As paging.ts's keysetAfter: the leading bound starts the index scan at the cursor, the row
     // comparison drops the ties before it.
-    const first = values.length + 2
-    values.push(...read.after)
-    const placeholders = read.order.map((field, i) => typedPlaceholder(read.model, field, first + i))
+    const placeholders = read.order.map((field, i) => typedPlaceholder(read.model, field, next(read.after![i])))
     const op = read.descending ? '<' : '>'
     const columns = read.order.map((field) => `${a}.${columnOf(field)}`)
     if (read.order.length > 1) parts.push(`${columns[0]} ${op}= ${placeholders[0]}`)
     parts.push(`(${columns.join(', ')}) ${op} (${placeholders.join(', ')})`)
   }
-  values.push(read.take)
-  const shape = JSON.stringify([read.model, read.fields, read.classroom, read.conditions.map((c) => c.kind === 'contains' ? [c.kind, c.fields] : c.kind === 'teaches' ? [c.kind] : [c.kind, c.field]), read.order, read.descending, read.after !== undefined])
-  let statement = statements.get(shape)
-  if (statement === undefined) {
+  const limit = next(read.take)
+  const classroom = read.model === 'Student' ? read.classroom : undefined
+  const shape = JSON.stringify(['list', read.reach, read.model, read.fields, classroom, read.conditions.map((c) => c.kind === 'contains' ? [c.kind, c.fields] : c.kind === 'teaches' ? [c.kind] : [c.kind, c.field]), read.order, read.descending, read.after !== undefined])
+  const statement = kept(shape, () => {
     const table = TYPED_TABLES[read.model]
     const select = selectList(read.model, a, read.fields)
     let from = `${table} ${a}`
-    const classroom = read.model === 'Student' ? read.classroom : undefined
+    const joined: Joined[] = []
     if (classroom !== undefined) {
       select.push(...selectList('Classroom', 'c', classroom, 'classroom.'))
-      from += ' LEFT JOIN classrooms c ON c.school_id = $1 AND c.id = s.classroom_id'
+      from += ` LEFT JOIN classrooms c ON ${confined('classrooms', 'c', read.reach)} AND c.id = s.classroom_id`
+      joined.push({ name: 'classroom', model: 'Classroom', fields: joinedFields(classroom) })
     }
     const direction = read.descending ? 'DESC' : 'ASC'
-    const sql = `SELECT ${select.join(', ')} FROM ${from} WHERE ${[`${a}.school_id = $1`, ...parts].join(' AND ')} ` +
-      `ORDER BY ${read.order.map((field) => `${a}.${columnOf(field)} ${direction}`).join(', ')} LIMIT $${values.length + 1}`
-    statement = registerStatement({ sql, model: read.model, classroom })
-    statements.set(shape, statement)
-  }
-  // Registered again if it was dropped from the registry meanwhile (the two are bounded apart).
-  return { statement: registerStatement(statement), values }
+    const sql = `SELECT ${select.join(', ')} FROM ${from} WHERE ${[confined(table, a, read.reach), ...parts].join(' AND ')} ` +
+      `ORDER BY ${read.order.map((field) => `${a}.${columnOf(field)} ${direction}`).join(', ')} LIMIT ${limit}`
+    const filtered = read.conditions.flatMap((c) => c.kind === 'contains' ? c.fields : c.kind === 'teaches' ? [] : [c.field])
+    return {
+      sql,
+      model: read.model,
+      joined,
+      reach: read.reach,
+      columns: [...qualified(read.model, [...withId(read.fields), ...filtered, ...read.order]), ...qualified('Classroom', classroom === undefined ? [] : joinedFields(classroom))]
+    }
+  })
+  return { statement, values }
 }
 
 /** The relations of a page read as one statement each, for all of the page's rows (loaders). */
 export type RelationName = 'Classroom.teachers' | 'Teacher.classrooms' | 'Classroom.students'
 
 /**
- * The relations through the assignments (teacher_classrooms tc): the related model, its alias, the
- * assignment's column of the parent and of the related record, and the related records' order.
+ * The relations through the assignments (teacher_classrooms tc): the related model, its table and
+ * alias, the assignment's column of the parent and of the related record, and the related
+ * records' order.
  */
 const THROUGH_ASSIGNMENTS = {
-  'Classroom.teachers': { model: 'Teacher', alias: 't', parent: 'classroom_id', related: 'teacher_id', order: 't.full_name' },
-  'Teacher.classrooms': { model: 'Classroom', alias: 'c', parent: 'teacher_id', related: 'classroom_id', order: 'c.name' }
-} as const satisfies Partial<Record<RelationName, { model: TypedModel, alias: string, parent: string, related: string, order: string }>>
+  'Classroom.teachers': { model: 'Teacher', table: 'teachers', alias: 't', parent: 'classroom_id', related: 'teacher_id', order: 'fullName' },
+  'Teacher.classrooms': { model: 'Classroom', table: 'classrooms', alias: 'c', parent: 'teacher_id', related: 'classroom_id', order: 'name' }
+} as const satisfies Partial<Record<RelationName, { model: TypedModel, table: string, alias: string, parent: string, related: string, order: string }>>
 
 /**
  * The statement of a relation for parents `ids`: each row is a record of the related model with the
  * parent's id as `$parent`, in the relation's order. `fields` of the related model (`id` always);
- * Classroom.students reads whole rows with the student's classroom.
+ * Classroom.students also reads the student's classroom's `classroom` fields, when given.
  */
-export function relationRead (relation: RelationName, fields: readonly string[], ids: readonly string[]): Read {
-  const shape = JSON.stringify([relation, fields])
-  let statement = statements.get(shape)
-  if (statement === undefined) {
-    let sql: string
-    let model: TypedModel
-    let classroom: readonly string[] | undefined
+export function relationRead (relation: RelationName, fields: readonly string[], ids: readonly string[], reach: StatementReach, classroom?: readonly string[]): Read {
+  const { values, next } = parameters(reach)
+  const parents = next(ids)
+  const shape = JSON.stringify(['relation', reach, relation, fields, classroom])
+  const statement = kept(shape, () => {
     if (relation === 'Classroom.students') {
-      model = 'Student'
-      classroom = Object.keys(COLUMN_TYPES.Classroom)
-      sql = `SELECT s.classroom_id AS "$parent", ${[...selectList('Student', 's', fields), ...selectList('Classroom', 'c', classroom, 'classroom.')].join(', ')} ` +
-        'FROM students s LEFT JOIN classrooms c ON c.school_id = $1 AND c.id = s.classroom_id ' +
-        'WHERE s.school_id = $1 AND s.classroom_id = ANY($2::uuid[]) ORDER BY s.full_name ASC, s.id ASC'
-    } else {
-      const through = THROUGH_ASSIGNMENTS[relation]
-      const { alias, parent, related } = through
-      model = through.model
-      sql = `SELECT tc.${parent} AS "$parent", ${selectList(model, alias, fields).join(', ')} FROM teacher_classrooms tc ` +
-        `JOIN ${TYPED_TABLES[model]} ${alias} ON ${alias}.school_id = $1 AND ${alias}.id = tc.${related} ` +
-        `WHERE tc.school_id = $1 AND tc.${parent} = ANY($2::uuid[]) ORDER BY ${through.order} ASC, tc.${related} ASC`
+      const select = selectList('Student', 's', fields)
+      let from = 'students s'
+      const joined: Joined[] = []
+      if (classroom !== undefined) {
+        select.push(...selectList('Classroom', 'c', classroom, 'classroom.'))
+        from += ` LEFT JOIN classrooms c ON ${confined('classrooms', 'c', reach)} AND c.id = s.classroom_id`
+        joined.push({ name: 'classroom', model: 'Classroom', fields: joinedFields(classroom) })
+      }
+      return {
+        sql: `SELECT s.classroom_id AS "$parent", ${select.join(', ')} FROM ${from} ` +
+          `WHERE ${confined('students', 's', reach)} AND s.classroom_id = ANY(${parents}::uuid[]) ORDER BY s.full_name ASC, s.id ASC`,
+        model: 'Student',
+        joined,
+        reach,
+        columns: [...qualified('Student', [...withId(fields), 'classroomId', 'fullName']), ...qualified('Classroom', classroom === undefined ? [] : joinedFields(classroom))]
+      }
     }
-    statement = registerStatement({ sql, model, classroom })
-    statements.set(shape, statement)
-  }
-  return { statement: registerStatement(statement), values: [ids] }
+    const { model, table, alias, parent, related, order } = THROUGH_ASSIGNMENTS[relation]
+    return {
+      sql: `SELECT tc.${parent} AS "$parent", ${selectList(model, alias, fields).join(', ')} FROM teacher_classrooms tc ` +
+        `JOIN ${table} ${alias} ON ${confined(table, alias, reach)} AND ${alias}.id = tc.${related} ` +
+        `WHERE ${confined('teacher_classrooms', 'tc', reach)} AND tc.${parent} = ANY(${parents}::uuid[]) ORDER BY ${alias}.${columnOf(order)} ASC, tc.${related} ASC`,
+      model,
+      joined: [],
+      reach,
+      columns: qualified(model, [...withId(fields), order])
+    }
+  })
+  return { statement, values }
+}
+
+/** The assignments of a classroom (by teacher name) or of a teacher (by classroom name). */
+export type AssignmentsName = 'Classroom.teacherAssignments' | 'Teacher.classroomAssignments'
+
+/**
+ * The statement of the assignments of parents `ids`: each row an assignment with the parent's id as
+ * `$parent`, its `role`, its `teacher` (`teacher` fields) and its `classroom` (`classroom` fields),
+ * in the relation's order. Its rows count as the teachers they hand over (the access audit).
+ */
+export function assignmentsRead (relation: AssignmentsName, teacher: readonly string[], classroom: readonly string[], ids: readonly string[], reach: StatementReach): Read {
+  const { values, next } = parameters(reach)
+  const parents = next(ids)
+  const shape = JSON.stringify(['assignments', reach, relation, teacher, classroom])
+  const statement = kept(shape, () => {
+    const byClassroom = relation === 'Classroom.teacherAssignments'
+    const order = byClassroom ? 't.full_name ASC, tc.teacher_id ASC' : 'c.name ASC, tc.classroom_id ASC'
+    return {
+      sql: `SELECT tc.${byClassroom ? 'classroom_id' : 'teacher_id'} AS "$parent", tc.role::text AS "role", ` +
+        `${[...selectList('Teacher', 't', teacher, 'teacher.'), ...selectList('Classroom', 'c', classroom, 'classroom.')].join(', ')} FROM teacher_classrooms tc ` +
+        `JOIN teachers t ON ${confined('teachers', 't', reach)} AND t.id = tc.teacher_id ` +
+        `JOIN classrooms c ON ${confined('classrooms', 'c', reach)} AND c.id = tc.classroom_id ` +
+        `WHERE ${confined('teacher_classrooms', 'tc', reach)} AND tc.${byClassroom ? 'classroom_id' : 'teacher_id'} = ANY(${parents}::uuid[]) ORDER BY ${order}`,
+      model: 'Teacher',
+      joined: [{ name: 'teacher', model: 'Teacher', fields: joinedFields(teacher) }, { name: 'classroom', model: 'Classroom', fields: joinedFields(classroom) }],
+      reach,
+      columns: [...qualified('Teacher', [...joinedFields(teacher), 'fullName']), ...qualified('Classroom', [...joinedFields(classroom), 'name'])]
+    }
+  })
+  return { statement, values }
 }
 
 /**
- * The rows of a statement as the model path returns them: a student's joined classroom becomes its
- * `classroom` (null without one). One pass; nothing is done to a row that has no join.
+ * The rows of a statement as the model operations return them: each joined record becomes the
+ * row's `<name>` (null without one, as a student without a classroom). One pass; nothing is done to a
+ * row that has no join.
  */
 export function rowsOf<T> (statement: TypedStatement, rows: Array<Record<string, unknown>>): T[] {
-  const classroom = statement.classroom
-  if (classroom !== undefined) {
-    const fields = joinedFields(classroom)
-    const keys = fields.map((field) => 'classroom.' + field)
-    const present = 'classroom.' + fields.find((field) => NOT_NULL.has(field))!
+  for (const { name, fields } of statement.joined) {
+    const keys = fields.map((field) => name + '.' + field)
+    const present = name + '.' + fields.find((field) => NOT_NULL.has(field))!
     for (const row of rows) {
       if (row[present] === null) {
-        row.classroom = null
+        row[name] = null
         continue
       }
       const nested: Record<string, unknown> = {}
       for (let i = 0; i < fields.length; i++) nested[fields[i]!] = row[keys[i]!]
-      row.classroom = nested
+      row[name] = nested
     }
   }
   return rows as T[]

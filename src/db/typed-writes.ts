@@ -11,9 +11,9 @@
 // school's session (an interactive transaction of the school client), and row-level security
 // admits (USING) and lets be written (WITH CHECK) the school's rows only.
 //
-// The school client runs them only when it reads through typed statements (`$typedReads()`: a
-// caller who reaches the whole school, on plain PostgreSQL or PGlite); on Citus, and for a narrower
-// caller, the upsert keeps the model operations.
+// The school client runs them only for a caller who reaches the whole school with every column, on
+// plain PostgreSQL or PGlite (`$typedWrites()`); on Citus, and for a narrower caller, the upsert
+// keeps the model operations.
 import { LRUCache } from 'lru-cache'
 import { columnOf, COLUMN_TYPES, registerStatement, type TypedStatement } from './typed-reads.js'
 
@@ -87,7 +87,8 @@ export function studentsBySourcedId (sourcedIds: readonly string[]): Write {
       return {
         sql: `SELECT s.id AS "id", s.version AS "version", ${columns.join(', ')} FROM students s WHERE s.school_id = $1 AND s.sourced_id = ANY($2::text[])`,
         model: 'Student',
-        classroom: undefined
+        joined: [],
+        columns: ['Student.id', 'Student.version', ...STUDENT_WRITTEN.map((field) => `Student.${field}`)]
       }
     }),
     values: [[...sourcedIds]]
@@ -108,7 +109,8 @@ export function insertStudents (fields: Iterable<string>, rows: ReadonlyArray<{ 
         `FROM unnest(${['id' as const, ...given].map((field, i) => `$${i + 2}::${arrayType(field)}`).join(', ')}) AS u(${columns.join(', ')}) ` +
         'RETURNING id AS "id", sourced_id AS "sourcedId", version AS "version"',
       model: 'Student',
-      classroom: undefined,
+      joined: [],
+      columns: given.map((field) => `Student.${field}`),
       operation: 'createManyAndReturn'
     })),
     values: [rows.map((row) => row.id), ...given.map((field) => rows.map((row) => arrayValue(field, row.data[field])))]
@@ -129,7 +131,8 @@ export function updateStudents (fields: Iterable<string>, rows: ReadonlyArray<{ 
         `FROM unnest(${['id' as const, ...given].map((field, i) => `$${i + 2}::${arrayType(field)}`).join(', ')}) AS u(id, ${columns.join(', ')}) ` +
         'WHERE s.school_id = $1 AND s.id = u.id RETURNING s.id AS "id", s.version AS "version"',
       model: 'Student',
-      classroom: undefined,
+      joined: [],
+      columns: given.map((field) => `Student.${field}`),
       operation: 'updateManyAndReturn'
     })),
     values: [rows.map((row) => row.id), ...given.map((field) => rows.map((row) => arrayValue(field, row.changes[field])))]

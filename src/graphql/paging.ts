@@ -1,9 +1,9 @@
 // Page sizes, keyset cursors and orderings of the lists (students, teachers, classrooms).
 //
 // Paging is by keyset, never OFFSET: a page is "the next `limit` rows after the cursor's sort key",
-// written as `k1 >= v1 AND ((k1, k2, id) > (v1, v2, id0))` (spelled out with OR, which Prisma
-// can express), so PostgreSQL starts an index range scan on (school_id, k1, k2, id) at the cursor
-// and reads only the page (and the ties of k1). Each order has that index (schema.prisma).
+// written by the typed statements (src/db/typed-reads.ts) as `k1 >= v1 AND (k1, k2, id) > (v1, v2,
+// id0)`, so PostgreSQL starts an index range scan on (school_id, k1, k2, id) at the cursor and reads
+// only the page (and the ties of k1). Each order has that index (schema.prisma).
 import { isStorableText, parseTimestamp, parseUuid } from '../validators.js'
 import { badUserInput } from './errors.js'
 
@@ -45,11 +45,6 @@ export interface PageInfo {
 export interface PagePlan {
   /** Records wanted. */
   take: number
-  /** The keyset condition after the cursor; {} for the first page. */
-  where: Record<string, unknown>
-  orderBy: Array<Record<string, 'asc' | 'desc'>>
-  /** Columns the cursor needs, to merge into the query's select. */
-  select: Record<string, true>
   /** The cursor of a row read with this plan. */
   cursorOf: (row: Record<string, unknown>) => string
   /** The fields of the order (the last is `id`), its direction and the cursor's sort key: the typed statements' keyset. */
@@ -99,8 +94,6 @@ export function planPage<O extends string> (spec: ListSpec<O>, args: PageArgs<O>
   const order = args.orderBy?.field ?? spec.defaultOrder
   const direction: Direction = args.orderBy?.direction ?? 'ASC'
   const fields = spec.orders[order]
-  const sort = direction === 'ASC' ? 'asc' : 'desc'
-  let where: Record<string, unknown> = {}
   let after: unknown[] | undefined
   if (args.after !== null && args.after !== undefined) {
     const cursor = decodeCursor(args.after, 'after')
@@ -110,13 +103,9 @@ export function planPage<O extends string> (spec: ListSpec<O>, args: PageArgs<O>
     }
     if (cursor.v.length !== fields.length) throw notOurs('after')
     after = fields.map((field, i) => keyValue(spec, field, cursor.v[i]))
-    where = keysetAfter(fields, after, direction)
   }
   return {
     take,
-    where,
-    orderBy: fields.map((field) => ({ [field]: sort })),
-    select: Object.fromEntries(fields.map((field) => [field, true])),
     keyset: { fields, descending: direction === 'DESC', after },
     cursorOf: (row) => encodeCursor({
       l: spec.list,
@@ -130,51 +119,9 @@ export function planPage<O extends string> (spec: ListSpec<O>, args: PageArgs<O>
   }
 }
 
-/**
- * Rows strictly after `values` in the order of `fields`: the leading bound (k1 >= v1) is what lets
- * the index scan start at the cursor; the OR of "equal so far, greater here" drops the ties before it.
- */
-function keysetAfter (fields: readonly string[], values: unknown[], direction: Direction): Record<string, unknown> {
-  const beyond = direction === 'ASC' ? 'gt' : 'lt'
-  const from = direction === 'ASC' ? 'gte' : 'lte'
-  const branches = fields.map((field, i) => {
-    const branch: Record<string, unknown> = {}
-    for (let j = 0; j < i; j++) branch[fields[j]!] = values[j]
-    branch[field] = { [beyond]: values[i] }
-    return branch
-  })
-  if (fields.length === 1) return branches[0]!
-  return { AND: [{ [fields[0]!]: { [from]: values[0] } }, { OR: branches }] }
-}
-
 /** The arguments of a list (`students`, ...) and of its page (`studentsPage`, ...). */
 export interface ListArgs<O extends string, F> extends PageArgs<O> {
   filter?: F | null
-}
-
-/** A list's findMany arguments that paging decides, and the plan they were read from. */
-export interface ListQuery<W> {
-  plan: PagePlan
-  query: { where: { AND: [W, Record<string, unknown>] }, take: number, orderBy: PagePlan['orderBy'] }
-}
-
-/**
- * What a list or a page reads, from its arguments: its own filter (`whereOf`), the keyset after the
- * cursor, the order, and how many: `limit`, or one more for a page (whether another page follows,
- * see toPage). Throws BAD_USER_INPUT for a bad limit, cursor or filter.
- */
-export function listQuery<O extends string, F, W> (
-  spec: ListSpec<O>,
-  args: ListArgs<O, F>,
-  whereOf: (filter: F | null | undefined) => W,
-  kind: 'list' | 'page'
-): ListQuery<W> {
-  const plan = planPage(spec, args)
-  const where = whereOf(args.filter)
-  return {
-    plan,
-    query: { where: { AND: [where, plan.where] }, take: kind === 'page' ? plan.take + 1 : plan.take, orderBy: plan.orderBy }
-  }
 }
 
 /** A page of `rows` read with `plan` and `take + 1` records, the extra one telling whether more follow. */
@@ -187,14 +134,7 @@ export function toPage<T extends Record<string, unknown>> (rows: T[], plan: Page
   }
 }
 
-/** A name search: 1 to 100 characters, matched as a substring ignoring case (LIKE wildcards escaped). */
-export function nameSearch (search: string | null | undefined, fields: readonly string[]): Record<string, unknown> {
-  const pattern = searchPattern(search)
-  if (pattern === undefined) return {}
-  return { OR: fields.map((field) => ({ [field]: { contains: pattern, mode: 'insensitive' } })) }
-}
-
-/** The LIKE pattern of a name search (its wildcards escaped), undefined without one; throws BAD_USER_INPUT as nameSearch. */
+/** The LIKE pattern of a name search (its wildcards escaped), undefined without one; throws BAD_USER_INPUT for one of fewer than 1 or more than 100 characters. */
 export function searchPattern (search: string | null | undefined): string | undefined {
   if (search === null || search === undefined) return undefined
   const text = search.trim()
