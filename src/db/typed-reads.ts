@@ -6,9 +6,11 @@
 // Statements are built here only, from the tables below, and registered as they are built (and the
 // bulk upsert's reads and writes in typed-writes.ts, from its own fixed table): the school client
 // runs no other raw statement. Every statement takes the school as its parameter $1, and every
-// tenant table it reads carries `<alias>.school_id = $1`. A statement built for a teacher also
-// takes the teacher as $2, and every tenant table it reads, the subqueries' included, carries the
-// teacher's reach (teacherReach below: the teacher's classrooms through their assignments, the
+// tenant table it reads carries `<alias>.school_id = $1`, and every join and subquery joins on the
+// school too (`c.school_id = s.school_id`: on Citus, the distribution column, so that a statement
+// runs on the school's shard group even where the school's conditions are taken away). A statement
+// built for a teacher also takes the teacher as $2, and every tenant table it reads, the
+// subqueries' included, carries the teacher's reach (teacherReach below: the teacher's classrooms through their assignments, the
 // students of those classrooms, the teachers of those classrooms and the teacher). The statements'
 // own parameters follow. The school and the teacher are bound by wall 1's step (tenant.ts,
 // typedStatementArgs), never by a caller, and a statement that is not registered, reads a table
@@ -230,7 +232,7 @@ function writePlacementError (sql: string): string | null {
  * table does. Null for a table outside a teacher's reach.
  */
 export function teacherReach (table: string, alias: string): string | null {
-  const mine = (r: string): string => `FROM teacher_classrooms ${r} WHERE ${r}.school_id = $1 AND ${r}.teacher_id = $2::uuid`
+  const mine = (r: string): string => `FROM teacher_classrooms ${r} WHERE ${r}.school_id = $1 AND ${r}.school_id = ${alias}.school_id AND ${r}.teacher_id = $2::uuid`
   const r = `r${alias}`
   switch (table) {
     case 'classrooms': return `EXISTS (SELECT 1 ${mine(r)} AND ${r}.classroom_id = ${alias}.id)`
@@ -238,8 +240,8 @@ export function teacherReach (table: string, alias: string): string | null {
     case 'teacher_classrooms': return `EXISTS (SELECT 1 ${mine(r)} AND ${r}.classroom_id = ${alias}.classroom_id)`
     case 'teachers': {
       const q = `q${alias}`
-      return `(${alias}.id = $2::uuid OR EXISTS (SELECT 1 FROM teacher_classrooms ${r} JOIN teacher_classrooms ${q} ON ${q}.school_id = $1 AND ${q}.classroom_id = ${r}.classroom_id ` +
-        `WHERE ${r}.school_id = $1 AND ${r}.teacher_id = $2::uuid AND ${q}.teacher_id = ${alias}.id))`
+      return `(${alias}.id = $2::uuid OR EXISTS (SELECT 1 FROM teacher_classrooms ${r} JOIN teacher_classrooms ${q} ON ${q}.school_id = $1 AND ${q}.school_id = ${r}.school_id AND ${q}.classroom_id = ${r}.classroom_id ` +
+        `WHERE ${r}.school_id = $1 AND ${r}.school_id = ${alias}.school_id AND ${r}.teacher_id = $2::uuid AND ${q}.teacher_id = ${alias}.id))`
     }
     default: return null
   }
@@ -452,7 +454,7 @@ export function listRead (read: ListRead): Read {
         break
       }
       case 'teaches':
-        parts.push(`EXISTS (SELECT 1 FROM teacher_classrooms tc WHERE ${confined('teacher_classrooms', 'tc', read.reach)} AND tc.teacher_id = ${a}.id AND tc.classroom_id = ${next(condition.classroomId)}::uuid)`)
+        parts.push(`EXISTS (SELECT 1 FROM teacher_classrooms tc WHERE ${confined('teacher_classrooms', 'tc', read.reach)} AND tc.school_id = ${a}.school_id AND tc.teacher_id = ${a}.id AND tc.classroom_id = ${next(condition.classroomId)}::uuid)`)
         break
     }
   }
@@ -475,7 +477,7 @@ export function listRead (read: ListRead): Read {
     const joined: Joined[] = []
     if (classroom !== undefined) {
       select.push(...selectList('Classroom', 'c', classroom, 'classroom.'))
-      from += ` LEFT JOIN classrooms c ON ${confined('classrooms', 'c', read.reach)} AND c.id = s.classroom_id`
+      from += ` LEFT JOIN classrooms c ON ${confined('classrooms', 'c', read.reach)} AND c.school_id = s.school_id AND c.id = s.classroom_id`
       joined.push({ name: 'classroom', model: 'Classroom', fields: joinedFields(classroom) })
     }
     const direction = read.descending ? 'DESC' : 'ASC'
@@ -522,7 +524,7 @@ export function relationRead (relation: RelationName, fields: readonly string[],
       const joined: Joined[] = []
       if (classroom !== undefined) {
         select.push(...selectList('Classroom', 'c', classroom, 'classroom.'))
-        from += ` LEFT JOIN classrooms c ON ${confined('classrooms', 'c', reach)} AND c.id = s.classroom_id`
+        from += ` LEFT JOIN classrooms c ON ${confined('classrooms', 'c', reach)} AND c.school_id = s.school_id AND c.id = s.classroom_id`
         joined.push({ name: 'classroom', model: 'Classroom', fields: joinedFields(classroom) })
       }
       return {
@@ -537,7 +539,7 @@ export function relationRead (relation: RelationName, fields: readonly string[],
     const { model, table, alias, parent, related, order } = THROUGH_ASSIGNMENTS[relation]
     return {
       sql: `SELECT tc.${parent} AS "$parent", ${selectList(model, alias, fields).join(', ')} FROM teacher_classrooms tc ` +
-        `JOIN ${table} ${alias} ON ${confined(table, alias, reach)} AND ${alias}.id = tc.${related} ` +
+        `JOIN ${table} ${alias} ON ${confined(table, alias, reach)} AND ${alias}.school_id = tc.school_id AND ${alias}.id = tc.${related} ` +
         `WHERE ${confined('teacher_classrooms', 'tc', reach)} AND tc.${parent} = ANY(${parents}::uuid[]) ORDER BY ${alias}.${columnOf(order)} ASC, tc.${related} ASC`,
       model,
       joined: [],
@@ -566,8 +568,8 @@ export function assignmentsRead (relation: AssignmentsName, teacher: readonly st
     return {
       sql: `SELECT tc.${byClassroom ? 'classroom_id' : 'teacher_id'} AS "$parent", tc.role::text AS "role", ` +
         `${[...selectList('Teacher', 't', teacher, 'teacher.'), ...selectList('Classroom', 'c', classroom, 'classroom.')].join(', ')} FROM teacher_classrooms tc ` +
-        `JOIN teachers t ON ${confined('teachers', 't', reach)} AND t.id = tc.teacher_id ` +
-        `JOIN classrooms c ON ${confined('classrooms', 'c', reach)} AND c.id = tc.classroom_id ` +
+        `JOIN teachers t ON ${confined('teachers', 't', reach)} AND t.school_id = tc.school_id AND t.id = tc.teacher_id ` +
+        `JOIN classrooms c ON ${confined('classrooms', 'c', reach)} AND c.school_id = tc.school_id AND c.id = tc.classroom_id ` +
         `WHERE ${confined('teacher_classrooms', 'tc', reach)} AND tc.${byClassroom ? 'classroom_id' : 'teacher_id'} = ANY(${parents}::uuid[]) ORDER BY ${order}`,
       model: 'Teacher',
       joined: [{ name: 'teacher', model: 'Teacher', fields: joinedFields(teacher) }, { name: 'classroom', model: 'Classroom', fields: joinedFields(classroom) }],
