@@ -265,13 +265,18 @@ export async function expectedPages (benchUrl, schools, studentsPerSchool) {
         WHERE s.school_id = $1 ORDER BY s.id OFFSET $2 LIMIT $3`, [school.id, position, DEEP_PAGE_LIMIT + 1])).rows
       if (deep.length === 0) throw new Error(`school ${school.tag} has no students after the ${position}th: the deep page would be empty`)
       // The teacher login's flat page: the students of their classrooms only.
-      const taught = (await client.query(`SELECT s.id, s.full_name, c.id AS classroom_id, c.name AS classroom_name
+      const taught = (await client.query(`SELECT s.id, s.full_name, c.id AS classroom_id, c.name AS classroom_name,
+          COALESCE((SELECT json_agg(json_build_object('id', t.id, 'full_name', t.full_name) ORDER BY t.full_name, t.id)
+                    FROM teacher_classrooms tt JOIN teachers t ON t.school_id = tt.school_id AND t.id = tt.teacher_id
+                    WHERE tt.school_id = c.school_id AND tt.classroom_id = c.id), '[]'::json) AS classroom_teachers
         FROM students s JOIN classrooms c ON c.school_id = s.school_id AND c.id = s.classroom_id
         JOIN teacher_classrooms tc ON tc.school_id = s.school_id AND tc.classroom_id = s.classroom_id AND tc.teacher_id = $2
         WHERE s.school_id = $1 ORDER BY s.id LIMIT 100`, [school.id, school.teacher.teacherId])).rows
       const page = {
         flat: expectedFlat(students),
         teacherFlat: expectedFlat(taught),
+        // A teacher's classrooms' teachers are all in the teacher's reach (colleagues).
+        teacherNested: expectedStudentsNested(taught),
         nestedStudents: expectedStudentsNested(students),
         nestedTeachers: expectedTeachersNested(teachers),
         deepPage: expectedDeepPage(deep)

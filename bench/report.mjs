@@ -100,7 +100,8 @@ export function renderMarkdown (r) {
     lines.push(`Row-level security cost (${workload}): ${pct(cost)}` + (s === undefined ? '' : ` (median of ${s.n} interleaved rounds; ${pct(s.min)} to ${pct(s.max)})`))
   }
   for (const [workload, detail] of Object.entries(r.callers?.detail ?? {})) {
-    lines.push(`${workload === 'teacher-flat' ? 'A teacher (two classrooms\' students)' : 'A client (roster-core.readonly and roster.readonly)'}, flat, cache off: ${detail}.`)
+    const [caller, page] = workload.split('-')
+    lines.push(`${caller === 'teacher' ? 'A teacher (two classrooms\' students)' : 'A client (roster-core.readonly)'}, ${page}, cache off: ${detail}.`)
   }
   for (const [target, ratio] of Object.entries(r.scaling ?? {})) {
     lines.push(`${TARGET_LABELS[target]} vs one process, flat: ${fmt(ratio, 2)}× the requests per second ` +

@@ -23,7 +23,7 @@ export const LOGIN_MUTATION =
   'mutation Login($username: String!, $password: String!) { login(username: $username, password: $password) { accessToken refreshToken } }'
 
 // The scopes of each school's bench client: the roster without demographics, as a teacher's.
-export const CLIENT_SCOPES = ['roster-core.readonly', 'roster.readonly']
+export const CLIENT_SCOPES = ['roster-core.readonly']
 
 export const REFRESH_MUTATION =
   'mutation Refresh($refreshToken: String!) { refreshToken(refreshToken: $refreshToken) { accessToken } }'
@@ -79,7 +79,7 @@ export function studentCursorId (cursor) {
 // kind 'login' / 'refresh': no access token; the answer must carry tokens of the right user.
 // `ceiling`: whether bench/ceiling.mjs serves the same request (same body, same answer).
 // `uncachedOnly`: runs on the service with the response cache off only (beside the administrator's
-//   `flat` there, which it is compared with).
+//   workload named by `besides` there, which it is compared with).
 
 export const WORKLOADS = [
   { name: 'flat', kind: 'read', query: FLAT_QUERY, expected: 'flat', ceiling: true, rlsCompare: true },
@@ -89,9 +89,12 @@ export const WORKLOADS = [
   { name: 'deep-page', kind: 'read', query: DEEP_PAGE_QUERY, expected: 'deepPage', ceiling: true, rlsCompare: true, variables: (school) => ({ after: school.deepAfter }) },
   { name: 'login', kind: 'login', query: LOGIN_MUTATION, ceiling: false, rlsCompare: false },
   { name: 'refresh', kind: 'refresh', query: REFRESH_MUTATION, ceiling: false, rlsCompare: false },
-  // The flat page as a teacher (their two classrooms' students only) and as a client.
-  { name: 'teacher-flat', kind: 'read', caller: 'teacher', query: FLAT_QUERY, expected: 'teacherFlat', ceiling: false, rlsCompare: false, uncachedOnly: true },
-  { name: 'client-flat', kind: 'read', caller: 'client', query: FLAT_QUERY, expected: 'flat', ceiling: false, rlsCompare: false, uncachedOnly: true }
+  // The flat and nested pages as a teacher (their two classrooms' students only) and as a client
+  // (roster-core.readonly), each beside the administrator's page of the same query.
+  { name: 'teacher-flat', kind: 'read', caller: 'teacher', query: FLAT_QUERY, expected: 'teacherFlat', ceiling: false, rlsCompare: false, uncachedOnly: true, besides: 'flat' },
+  { name: 'client-flat', kind: 'read', caller: 'client', query: FLAT_QUERY, expected: 'flat', ceiling: false, rlsCompare: false, uncachedOnly: true, besides: 'flat' },
+  { name: 'teacher-nested', kind: 'read', caller: 'teacher', query: NESTED_STUDENTS_QUERY, expected: 'teacherNested', ceiling: false, rlsCompare: false, uncachedOnly: true, besides: 'nested' },
+  { name: 'client-nested', kind: 'read', caller: 'client', query: NESTED_STUDENTS_QUERY, expected: 'nestedStudents', ceiling: false, rlsCompare: false, uncachedOnly: true, besides: 'nested' }
   // Another read workload: its query above, an expected page per school in bench/dataset.mjs
   // (expectedPages), and for the ceiling a SQL handler keyed by the same query text.
 ]
@@ -212,8 +215,9 @@ export function checkRead (body, expectedText, expected, school, reach) {
     if (typeof item.classroomName === 'string' && !item.classroomName.startsWith(school.tag + ' ')) {
       return `tenant leak: classroom "${item.classroomName}" in an answer for ${school.tag}`
     }
-    if (reach !== undefined && !reach.includes(item.classroomName)) {
-      return `reach leak: ${field} "${item.fullName}" of classroom ${JSON.stringify(item.classroomName)} in an answer for the teacher of ${school.tag}, who teaches ${reach.join(', ')}`
+    const roomName = item.classroom !== undefined ? item.classroom?.name : item.classroomName
+    if (reach !== undefined && !reach.includes(roomName)) {
+      return `reach leak: ${field} "${item.fullName}" of classroom ${JSON.stringify(roomName)} in an answer for the teacher of ${school.tag}, who teaches ${reach.join(', ')}`
     }
   }
   const diff = firstDifference(parsed, expected, '')

@@ -19,6 +19,16 @@ import { applyMigrations, migrationsDir } from '../src/db/migrations/index.js'
 import { distributeOnCitus } from '../src/admin/citus.js'
 import { citusWorkers, createCitusDatabase, createCitusRole, dropCitusDatabase, type CitusNode } from './fixtures/citus.js'
 
+/**
+ * Set by test/run.mjs on the PGlite run that goes beside a PostgreSQL run (`npm test` with a
+ * server): a subtest whose behaviour does not depend on the database engine (a command's argument
+ * and parse errors, what it prints) skips itself there with this reason, the PostgreSQL run
+ * having run it. Without a server every subtest runs on PGlite.
+ */
+export const engineIndependentSkip: string | false = process.env.TEST_BESIDE_POSTGRESQL === '1'
+  ? 'engine-independent: runs in the PostgreSQL run beside this one (test/run.mjs)'
+  : false
+
 /** Admin URL of the PostgreSQL server tests create their databases on; undefined means PGlite. */
 export const serverUrl: string | undefined =
   (process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL) || undefined

@@ -6,7 +6,9 @@ import { spawn } from 'node:child_process'
 import { existsSync, readdirSync } from 'node:fs'
 
 /**
- * Test files that run once, on PostgreSQL when there is one, with why. Every other file runs on both.
+ * Test files that run once, on PostgreSQL when there is one, with why. Every other file runs on both
+ * (a subtest of one of those that does not depend on the engine skips itself in the PGlite run
+ * beside a PostgreSQL run: engineIndependentSkip in test/helper.ts).
  */
 const ONCE = new Map([
   // Their behaviour does not depend on the database engine: HTTP, GraphQL over HTTP, clients and
@@ -64,7 +66,7 @@ const results = server === undefined
   ? [await run('PGlite (no TEST_DATABASE_URL)', files, embedded)]
   : await Promise.all([
     run('PostgreSQL', files, { TEST_DATABASE_URL: server }),
-    run('PGlite', files.filter((file) => !ONCE.has(file)), embedded, true)
+    run('PGlite', files.filter((file) => !ONCE.has(file)), { ...embedded, TEST_BESIDE_POSTGRESQL: '1' }, true)
   ])
 for (const { output } of results) process.stdout.write(output)
 process.exit(results.every(({ passed }) => passed) ? 0 : 1)

@@ -343,6 +343,8 @@ export type ListCondition =
   | { readonly kind: 'contains', readonly fields: readonly string[], readonly pattern: string }
   /** A teacher with an assignment to this classroom. */
   | { readonly kind: 'teaches', readonly classroomId: string }
+  /** Any of these records (ids). */
+  | { readonly kind: 'ids', readonly ids: readonly string[] }
 
 /** What a list reads: its columns, filter, order, cursor and size, for a caller of `reach`. */
 export interface ListRead {
@@ -453,6 +455,9 @@ export function listRead (read: ListRead): Read {
         parts.push(`(${condition.fields.map((field) => `${a}.${columnOf(field)} ILIKE ${pattern}`).join(' OR ')})`)
         break
       }
+      case 'ids':
+        parts.push(`${a}.id = ANY(${next(condition.ids)}::uuid[])`)
+        break
       case 'teaches':
         parts.push(`EXISTS (SELECT 1 FROM teacher_classrooms tc WHERE ${confined('teacher_classrooms', 'tc', read.reach)} AND tc.school_id = ${a}.school_id AND tc.teacher_id = ${a}.id AND tc.classroom_id = ${next(condition.classroomId)}::uuid)`)
         break
@@ -469,7 +474,7 @@ export function listRead (read: ListRead): Read {
   }
   const limit = next(read.take)
   const classroom = read.model === 'Student' ? read.classroom : undefined
-  const shape = JSON.stringify(['list', read.reach, read.model, read.fields, classroom, read.conditions.map((c) => c.kind === 'contains' ? [c.kind, c.fields] : c.kind === 'teaches' ? [c.kind] : [c.kind, c.field]), read.order, read.descending, read.after !== undefined])
+  const shape = JSON.stringify(['list', read.reach, read.model, read.fields, classroom, read.conditions.map((c) => c.kind === 'contains' ? [c.kind, c.fields] : c.kind === 'teaches' || c.kind === 'ids' ? [c.kind] : [c.kind, c.field]), read.order, read.descending, read.after !== undefined])
   const statement = kept(shape, () => {
     const table = TYPED_TABLES[read.model]
     const select = selectList(read.model, a, read.fields)
@@ -483,7 +488,7 @@ export function listRead (read: ListRead): Read {
     const direction = read.descending ? 'DESC' : 'ASC'
     const sql = `SELECT ${select.join(', ')} FROM ${from} WHERE ${[confined(table, a, read.reach), ...parts].join(' AND ')} ` +
       `ORDER BY ${read.order.map((field) => `${a}.${columnOf(field)} ${direction}`).join(', ')} LIMIT ${limit}`
-    const filtered = read.conditions.flatMap((c) => c.kind === 'contains' ? c.fields : c.kind === 'teaches' ? [] : [c.field])
+    const filtered = read.conditions.flatMap((c) => c.kind === 'contains' ? c.fields : c.kind === 'teaches' || c.kind === 'ids' ? [] : [c.field])
     return {
       sql,
       model: read.model,

@@ -78,6 +78,15 @@ export async function readPage<T extends Record<string, unknown>, O extends stri
   return toPage(rows, plan)
 }
 
+/** The records of `model` with these ids that the caller reaches (whole rows: every column it may read), in id order. */
+export async function readByIds<T> (db: SchoolDb, model: TypedModel, ids: readonly string[]): Promise<T[]> {
+  if (ids.length === 0) return []
+  const { fields, classroom } = selectedColumns(db, model, true)
+  return await run<T>(db, listRead({
+    model, fields, classroom, conditions: [{ kind: 'ids', ids }], order: ['id'], descending: false, take: ids.length, reach: db.$statementReach()
+  }))
+}
+
 /** The model a relation leads to. */
 const RELATED: Readonly<Record<RelationName, TypedModel>> = {
   'Classroom.students': 'Student',

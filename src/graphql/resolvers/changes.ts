@@ -12,6 +12,7 @@ import type { ChangeRow, ClassroomRow, StudentRow, TeacherRow } from '../models.
 import { badUserInput } from '../errors.js'
 import { pageSize } from '../paging.js'
 import { UUID } from '../../validators.js'
+import { readByIds } from '../../records/lists.js'
 
 const PREFIX = 'changes:'
 const TEACHER_PREFIX = 'teacher-changes:'
@@ -124,7 +125,7 @@ export const changeQueries: Pick<QueryResolvers, 'changes' | 'latestChangeCursor
 
 type RecordType = ChangeRow['recordType']
 
-/** The current records of changes of one kind, batched per response (deleted ones are null). */
+/** The current records of changes of one kind, batched per response (deleted ones, and those out of the caller's reach, are null). */
 function recordLoader<T extends { id: string }> (
   type: RecordType,
   read: (ctx: MercuriusContext, ids: string[]) => Promise<T[]>
@@ -139,10 +140,9 @@ function recordLoader<T extends { id: string }> (
 
 export const changeLoaders = {
   Change: {
-    student: recordLoader<StudentRow>('STUDENT', (ctx, ids) =>
-      ctx.school().db.student.findMany({ relationLoadStrategy: 'join', where: { id: { in: ids } }, include: { classroom: true } })),
-    teacher: recordLoader<TeacherRow>('TEACHER', (ctx, ids) => ctx.school().db.teacher.findMany({ where: { id: { in: ids } } })),
-    classroom: recordLoader<ClassroomRow>('CLASSROOM', (ctx, ids) => ctx.school().db.classroom.findMany({ where: { id: { in: ids } } }))
+    student: recordLoader<StudentRow>('STUDENT', async (ctx, ids) => await readByIds<StudentRow>(ctx.school().db, 'Student', ids)),
+    teacher: recordLoader<TeacherRow>('TEACHER', async (ctx, ids) => await readByIds<TeacherRow>(ctx.school().db, 'Teacher', ids)),
+    classroom: recordLoader<ClassroomRow>('CLASSROOM', async (ctx, ids) => await readByIds<ClassroomRow>(ctx.school().db, 'Classroom', ids))
   }
 }
 
