@@ -4,7 +4,10 @@
 // went wrong: not a UUID, no such record, or another school's.
 import t from 'tap'
 import { createClient, listClients, rotateClientSecret } from '../src/admin/clients.js'
-import { assignTeacher, assignUser, createSchool, createStudent, createTeacher, createUser, listUsers } from '../src/admin/records.js'
+import { createSchool } from '../src/admin/schools.js'
+import { assignUser, createUser, listUsers } from '../src/admin/users.js'
+import { createStudent } from '../src/records/students.js'
+import { assignTeacher, createTeacher } from '../src/records/teachers.js'
 import { build, cliEnvironment, gql, login, PASSWORD, testDatabase, unique } from './helper.js'
 import { runCli } from './fixtures/cli.js'
 

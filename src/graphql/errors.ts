@@ -4,7 +4,7 @@ import { GraphQLError, type ExecutionResult, type FormattedExecutionResult, type
 import mercurius, { type MercuriusContext } from 'mercurius'
 import { documentErrorStatus } from './http.js'
 import { QUERY_LIMIT_EXCEEDED, tokenLimitError } from './limits.js'
-import type { AdminError, AdminErrorCode, InvalidField } from '../admin/records.js'
+import type { AdminError, AdminErrorCode, InvalidField } from '../records/errors.js'
 import { DATABASE_RETRY_AFTER, DATABASE_UNAVAILABLE_MESSAGE, databaseUnavailable } from '../db/unavailable.js'
 import type { OutOfScopeField } from './scope-check.js'
 

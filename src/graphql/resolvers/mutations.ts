@@ -6,10 +6,11 @@
 // the fields the mutation selects.
 import type { GraphQLResolveInfo } from 'graphql'
 import type { MercuriusContext } from 'mercurius'
-import {
-  AdminError, addClassroom, addStudent, addTeacher, assignTeacherTo, changeRecord, deleteRecord, endAssignment,
-  placeStudent, removeStudentFromClassroom, upsertStudents, type SchoolTarget, type Tx
-} from '../../admin/records.js'
+import { addClassroom } from '../../records/classrooms.js'
+import { AdminError } from '../../records/errors.js'
+import { addStudent, placeStudent, removeStudentFromClassroom, upsertStudents } from '../../records/students.js'
+import { addTeacher, assignTeacherTo, endAssignment } from '../../records/teachers.js'
+import { changeRecord, deleteRecord, type SchoolTarget, type Tx } from '../../records/writes.js'
 import { accessOf, callerId } from '../../auth/identity.js'
 import { unreadableKeys, unwritableColumns } from '../../auth/scopes.js'
 import type { Prisma } from '../../generated/prisma/client.js'
