@@ -1,7 +1,8 @@
 // UUIDs are read in any case (RFC 9562 §4): an id in capitals is the same record everywhere an id
-// is taken (the CLI and the administration code behind it, GraphQL arguments, filters and cursors,
-// the school client's walls), compared in one form (lower case), and a refusal says what really
-// went wrong: not a UUID, no such record, or another school's.
+// is taken (the CLI and the code behind it: the record writes of src/records/ (students.ts,
+// teachers.ts, writes.ts) and the operators' src/admin/ (users.ts, clients.ts); GraphQL arguments,
+// filters and cursors, the school client's walls), compared in one form (lower case), and a refusal
+// says what really went wrong: not a UUID, no such record, or another school's.
 import t from 'tap'
 import { createClient, listClients, rotateClientSecret } from '../src/admin/clients.js'
 import { createSchool } from '../src/admin/schools.js'

@@ -75,9 +75,10 @@ export const invalidRefreshToken = (): Error =>
 export const badUserInput = (message: string): Error => codedError('BAD_USER_INPUT', message)
 
 /**
- * A refusal of the administration code (src/admin/records.ts) as the client sees it: its code, and
- * for invalid input every field with its path (`extensions.invalid`), for a version conflict the
- * record's version now (`extensions.currentVersion`).
+ * A refusal of a record write or of the administration code (AdminError, src/records/errors.ts) as
+ * the client sees it: its code, and for invalid input every field with its path
+ * (`extensions.invalid`), for a version conflict the record's version now
+ * (`extensions.currentVersion`).
  */
 export function adminRefusal (error: AdminError): Error {
   const { invalid, currentVersion } = error.details

@@ -1,5 +1,5 @@
 // The record mutations (docs/api/mutations.md). Each runs the administration code the command line
-// runs (src/admin/records.ts) through the caller's school client, so the walls, the change feeds,
+// runs (src/records/) through the caller's school client, so the walls, the change feeds,
 // the notifications and the audit are those of any write; here only what the API adds: the writes
 // limit, the columns the caller's scopes let it write and the keys they let it name records by, the
 // idempotency key, the coded errors, and the record read back in the write's own transaction with
