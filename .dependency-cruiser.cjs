@@ -1,6 +1,8 @@
 // The layers of src/, checked by `npm run lint:deps` (part of `npm test`) with dependency-cruiser:
-// no import cycle anywhere, and the database layer (src/db) below the app: it is given what it needs
-// from auth, the audit or GraphQL (the counting step, the denied columns) by its callers.
+// no import cycle anywhere, the database layer (src/db) below the app: it is given what it needs
+// from auth, the audit or GraphQL (the counting step, the denied columns) by its callers; and the
+// record kinds (src/records: their reads and writes) below the operators' work (src/admin), which
+// uses them.
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -17,6 +19,13 @@ module.exports = {
       comment: 'src/db is the layer under auth, the audit, GraphQL and the plugins: they pass it what it needs.',
       from: { path: '^src/db/' },
       to: { path: '^src/(auth|audit|graphql|plugins)/' }
+    },
+    {
+      name: 'records-below-admin',
+      severity: 'error',
+      comment: 'src/records owns the record kinds\' reads and writes; src/admin (schools, users, clients, Citus) calls it, never the reverse.',
+      from: { path: '^src/records/' },
+      to: { path: '^src/admin/' }
     },
     {
       name: 'not-to-unresolvable',

@@ -3,7 +3,9 @@
 // before the user's latest change never comes back (disable then enable, A -> B -> A).
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { assignUser, createSchool, createStudent, disableUser, enableUser } from '../src/admin/records.js'
+import { createSchool } from '../src/admin/schools.js'
+import { assignUser, disableUser, enableUser } from '../src/admin/users.js'
+import { createStudent } from '../src/records/students.js'
 import { buildApp } from '../src/app.js'
 import { ACCESS_CHANGES_KEPT_DAYS, MAX_ACCESS_TOKEN_TTL } from '../src/auth/access-changes.js'
 import { openDatabase, type Database } from '../src/db/client.js'

@@ -1,6 +1,7 @@
 // Login, refresh and logout of users, and the lifetimes of their access and refresh tokens.
 import t from 'tap'
-import { assignUser, createSchool, createUser } from '../src/admin/records.js'
+import { createSchool } from '../src/admin/schools.js'
+import { assignUser, createUser } from '../src/admin/users.js'
 import { build, gql, login, LOGIN, PASSWORD, seedSchool, testClock, testDatabase, unique } from './helper.js'
 
 const REFRESH = 'mutation($t: String!) { refreshToken(refreshToken: $t) { accessToken } }'

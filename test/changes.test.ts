@@ -3,7 +3,8 @@
 // concurrent writers of one school cannot make a reader skip a change.
 import pg from 'pg'
 import t from 'tap'
-import { createStudent, createTeacher } from '../src/admin/records.js'
+import { createStudent } from '../src/records/students.js'
+import { createTeacher } from '../src/records/teachers.js'
 import { setLocalStatements } from '../src/db/school-session.js'
 import { createClassroomAssignment } from './fixtures.js'
 import { build, gql, login, seedSchool, serverUrl, serviceConnection, testDatabase } from './helper.js'

@@ -1,4 +1,5 @@
-// `school-data teacher unassign`, `student assign` and `student unassign` as an operator runs them:
+// `school-data teacher unassign`, `student assign` and `student unassign` as an operator runs them
+// (unassignTeacher, src/records/teachers.ts; assignStudent, unassignStudent, src/records/students.ts):
 // real child processes on this file's database (PostgreSQL as the service role, or an embedded
 // database in a temporary folder), read back through the API: the teacher's login stops reading
 // the classroom, the school's change feed and the teacher's own feed say so, and what is not there

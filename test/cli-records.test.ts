@@ -1,6 +1,7 @@
 // `school-data student|teacher|classroom change, move, delete` (and `classroom create`) as an
 // operator runs them: real child processes, the same administration code as the API's mutations
-// (src/admin/records.ts), so the same versions, natural keys and refusals.
+// (src/records/: students.ts, teachers.ts, classrooms.ts and the shared writes.ts), so the same
+// versions, natural keys and refusals.
 import t, { type Test } from 'tap'
 import { runCli, type CliRun } from './fixtures/cli.js'
 import { cliEnvironment } from './helper.js'

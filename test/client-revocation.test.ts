@@ -3,7 +3,8 @@
 // makes it), heard by each node through the access-change notifications.
 import t from 'tap'
 import { createClient, revokeClient } from '../src/admin/clients.js'
-import { createSchool, createStudent } from '../src/admin/records.js'
+import { createSchool } from '../src/admin/schools.js'
+import { createStudent } from '../src/records/students.js'
 import { post, productionNodes, refusedEverywhere, type Node } from './fixtures/api-nodes.js'
 import { basic, FORM } from './fixtures/oauth.js'
 import { createTestDatabase, serverUrl } from './helper.js'

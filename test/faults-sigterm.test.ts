@@ -15,7 +15,8 @@ import { connect } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { createSchool, createUser } from '../src/admin/records.js'
+import { createSchool } from '../src/admin/schools.js'
+import { createUser } from '../src/admin/users.js'
 import { LOGIN, PASSWORD, serverUrl, testDatabase, testDatabaseUrl, unique } from './helper.js'
 
 const SERVER = fileURLToPath(new URL('../dist/server.js', import.meta.url))

@@ -4,7 +4,8 @@
 // pool drops the dead connections and the LISTEN connection reconnects.
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { assignUser, createSchool } from '../src/admin/records.js'
+import { createSchool } from '../src/admin/schools.js'
+import { assignUser } from '../src/admin/users.js'
 import { buildApp } from '../src/app.js'
 import { basic, seedClient, tokenRequest } from './fixtures/oauth.js'
 import { metricsText } from './fixtures/shared-state.js'

@@ -56,7 +56,8 @@ t.test('an unexpected failure is reported generically, with a code and the reque
   const app = await buildApp(testConfig(), { database, logger: false })
   t.teardown(() => app.close())
   const school = await (async () => {
-    const { createSchool, createUser } = await import('../src/admin/records.js')
+    const { createSchool } = await import('../src/admin/schools.js')
+    const { createUser } = await import('../src/admin/users.js')
     const schoolId = await createSchool(database, 'Doomed School')
     await createUser(database, { username: 'doomed-user', password: 'password-for-doom', schoolId })
     return schoolId

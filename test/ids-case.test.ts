@@ -1,10 +1,14 @@
 // UUIDs are read in any case (RFC 9562 §4): an id in capitals is the same record everywhere an id
-// is taken (the CLI and the administration code behind it, GraphQL arguments, filters and cursors,
-// the school client's walls), compared in one form (lower case), and a refusal says what really
-// went wrong: not a UUID, no such record, or another school's.
+// is taken (the CLI and the code behind it: the record writes of src/records/ (students.ts,
+// teachers.ts, writes.ts) and the operators' src/admin/ (users.ts, clients.ts); GraphQL arguments,
+// filters and cursors, the school client's walls), compared in one form (lower case), and a refusal
+// says what really went wrong: not a UUID, no such record, or another school's.
 import t from 'tap'
 import { createClient, listClients, rotateClientSecret } from '../src/admin/clients.js'
-import { assignTeacher, assignUser, createSchool, createStudent, createTeacher, createUser, listUsers } from '../src/admin/records.js'
+import { createSchool } from '../src/admin/schools.js'
+import { assignUser, createUser, listUsers } from '../src/admin/users.js'
+import { createStudent } from '../src/records/students.js'
+import { assignTeacher, createTeacher } from '../src/records/teachers.js'
 import { build, cliEnvironment, gql, login, PASSWORD, testDatabase, unique } from './helper.js'
 import { runCli } from './fixtures/cli.js'
 

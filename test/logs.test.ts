@@ -1,6 +1,7 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { createSchool, createUser } from '../src/admin/records.js'
+import { createSchool } from '../src/admin/schools.js'
+import { createUser } from '../src/admin/users.js'
 import { buildApp } from '../src/app.js'
 import type { Database } from '../src/db/client.js'
 import { INTERNALS } from './fixtures/internals.js'

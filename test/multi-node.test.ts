@@ -6,7 +6,9 @@
 // across the nodes.
 import { randomBytes } from 'node:crypto'
 import t from 'tap'
-import { assignUser, createSchool, createStudent, createUser, disableUser, enableUser } from '../src/admin/records.js'
+import { createSchool } from '../src/admin/schools.js'
+import { assignUser, createUser, disableUser, enableUser } from '../src/admin/users.js'
+import { createStudent } from '../src/records/students.js'
 import { post, startNode, type Node } from './fixtures/api-nodes.js'
 import { REDIS_URL } from './fixtures/shared-state.js'
 import { PASSWORD, createTestDatabase, serverUrl, unique } from './helper.js'

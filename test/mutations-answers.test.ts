@@ -8,7 +8,9 @@
 // PostgreSQL only: the embedded PGlite runs one transaction at a time, so no writer comes between.
 import pg from 'pg'
 import t from 'tap'
-import { addClassroom, createStudent, schoolTarget } from '../src/admin/records.js'
+import { addClassroom } from '../src/records/classrooms.js'
+import { createStudent } from '../src/records/students.js'
+import { schoolTarget } from '../src/records/writes.js'
 import { buildApp } from '../src/app.js'
 import { gql, login, seedSchool, serverUrl, testConfig, testDatabase, unique, type GraphQLResponse } from './helper.js'
 

@@ -4,7 +4,8 @@
 // limit of their own, per caller.
 import pg from 'pg'
 import t from 'tap'
-import { createTeacher, createUser } from '../src/admin/records.js'
+import { createUser } from '../src/admin/users.js'
+import { createTeacher } from '../src/records/teachers.js'
 import { build, gql, login, PASSWORD, seedSchool, testDatabase, unique, type GraphQLResponse, type TestDatabase } from './helper.js'
 
 function ok (res: GraphQLResponse): Record<string, any> {

@@ -5,7 +5,8 @@
 // writes its own fields only). PostgreSQL only: the embedded database is one process's.
 import { randomUUID } from 'node:crypto'
 import t from 'tap'
-import { createSchool, createUser } from '../src/admin/records.js'
+import { createSchool } from '../src/admin/schools.js'
+import { createUser } from '../src/admin/users.js'
 import { productionNodes, type Node } from './fixtures/api-nodes.js'
 import { LOGIN, PASSWORD, serverUrl, testDatabase, testDatabaseUrl, unique } from './helper.js'
 

@@ -8,7 +8,10 @@ import {
   getNamedType, isLeafType, isNonNullType, isObjectType, type GraphQLObjectType
 } from 'graphql'
 import t from 'tap'
-import { addClassroom, addTeacher, createStudent, schoolTarget, upsertStudents } from '../src/admin/records.js'
+import { addClassroom } from '../src/records/classrooms.js'
+import { createStudent, upsertStudents } from '../src/records/students.js'
+import { addTeacher } from '../src/records/teachers.js'
+import { schoolTarget } from '../src/records/writes.js'
 import { FIELD_SCOPES, holds, requirementOf, SCOPES, unwritableColumns, type Access, type Scope } from '../src/auth/scopes.js'
 import { buildSdlSchema } from '../src/graphql/schema.js'
 import { build, gql, seedSchool, testDatabase, unique, type GraphQLResponse } from './helper.js'

@@ -5,7 +5,7 @@
 // half-written; versions; who may write.
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { createTeacher } from '../src/admin/records.js'
+import { createTeacher } from '../src/records/teachers.js'
 import { build, gql, login, seedSchool, testDatabase, unique, type GraphQLResponse } from './helper.js'
 import { clientToken, seedClient } from './fixtures/oauth.js'
 
@@ -151,7 +151,7 @@ t.test('versions: a change based on an old version is a VERSION_CONFLICT saying 
 t.test('who may write: administrators and clients with the write scopes; teachers and read-only clients are FORBIDDEN, told the scope they lack', async (t) => {
   const db = await testDatabase()
   const teacherId = await createTeacher(db, { schoolId, fullName: 'Reading Teacher' })
-  const { createUser } = await import('../src/admin/records.js')
+  const { createUser } = await import('../src/admin/users.js')
   const username = unique('teacher')
   await createUser(db, { username, password: 'correct horse battery staple', schoolId, role: 'teacher', teacherId })
   const teacherToken = (await login(app, username)).accessToken

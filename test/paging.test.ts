@@ -3,7 +3,8 @@
 // index range scan that reads only the page (no OFFSET).
 import pg from 'pg'
 import t from 'tap'
-import { createStudent, createTeacher } from '../src/admin/records.js'
+import { createStudent } from '../src/records/students.js'
+import { createTeacher } from '../src/records/teachers.js'
 import { PrismaPg } from '@prisma/adapter-pg'
 import { PrismaClient } from '../src/generated/prisma/client.js'
 import { schoolClient } from '../src/db/school-client.js'

@@ -4,7 +4,7 @@
 // Retry-After is the retryAfter its body names.
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { createUser } from '../src/admin/records.js'
+import { createUser } from '../src/admin/users.js'
 import type { Config } from '../src/config.js'
 import { basic, clientToken, seedClient, tokenRequest } from './fixtures/oauth.js'
 import { metricsText, REDIS_URL, redisPrefix } from './fixtures/shared-state.js'

@@ -2,7 +2,9 @@
 // the school client of a teacher reads only her reach through every form of read Prisma offers,
 // and the client of a caller without a scope reads none of the columns it guards.
 import t, { type Test } from 'tap'
-import { createSchool, createStudent, createTeacher } from '../src/admin/records.js'
+import { createSchool } from '../src/admin/schools.js'
+import { createStudent } from '../src/records/students.js'
+import { createTeacher } from '../src/records/teachers.js'
 import { deniedColumns } from '../src/auth/scopes.js'
 import { createClassroomAssignment } from './fixtures.js'
 import { createTestDatabase } from './helper.js'

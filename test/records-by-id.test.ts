@@ -1,5 +1,5 @@
 import t from 'tap'
-import { createTeacher } from '../src/admin/records.js'
+import { createTeacher } from '../src/records/teachers.js'
 import { createClassroomAssignment } from './fixtures.js'
 import { build, gql, login, seedSchool, testDatabase } from './helper.js'
 

@@ -3,7 +3,9 @@
 // read ran.
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { createSchool, createStudent, createUser } from '../src/admin/records.js'
+import { createSchool } from '../src/admin/schools.js'
+import { createUser } from '../src/admin/users.js'
+import { createStudent } from '../src/records/students.js'
 import { buildApp } from '../src/app.js'
 import { openDatabase, type Database } from '../src/db/client.js'
 import { applyMigrations } from '../src/db/migrations/index.js'

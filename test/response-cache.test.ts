@@ -3,7 +3,9 @@
 // and never skipping the token checks.
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { assignUser, createSchool, createStudent } from '../src/admin/records.js'
+import { createSchool } from '../src/admin/schools.js'
+import { assignUser } from '../src/admin/users.js'
+import { createStudent } from '../src/records/students.js'
 import { buildApp } from '../src/app.js'
 import { openDatabase, type Database } from '../src/db/client.js'
 import { build, login, seedSchool, testConfig, testDatabase } from './helper.js'

@@ -2,7 +2,10 @@
 // node refuses the access tokens issued before, within a second, as for a moved user. Two real API
 // processes on one database; the change is a write to users (as `school-data user role` makes it).
 import t from 'tap'
-import { createSchool, createStudent, createTeacher, createUser } from '../src/admin/records.js'
+import { createSchool } from '../src/admin/schools.js'
+import { createUser } from '../src/admin/users.js'
+import { createStudent } from '../src/records/students.js'
+import { createTeacher } from '../src/records/teachers.js'
 import { createClassroomAssignment } from './fixtures.js'
 import { post, productionNodes, refusedEverywhere, type Node } from './fixtures/api-nodes.js'
 import { createTestDatabase, LOGIN, PASSWORD, serverUrl } from './helper.js'

@@ -22,9 +22,10 @@ const ONCE = new Map([
     'test/schema-descriptions.test.ts', 'test/schema-route.test.ts', 'test/server-flags.test.ts'
   ].map((file) => [file, 'engine-independent']),
   // The command line's options and answers, dozens of commands each a child process that opens the
-  // embedded database anew (seconds apiece on PGlite): what they run on the database is the
-  // administration code (src/admin/), which the in-process tests exercise on PGlite too (ids-case,
-  // seed, import, the helpers' seeding), and test/cli.test.ts runs the command on PGlite.
+  // embedded database anew (seconds apiece on PGlite): what they run on the database is the record
+  // writes and the administration code (src/records/, src/admin/), which the in-process tests
+  // exercise on PGlite too (ids-case, seed, import, the helpers' seeding), and test/cli.test.ts
+  // runs the command on PGlite.
   ...['test/cli-assignments.test.ts', 'test/cli-clients.test.ts', 'test/cli-records.test.ts', 'test/cli-roles.test.ts'].map((file) => [file, 'command line'])
 ])
 

@@ -6,7 +6,8 @@
 // The statements are read from Prisma's query log; the results must be those of plain PostgreSQL's
 // form.
 import t from 'tap'
-import { createSchool, createStudent } from '../src/admin/records.js'
+import { createSchool } from '../src/admin/schools.js'
+import { createStudent } from '../src/records/students.js'
 import { DATA_CHANGED_CHANNEL } from '../src/db/notifications.js'
 import { schoolClient } from '../src/db/school-client.js'
 import { randomUUID } from 'node:crypto'

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import type { SchoolDb } from '../src/db/school-client.js'
 import { mergeSelect } from '../src/graphql/selection.js'
-import { createTeacher } from '../src/admin/records.js'
+import { createTeacher } from '../src/records/teachers.js'
 import { createClassroomAssignment } from './fixtures.js'
 import { build, gql, login, seedSchool, testDatabase } from './helper.js'
 

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { createStudent } from '../src/admin/records.js'
+import { createStudent } from '../src/records/students.js'
 import { build, gql, login, seedSchool, testDatabase } from './helper.js'
 
 t.test('students returns the selected fields of the caller\'s students, at most `limit`', async (t) => {

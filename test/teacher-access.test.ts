@@ -2,7 +2,10 @@
 // their cursors, by id, nested relations, filters; the school; and only the fields of the
 // teacher's scopes. An administrator of the same school keeps reading everything.
 import t from 'tap'
-import { createSchool, createStudent, createTeacher, createUser } from '../src/admin/records.js'
+import { createSchool } from '../src/admin/schools.js'
+import { createUser } from '../src/admin/users.js'
+import { createStudent } from '../src/records/students.js'
+import { createTeacher } from '../src/records/teachers.js'
 import { createClassroomAssignment } from './fixtures.js'
 import { build, gql, login, PASSWORD, testDatabase, unique } from './helper.js'
 

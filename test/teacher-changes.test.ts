@@ -5,7 +5,9 @@
 // the feed ends with exactly what the teacher can read.
 import fc from 'fast-check'
 import t from 'tap'
-import { createSchool, createStudent, createTeacher } from '../src/admin/records.js'
+import { createSchool } from '../src/admin/schools.js'
+import { createStudent } from '../src/records/students.js'
+import { createTeacher } from '../src/records/teachers.js'
 import type { Database } from '../src/db/client.js'
 import { setLocalStatements } from '../src/db/school-session.js'
 import { createClassroomAssignment } from './fixtures.js'

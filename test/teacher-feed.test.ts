@@ -3,7 +3,10 @@
 // what the teacher's lists show; the teacher's cursors belong to that teacher's feed alone.
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { createSchool, createStudent, createTeacher, createUser } from '../src/admin/records.js'
+import { createSchool } from '../src/admin/schools.js'
+import { createUser } from '../src/admin/users.js'
+import { createStudent } from '../src/records/students.js'
+import { createTeacher } from '../src/records/teachers.js'
 import { setLocalStatements } from '../src/db/school-session.js'
 import { createClassroomAssignment } from './fixtures.js'
 import { build, gql, login, PASSWORD, testDatabase, unique } from './helper.js'

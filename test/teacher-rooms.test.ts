@@ -4,7 +4,10 @@
 // assigned by another writer reaches the teacher's lists when the school's notification does.
 import t from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { createSchool, createStudent, createTeacher, createUser } from '../src/admin/records.js'
+import { createSchool } from '../src/admin/schools.js'
+import { createUser } from '../src/admin/users.js'
+import { createStudent } from '../src/records/students.js'
+import { createTeacher } from '../src/records/teachers.js'
 import { teacherRooms } from '../src/db/teacher-rooms.js'
 import { createClassroomAssignment } from './fixtures.js'
 import { build, gql, login, PASSWORD, testDatabase, unique, unlessCitus } from './helper.js'

@@ -1,7 +1,9 @@
 import t from 'tap'
 import { createClassroomAssignment } from './fixtures.js'
 import { build, gql, login, PASSWORD, seedSchool, testDatabase, unique } from './helper.js'
-import { createSchool, createTeacher, createUser } from '../src/admin/records.js'
+import { createSchool } from '../src/admin/schools.js'
+import { createUser } from '../src/admin/users.js'
+import { createTeacher } from '../src/records/teachers.js'
 
 t.test('school returns the caller\'s school', async (t) => {
   const app = await build(t)

@@ -1,5 +1,6 @@
 import t from 'tap'
-import { createSchool, createStudent } from '../src/admin/records.js'
+import { createSchool } from '../src/admin/schools.js'
+import { createStudent } from '../src/records/students.js'
 import { SCALARS, TENANT_MODELS, TENANT_TABLE_OF, TENANT_TABLES } from '../src/db/data-model.js'
 import { PRIVATE_MODELS } from '../src/db/tenant.js'
 import { Prisma } from '../src/generated/prisma/client.js'

@@ -1,9 +1,11 @@
 // The bulk upsert's statements (src/db/typed-writes.ts, issue 30 point 9): wall 1 binds the school
 // to them and refuses, before it runs, a write that does not take it where the placement rule says;
-// the upsert answers through them on an administrator's client and through the model operations on
-// a narrower one; and on this path each wall alone stops a read or a write of another school's row.
+// the upsert (upsertStudents, src/records/students.ts) answers through them on an administrator's
+// client and through the model operations on a narrower one; and on this path each wall alone
+// stops a read or a write of another school's row.
 import t from 'tap'
-import { schoolTarget, upsertStudents } from '../src/admin/records.js'
+import { upsertStudents } from '../src/records/students.js'
+import { schoolTarget } from '../src/records/writes.js'
 import { deniedColumns } from '../src/auth/scopes.js'
 import { TenantViolationError } from '../src/db/tenant.js'
 import { registerStatement, schoolPlacementError } from '../src/db/typed-reads.js'

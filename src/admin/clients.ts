@@ -5,7 +5,8 @@ import { randomToken, tokenDigest } from '../auth/opaque-tokens.js'
 import { normalizeScopes, parseScope, SCOPES, type Scope } from '../auth/scopes.js'
 import type { Database } from '../db/client.js'
 
-import { AdminError, requireId, requireSchool, requireText } from './records.js'
+import { AdminError, requireId, requireText } from '../records/errors.js'
+import { requireSchool } from '../records/writes.js'
 
 /** How long a rotated secret keeps working by default: a day for every deployment to take the new one. */
 export const DEFAULT_OVERLAP_HOURS = 24

@@ -1,32 +1,13 @@
 // The `school-data` command line. Each `create` prints the new id alone on the last line of
 // standard output; errors go to standard error with a non-zero exit status.
 import { Command, CommanderError } from 'commander'
-import {
-  addClassroom,
-  AdminError,
-  assignStudent,
-  assignTeacher,
-  assignUser,
-  changeRecord,
-  cliRef,
-  deleteRecord,
-  moveTeacher,
-  placeStudent,
-  schoolTarget,
-  type Kind,
-  createSchool,
-  createStudent,
-  createTeacher,
-  createUser,
-  disableUser,
-  enableUser,
-  listUsers,
-  requireId,
-  setUserRole,
-  unassignStudent,
-  unassignTeacher,
-  USER_ROLES
-} from '../admin/records.js'
+import { createSchool } from '../admin/schools.js'
+import { assignUser, createUser, disableUser, enableUser, listUsers, setUserRole, USER_ROLES } from '../admin/users.js'
+import { addClassroom } from '../records/classrooms.js'
+import { AdminError, requireId } from '../records/errors.js'
+import { assignStudent, createStudent, placeStudent, unassignStudent } from '../records/students.js'
+import { assignTeacher, createTeacher, moveTeacher, unassignTeacher } from '../records/teachers.js'
+import { changeRecord, cliRef, deleteRecord, schoolTarget, type Kind } from '../records/writes.js'
 import { createClient, DEFAULT_OVERLAP_HOURS, listClients, MAX_OVERLAP_HOURS, revokeClient, rotateClientSecret, setClientScopes } from '../admin/clients.js'
 import { ONEROSTER_SCOPE_PREFIX, SCOPES } from '../auth/scopes.js'
 import { readAudit, type AuditEntry } from '../audit/store.js'

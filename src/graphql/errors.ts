@@ -4,7 +4,7 @@ import { GraphQLError, type ExecutionResult, type FormattedExecutionResult, type
 import mercurius, { type MercuriusContext } from 'mercurius'
 import { documentErrorStatus } from './http.js'
 import { QUERY_LIMIT_EXCEEDED, tokenLimitError } from './limits.js'
-import type { AdminError, AdminErrorCode, InvalidField } from '../admin/records.js'
+import type { AdminError, AdminErrorCode, InvalidField } from '../records/errors.js'
 import { DATABASE_RETRY_AFTER, DATABASE_UNAVAILABLE_MESSAGE, databaseUnavailable } from '../db/unavailable.js'
 import type { OutOfScopeField } from './scope-check.js'
 
@@ -75,9 +75,10 @@ export const invalidRefreshToken = (): Error =>
 export const badUserInput = (message: string): Error => codedError('BAD_USER_INPUT', message)
 
 /**
- * A refusal of the administration code (src/admin/records.ts) as the client sees it: its code, and
- * for invalid input every field with its path (`extensions.invalid`), for a version conflict the
- * record's version now (`extensions.currentVersion`).
+ * A refusal of a record write or of the administration code (AdminError, src/records/errors.ts) as
+ * the client sees it: its code, and for invalid input every field with its path
+ * (`extensions.invalid`), for a version conflict the record's version now
+ * (`extensions.currentVersion`).
  */
 export function adminRefusal (error: AdminError): Error {
   const { invalid, currentVersion } = error.details

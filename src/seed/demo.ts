@@ -3,7 +3,8 @@
 // the demo users' passwords and the demo client's secret are random and printed once.
 import { randomBytes } from 'node:crypto'
 import { createClient } from '../admin/clients.js'
-import { createSchool, createUsers } from '../admin/records.js'
+import { createSchool } from '../admin/schools.js'
+import { createUsers } from '../admin/users.js'
 import { READ_SCOPES } from '../auth/scopes.js'
 import type { Environment } from '../config.js'
 import type { Database } from '../db/client.js'

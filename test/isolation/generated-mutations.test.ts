@@ -10,7 +10,7 @@ import {
   type GraphQLField, type GraphQLInputType, type GraphQLObjectType
 } from 'graphql'
 import t from 'tap'
-import { upsertStudents } from '../../src/admin/records.js'
+import { upsertStudents } from '../../src/records/students.js'
 import { createTestDatabase, type TestDatabaseOptions } from '../helper.js'
 import { gql, idsIn, mirror, type Mirror, type MirrorSchool } from './mirror.js'
 

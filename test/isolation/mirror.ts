@@ -5,7 +5,10 @@
 // every object must be in her reach (her classrooms, their students, her colleagues, the school).
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
-import { createSchool, createStudent, createTeacher, createUser } from '../../src/admin/records.js'
+import { createSchool } from '../../src/admin/schools.js'
+import { createUser } from '../../src/admin/users.js'
+import { createStudent } from '../../src/records/students.js'
+import { createTeacher } from '../../src/records/teachers.js'
 import type { Database } from '../../src/db/client.js'
 import { createClient } from '../../src/admin/clients.js'
 import { createClassroomAssignment } from '../fixtures.js'

@@ -1,15 +1,16 @@
 // The record mutations (docs/api/mutations.md). Each runs the administration code the command line
-// runs (src/admin/records.ts) through the caller's school client, so the walls, the change feeds,
+// runs (src/records/) through the caller's school client, so the walls, the change feeds,
 // the notifications and the audit are those of any write; here only what the API adds: the writes
 // limit, the columns the caller's scopes let it write and the keys they let it name records by, the
 // idempotency key, the coded errors, and the record read back in the write's own transaction with
 // the fields the mutation selects.
 import type { GraphQLResolveInfo } from 'graphql'
 import type { MercuriusContext } from 'mercurius'
-import {
-  AdminError, addClassroom, addStudent, addTeacher, assignTeacherTo, changeRecord, deleteRecord, endAssignment,
-  placeStudent, removeStudentFromClassroom, upsertStudents, type SchoolTarget, type Tx
-} from '../../admin/records.js'
+import { addClassroom } from '../../records/classrooms.js'
+import { AdminError } from '../../records/errors.js'
+import { addStudent, placeStudent, removeStudentFromClassroom, upsertStudents } from '../../records/students.js'
+import { addTeacher, assignTeacherTo, endAssignment } from '../../records/teachers.js'
+import { changeRecord, deleteRecord, type SchoolTarget, type Tx } from '../../records/writes.js'
 import { accessOf, callerId } from '../../auth/identity.js'
 import { unreadableKeys, unwritableColumns } from '../../auth/scopes.js'
 import type { Prisma } from '../../generated/prisma/client.js'
