@@ -5,6 +5,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import auditPlugin from './audit/plugin.js'
 import type { Config } from './config.js'
 import type { Database } from './db/client.js'
+import oneRosterPlugin from './oneroster/plugin.js'
 import authPlugin from './plugins/auth.js'
 import configPlugin from './plugins/config.js'
 import corsPlugin from './plugins/cors.js'
@@ -98,6 +99,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(auditPlugin)
   await app.register(rateLimitPlugin)
   await app.register(graphqlPlugin)
+  await app.register(oneRosterPlugin)
   await app.register(oauthPlugin)
   await app.register(schemaSdlPlugin)
   await app.register(operationsPlugin)

@@ -23,7 +23,7 @@
 import { Prisma } from '../generated/prisma/client.js'
 import { RELATIONS, type Relation } from './data-model.js'
 import { isPlainObject, RAW_READ, TenantViolationError } from './tenant.js'
-import { operationOf, registeredStatement } from './typed-reads.js'
+import { readsOnly, registeredStatement } from './typed-reads.js'
 
 /**
  * Columns a caller may not read: by model, each column with what its refusal says the caller lacks
@@ -330,7 +330,7 @@ function narrowWrite (model: string, operation: string, args: Args, rules: Rules
 function narrowStatement (args: unknown, rules: Rules): unknown {
   const statement = registeredStatement((args as unknown[] | undefined)?.[0])
   if (statement === undefined) throw new TenantViolationError('Raw SQL is not available on a school-scoped client')
-  if (operationOf(statement) !== 'findMany') throw new TenantViolationError('A caller narrower than the school writes through the model operations')
+  if (!readsOnly(statement)) throw new TenantViolationError('A caller narrower than the school writes through the model operations')
   for (const column of statement.columns) {
     const dot = column.indexOf('.')
     checkColumn(column.slice(0, dot), column.slice(dot + 1), rules)

@@ -19,7 +19,7 @@ import { Prisma, type PrismaClient } from '../generated/prisma/client.js'
 import { delegateOf } from './data-model.js'
 import { DATA_CHANGED_CHANNEL, type Notifications } from './notifications.js'
 import { openPostgresClient } from './open.js'
-import { operationOf, registeredStatement } from './typed-reads.js'
+import { readsOnly, registeredStatement } from './typed-reads.js'
 
 /** What the read-routing step asks before and after an operation of a school. */
 export interface ReadRouter {
@@ -248,7 +248,7 @@ export function readRouting (schoolId: string, reads: ReadRouter, onReplica: (re
           // upsert's write (typed-writes.ts) is a write, on the primary.
           if (operation !== '$queryRawUnsafe') return query(args)
           const typed = registeredStatement((args as unknown[])[0])
-          if (typed !== undefined && operationOf(typed) !== 'findMany') return written(query(args))
+          if (typed !== undefined && !readsOnly(typed)) return written(query(args))
           const replica = reads.replicaFor(schoolId)
           if (replica === undefined) return query(args)
           const [sql, ...values] = args as [string, ...unknown[]]

@@ -102,7 +102,7 @@ const ALIAS: Readonly<Record<TypedModel, string>> = { Student: 's', Teacher: 't'
  * default), or one of the bulk upsert's writes (typed-writes.ts), whose returned rows the access
  * audit counts as records written.
  */
-export type TypedOperation = 'findMany' | 'createManyAndReturn' | 'updateManyAndReturn'
+export type TypedOperation = 'findMany' | 'count' | 'createManyAndReturn' | 'updateManyAndReturn'
 
 /**
  * Whose rows a statement reads: the school's (an administrator's or a client's statement), or a
@@ -134,6 +134,12 @@ export interface TypedStatement {
 /** The operation a registered statement stands for. */
 export function operationOf (statement: TypedStatement): TypedOperation {
   return statement.operation ?? 'findMany'
+}
+
+/** Whether a registered statement only reads (a list, or a count of one: OneRoster's X-Total-Count). */
+export function readsOnly (statement: TypedStatement): boolean {
+  const operation = operationOf(statement)
+  return operation === 'findMany' || operation === 'count'
 }
 
 // Statements are kept per shape (list, columns, filter kinds, order, cursor or not): a few dozen in
@@ -345,6 +351,94 @@ export type ListCondition =
   | { readonly kind: 'teaches', readonly classroomId: string }
   /** Any of these records (ids). */
   | { readonly kind: 'ids', readonly ids: readonly string[] }
+  /** A filter of OneRoster's grammar: comparisons of fields, joined by AND and OR (src/oneroster/filter.ts). */
+  | { readonly kind: 'predicate', readonly predicate: Predicate }
+
+/** OneRoster's comparison operators; `~` is "contains", ignoring case. */
+export type Comparison = '=' | '!=' | '>' | '>=' | '<' | '<=' | '~'
+
+/**
+ * A boolean expression over a model's fields (or its KEYS): a comparison of one with a value, a
+ * constant (a comparison the caller decided without the database, such as a field every record of
+ * the model has the same value of), or all or any of several.
+ */
+export type Predicate =
+  | { readonly kind: 'compare', readonly field: string, readonly op: Comparison, readonly value: string }
+  | { readonly kind: 'constant', readonly value: boolean }
+  | { readonly kind: 'all' | 'any', readonly parts: readonly Predicate[] }
+
+/**
+ * Values a statement reads, filters or orders by that are not one column: `sourcedKey` is a
+ * record's sourcedId, or its id when it has none (OneRoster's sourcedId of a record entered by hand,
+ * docs/api/oneroster.md).
+ */
+const KEYS: Readonly<Record<string, { readonly columns: readonly string[], readonly sql: (alias: string) => string }>> = {
+  sourcedKey: { columns: ['sourcedId', 'id'], sql: (a) => `COALESCE(${a}.sourced_id, ${a}.id::text)` }
+}
+
+/** Whether `field` names one of KEYS (not a column). */
+export const isKey = (field: string): boolean => Object.hasOwn(KEYS, field)
+
+/** The columns a field or key reads. */
+const columnsOfValue = (field: string): readonly string[] => isKey(field) ? KEYS[field]!.columns : [field]
+
+/** The SQL of a field or key of `model` read as `alias`. */
+function valueSql (model: TypedModel, alias: string, field: string): string {
+  if (isKey(field)) return KEYS[field]!.sql(alias)
+  columnType(model, field)
+  return `${alias}.${columnOf(field)}`
+}
+
+/** The SQL a field or key orders by: an enum by its name (as text), as a caller merging two lists compares it. */
+function orderSql (model: TypedModel, alias: string, field: string): string {
+  const value = valueSql(model, alias, field)
+  if (isKey(field)) return value
+  const type = columnType(model, field)
+  return type === 'GradeLevel' || type.endsWith('Status') ? `${value}::text` : value
+}
+
+/** The fields (and keys' columns) a predicate reads. */
+function predicateFields (predicate: Predicate): string[] {
+  switch (predicate.kind) {
+    case 'compare': return [...columnsOfValue(predicate.field)]
+    case 'constant': return []
+    default: return predicate.parts.flatMap(predicateFields)
+  }
+}
+
+/** The shape of a predicate (its fields and operators, not its values): what a statement is kept by. */
+function predicateShape (predicate: Predicate): unknown {
+  switch (predicate.kind) {
+    case 'compare': return [predicate.field, predicate.op]
+    case 'constant': return predicate.value
+    default: return [predicate.kind, predicate.parts.map(predicateShape)]
+  }
+}
+
+/**
+ * The SQL of a predicate, its values as parameters: a date column compared as a timestamp (the
+ * caller has checked the value is one), any other as text (an enum by its name, a uuid by its text);
+ * `!=` keeps the records without a value; `~` is ILIKE with the wildcards escaped.
+ */
+function predicateSql (model: TypedModel, alias: string, predicate: Predicate, next: (value: unknown) => string): string {
+  switch (predicate.kind) {
+    case 'constant': return predicate.value ? 'TRUE' : 'FALSE'
+    case 'all':
+    case 'any': {
+      if (predicate.parts.length === 0) return predicate.kind === 'all' ? 'TRUE' : 'FALSE'
+      return `(${predicate.parts.map((part) => predicateSql(model, alias, part, next)).join(predicate.kind === 'all' ? ' AND ' : ' OR ')})`
+    }
+    case 'compare': {
+      const value = valueSql(model, alias, predicate.field)
+      if (predicate.op === '~') return `${value}::text ILIKE ${next(`%${predicate.value.replace(/[\\%_]/g, (c) => '\\' + c)}%`)}`
+      const date = !isKey(predicate.field) && columnType(model, predicate.field) === 'timestamptz'
+      const left = date ? value : `${value}::text`
+      const right = date ? `${next(predicate.value)}::timestamptz` : next(predicate.value)
+      // (Not IS DISTINCT FROM: wall 1 reads every FROM as a table.)
+      return predicate.op === '!=' ? `(${left} IS NULL OR ${left} <> ${right})` : `${left} ${predicate.op} ${right}`
+    }
+  }
+}
 
 /** What a list reads: its columns, filter, order, cursor and size, for a caller of `reach`. */
 export interface ListRead {
@@ -354,12 +448,14 @@ export interface ListRead {
   /** Student only: the fields of its classroom, read by a join (`id` always), or undefined. */
   readonly classroom?: readonly string[] | undefined
   readonly conditions: readonly ListCondition[]
-  /** The fields of the order, the last one `id`. */
+  /** The fields (or KEYS) of the order, the last one `id`. */
   readonly order: readonly string[]
   readonly descending: boolean
   /** The cursor's sort key, one value per field of the order; undefined for the first page. */
   readonly after?: readonly unknown[] | undefined
   readonly take: number
+  /** Records skipped before the first one read (OneRoster's `offset`); none when undefined. */
+  readonly skip?: number | undefined
   /** Whose rows: a teacher's statement confines every table to the teacher's reach. */
   readonly reach: StatementReach
 }
@@ -433,15 +529,14 @@ function kept (shape: string, build: () => Omit<TypedStatement, 'columns'> & { c
 
 const qualified = (model: TypedModel, fields: Iterable<string>): string[] => [...fields].map((field) => `${model}.${field}`)
 
-/** The statement and parameters of one page of a list. */
-export function listRead (read: ListRead): Read {
-  const { values, next } = parameters(read.reach)
+/** The SQL of a list's conditions on `model` read as `alias`, their values as parameters. */
+function conditionsSql (model: TypedModel, alias: string, conditions: readonly ListCondition[], reach: StatementReach, next: (value: unknown) => string): string[] {
+  const a = alias
   const parts: string[] = []
-  const a = ALIAS[read.model]
-  for (const condition of read.conditions) {
+  for (const condition of conditions) {
     switch (condition.kind) {
       case 'equals': {
-        const type = columnType(read.model, condition.field)
+        const type = columnType(model, condition.field)
         parts.push(type === 'uuid'
           ? `${a}.${columnOf(condition.field)} = ${next(condition.value)}::uuid`
           : `${a}.${columnOf(condition.field)}::text = ${next(condition.value)}`)
@@ -459,10 +554,29 @@ export function listRead (read: ListRead): Read {
         parts.push(`${a}.id = ANY(${next(condition.ids)}::uuid[])`)
         break
       case 'teaches':
-        parts.push(`EXISTS (SELECT 1 FROM teacher_classrooms tc WHERE ${confined('teacher_classrooms', 'tc', read.reach)} AND tc.school_id = ${a}.school_id AND tc.teacher_id = ${a}.id AND tc.classroom_id = ${next(condition.classroomId)}::uuid)`)
+        parts.push(`EXISTS (SELECT 1 FROM teacher_classrooms tc WHERE ${confined('teacher_classrooms', 'tc', reach)} AND tc.school_id = ${a}.school_id AND tc.teacher_id = ${a}.id AND tc.classroom_id = ${next(condition.classroomId)}::uuid)`)
+        break
+      case 'predicate':
+        parts.push(predicateSql(model, a, condition.predicate, next))
         break
     }
   }
+  return parts
+}
+
+/** The shape of a list's conditions (kinds and fields, not values). */
+const conditionsShape = (conditions: readonly ListCondition[]): unknown[] => conditions.map((c) =>
+  c.kind === 'contains' ? [c.kind, c.fields] : c.kind === 'teaches' || c.kind === 'ids' ? [c.kind] : c.kind === 'predicate' ? [c.kind, predicateShape(c.predicate)] : [c.kind, c.field])
+
+/** The fields a list's conditions read. */
+const conditionsFields = (conditions: readonly ListCondition[]): string[] => conditions.flatMap((c) =>
+  c.kind === 'contains' ? c.fields : c.kind === 'teaches' || c.kind === 'ids' ? [] : c.kind === 'predicate' ? predicateFields(c.predicate) : [c.field])
+
+/** The statement and parameters of one page of a list. */
+export function listRead (read: ListRead): Read {
+  const { values, next } = parameters(read.reach)
+  const a = ALIAS[read.model]
+  const parts = conditionsSql(read.model, a, read.conditions, read.reach, next)
   if (read.after !== undefined) {
     // As paging.ts's keysetAfter: the leading bound starts the index scan at the cursor, the row
     // comparison drops the ties before it.
@@ -473,8 +587,10 @@ export function listRead (read: ListRead): Read {
     parts.push(`(${columns.join(', ')}) ${op} (${placeholders.join(', ')})`)
   }
   const limit = next(read.take)
+  // OneRoster's paging by offset (the GraphQL API's is by keyset: `after`).
+  const skip = read.skip === undefined || read.skip === 0 ? undefined : next(read.skip)
   const classroom = read.model === 'Student' ? read.classroom : undefined
-  const shape = JSON.stringify(['list', read.reach, read.model, read.fields, classroom, read.conditions.map((c) => c.kind === 'contains' ? [c.kind, c.fields] : c.kind === 'teaches' || c.kind === 'ids' ? [c.kind] : [c.kind, c.field]), read.order, read.descending, read.after !== undefined])
+  const shape = JSON.stringify(['list', read.reach, read.model, read.fields, classroom, conditionsShape(read.conditions), read.order, read.descending, read.after !== undefined, skip !== undefined])
   const statement = kept(shape, () => {
     const table = TYPED_TABLES[read.model]
     const select = selectList(read.model, a, read.fields)
@@ -487,14 +603,43 @@ export function listRead (read: ListRead): Read {
     }
     const direction = read.descending ? 'DESC' : 'ASC'
     const sql = `SELECT ${select.join(', ')} FROM ${from} WHERE ${[confined(table, a, read.reach), ...parts].join(' AND ')} ` +
-      `ORDER BY ${read.order.map((field) => `${a}.${columnOf(field)} ${direction}`).join(', ')} LIMIT ${limit}`
-    const filtered = read.conditions.flatMap((c) => c.kind === 'contains' ? c.fields : c.kind === 'teaches' || c.kind === 'ids' ? [] : [c.field])
+      `ORDER BY ${read.order.map((field) => `${orderSql(read.model, a, field)} ${direction}`).join(', ')} LIMIT ${limit}${skip === undefined ? '' : ` OFFSET ${skip}`}`
     return {
       sql,
       model: read.model,
       joined,
       reach: read.reach,
-      columns: [...qualified(read.model, [...withId(read.fields), ...filtered, ...read.order]), ...qualified('Classroom', classroom === undefined ? [] : joinedFields(classroom))]
+      columns: [...qualified(read.model, [...withId(read.fields), ...conditionsFields(read.conditions), ...read.order.flatMap(columnsOfValue)]), ...qualified('Classroom', classroom === undefined ? [] : joinedFields(classroom))]
+    }
+  })
+  return { statement, values }
+}
+
+/** What a count reads: the records of `model` that meet the conditions, for a caller of `reach`. */
+export interface CountRead {
+  readonly model: TypedModel
+  readonly conditions: readonly ListCondition[]
+  readonly reach: StatementReach
+}
+
+/**
+ * The statement of the number of records of a list (OneRoster's X-Total-Count): one row, `count`.
+ * A count hands over no record: the access audit does not count it (operation `count`).
+ */
+export function countRead (read: CountRead): Read {
+  const { values, next } = parameters(read.reach)
+  const a = ALIAS[read.model]
+  const parts = conditionsSql(read.model, a, read.conditions, read.reach, next)
+  const shape = JSON.stringify(['count', read.reach, read.model, conditionsShape(read.conditions)])
+  const statement = kept(shape, () => {
+    const table = TYPED_TABLES[read.model]
+    return {
+      sql: `SELECT count(*)::int AS "count" FROM ${table} ${a} WHERE ${[confined(table, a, read.reach), ...parts].join(' AND ')}`,
+      model: read.model,
+      joined: [],
+      reach: read.reach,
+      operation: 'count',
+      columns: qualified(read.model, ['id', ...conditionsFields(read.conditions)])
     }
   })
   return { statement, values }

@@ -1,4 +1,4 @@
-// Rate limits of the GraphQL endpoint and login throttling.
+// Rate limits of the GraphQL endpoint and the OneRoster routes, and login throttling.
 //
 // Requests per minute are counted per verified user or client and per school (a request counts on
 // both); requests without a valid access token are counted per client address. A request over a limit is
@@ -18,6 +18,9 @@ import { refusals } from '../graphql/errors.js'
 
 export type LimitName = 'user' | 'client' | 'school' | 'address' | 'write' | 'login' | 'client-auth'
 
+/** A request over a limit: the limit, its requests per minute, the seconds until it frees. */
+export interface LimitRefusal { limit: LimitName, max: number, retryAfter: number }
+
 declare module 'fastify' {
   interface FastifyInstance {
     limits: {
@@ -32,6 +35,13 @@ declare module 'fastify' {
        * metrics stay answerable to probes.
        */
       checkRequest: ((request: FastifyRequest, reply: FastifyReply) => Promise<unknown>) | undefined
+      /**
+       * The same count for a route that answers a refusal in a form of its own (the OneRoster
+       * routes, src/oneroster/plugin.ts): sets the `RateLimit-*` headers and, over a limit,
+       * `Retry-After`, and answers the limit reached and the seconds to wait, else undefined;
+       * undefined itself when every limit is off.
+       */
+      limitRequest: ((request: FastifyRequest, reply: FastifyReply) => Promise<LimitRefusal | undefined>) | undefined
       /**
        * Counts one record mutation of the request's caller (a user or a client) on the writes limit:
        * undefined while within it, else the refusal's message and seconds to wait. Called by each
@@ -126,7 +136,7 @@ export default fp(async (app) => {
     }
   }
 
-  async function checkRequest (request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+  async function limitRequest (request: FastifyRequest, reply: FastifyReply): Promise<LimitRefusal | undefined> {
     const identity = request.identity
     const limits: Limit[] = []
     if (identity.kind === 'user' || identity.kind === 'client') {
@@ -161,7 +171,13 @@ export default fp(async (app) => {
     refused(limit.name)
     const retryAfter = Math.max(1, r.ttlInSeconds)
     reply.header('retry-after', retryAfter)
-    return reply.code(429).send(refusals.rateLimited(limit.name, limit.max, retryAfter))
+    return { limit: limit.name, max: limit.max, retryAfter }
+  }
+
+  async function checkRequest (request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+    const refusal = await limitRequest(request, reply)
+    if (refusal === undefined) return
+    return reply.code(429).send(refusals.rateLimited(refusal.limit, refusal.max, refusal.retryAfter))
   }
 
   // Clients' authentications are throttled with the settings of logins, under keys of their own.
@@ -178,6 +194,7 @@ export default fp(async (app) => {
     clientAuth: throttle('client-auth'),
     refused,
     checkRequest: user === null && client === null && school === null && address === null ? undefined : checkRequest,
+    limitRequest: user === null && client === null && school === null && address === null ? undefined : limitRequest,
     checkWrite
   })
 }, { name: 'rate-limit', dependencies: ['config', 'cors', 'redis', 'auth', 'metrics'] })

@@ -5,7 +5,7 @@
 // kind (students.ts, teachers.ts, classrooms.ts) declares its list once; these read it.
 import type { SchoolDb } from '../db/school-client.js'
 import {
-  assignmentsRead, byParent, listRead, relationRead, rowsOf,
+  assignmentsRead, byParent, countRead, listRead, relationRead, rowsOf,
   type AssignmentsName, type ListCondition, type Read, type RelationName, type TypedModel
 } from '../db/typed-reads.js'
 import { planPage, toPage, type ListArgs, type ListSpec, type PageInfo } from '../graphql/paging.js'
@@ -85,6 +85,33 @@ export async function readByIds<T> (db: SchoolDb, model: TypedModel, ids: readon
   return await run<T>(db, listRead({
     model, fields, classroom, conditions: [{ kind: 'ids', ids }], order: ['id'], descending: false, take: ids.length, reach: db.$statementReach()
   }))
+}
+
+/**
+ * Rows of a record kind for a caller that pages by offset (OneRoster's collections,
+ * src/oneroster/): `fields` (columns the caller may read; `id` always), the records that meet the
+ * conditions, in the order of `order` (fields or keys; the last `id`), `skip` of them skipped.
+ */
+export interface RowsRead {
+  readonly model: TypedModel
+  readonly fields: readonly string[]
+  readonly conditions: readonly ListCondition[]
+  readonly order: readonly string[]
+  readonly descending: boolean
+  readonly take: number
+  readonly skip: number
+}
+
+/** The rows of a RowsRead, as a typed statement for the client's kind of caller. */
+export async function readRows<T> (db: SchoolDb, read: RowsRead): Promise<T[]> {
+  if (read.take === 0) return []
+  return await run<T>(db, listRead({ ...read, classroom: undefined, reach: db.$statementReach() }))
+}
+
+/** The number of records of `model` that meet the conditions and the caller reaches (OneRoster's X-Total-Count). */
+export async function countRows (db: SchoolDb, model: TypedModel, conditions: readonly ListCondition[]): Promise<number> {
+  const [row] = await run<{ count: number }>(db, countRead({ model, conditions, reach: db.$statementReach() }))
+  return row?.count ?? 0
 }
 
 /** The model a relation leads to. */

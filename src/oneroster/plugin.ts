@@ -1,0 +1,184 @@
+// OneRoster 1.2's rostering REST binding, read-only, under /ims/oneroster/rostering/v1p2: the
+// caller's school as an org, and its students and teachers as users (docs/api/oneroster.md). The
+// same access tokens, scopes, rate limits and access audit as the GraphQL endpoint, and the same
+// read path: each route asks src/auth/school-access.ts for the caller's school client and reads
+// through the record kinds (users.ts, orgs.ts).
+//
+// Every hook of these routes lives in this plugin's encapsulated context, in the order they run:
+// the rate limits (onRequest), the access audit's tally around the handler (preHandler), and every
+// refusal in the binding's imsx_StatusInfo (the error and not-found handlers; onSend for a refusal
+// another plugin made before the routes ran: the shutdown's, the overload's, the timeout's).
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { accessOf } from '../auth/identity.js'
+import { schoolScopeOf } from '../auth/school-access.js'
+import { holds } from '../auth/scopes.js'
+import type { SchoolDb } from '../db/school-client.js'
+import { DATABASE_RETRY_AFTER, DATABASE_UNAVAILABLE_MESSAGE, databaseUnavailable } from '../db/unavailable.js'
+import { STUDENT_USERS, TEACHER_USERS, type AnswerContext, type Kind } from './kinds.js'
+import { orgAnswer, orgsPage, schoolRow } from './orgs.js'
+import { collectionQuery, fieldsOf, linkHeader, type CollectionQuery } from './query.js'
+import { codeMinorOfStatus, OneRosterError, statusInfo } from './status-info.js'
+import { pageOfUsers, userBySourcedId } from './users.js'
+
+/** Where the binding is served. */
+export const ONEROSTER_PATH = '/ims/oneroster/rostering/v1p2'
+
+/** The caller of a route: its school client and what its answers' references need. */
+interface Caller {
+  readonly db: SchoolDb
+  readonly schoolId: string
+  readonly context: AnswerContext
+}
+
+type Params = Readonly<Record<string, string>>
+type Handler = (request: FastifyRequest, reply: FastifyReply, caller: Caller) => Promise<unknown>
+
+const USERS: readonly Kind[] = [STUDENT_USERS, TEACHER_USERS]
+
+export default fp(async (app) => {
+  await app.register(async (routes) => { registerRoutes(app, routes) }, { prefix: ONEROSTER_PATH })
+}, { name: 'oneroster', dependencies: ['config', 'database', 'auth', 'rate-limit', 'access-audit'] })
+
+function registerRoutes (app: FastifyInstance, routes: FastifyInstance): void {
+  const limitRequest = app.limits.limitRequest
+  if (limitRequest !== undefined) {
+    routes.addHook('onRequest', async (request, reply) => {
+      const refusal = await limitRequest(request, reply)
+      if (refusal === undefined) return
+      return await reply.code(429).send(statusInfo('server_busy',
+        `Too many requests: the ${refusal.limit} limit of ${refusal.max} requests per minute is reached; retry in ${refusal.retryAfter} s`))
+    })
+  }
+  routes.addHook('preHandler', app.audit.scope)
+
+  // A refusal made by another plugin's hook (Fastify's form, or GraphQL's) in the binding's form.
+  routes.addHook('onSend', (_request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) => {
+    if (reply.statusCode < 400 || typeof payload !== 'string') {
+      done(null, payload)
+      return
+    }
+    let body: { imsx_codeMajor?: unknown, message?: unknown, errors?: Array<{ message?: unknown }> } | undefined
+    try {
+      body = JSON.parse(payload) as typeof body
+    } catch {}
+    if (body?.imsx_codeMajor !== undefined) {
+      done(null, payload)
+      return
+    }
+    const message = body?.errors?.[0]?.message ?? body?.message
+    reply.header('content-type', 'application/json; charset=utf-8')
+    done(null, JSON.stringify(statusInfo(codeMinorOfStatus(reply.statusCode), typeof message === 'string' ? message : 'The request was refused')))
+  })
+
+  routes.setErrorHandler((error: Error & { statusCode?: number }, request, reply) => {
+    if (error instanceof OneRosterError) {
+      if (error.codeMinor === 'unauthorisedrequest') void reply.header('www-authenticate', 'Bearer')
+      return reply.code(error.statusCode).send(error.body)
+    }
+    if (databaseUnavailable(error)) {
+      request.log.warn({ err: error }, 'database unavailable')
+      return reply.code(503).header('retry-after', String(DATABASE_RETRY_AFTER)).send(statusInfo('server_busy', DATABASE_UNAVAILABLE_MESSAGE))
+    }
+    const status = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500 ? error.statusCode : 500
+    if (status >= 500) {
+      request.log.error({ err: error }, 'request failed')
+      return reply.code(500).send(statusInfo('internal_server_error', `Internal server error (request ${request.id})`))
+    }
+    return reply.code(status).send(statusInfo(codeMinorOfStatus(status), error.message))
+  })
+  routes.setNotFoundHandler((request, reply) => reply.code(404).send(statusInfo('unknownobject', `No OneRoster endpoint ${request.method} ${request.url.split('?', 1)[0]!}`)))
+
+  /** A GET route that needs roster-core.readonly or roster.readonly (1EdTech's security of every path served here). */
+  const get = (url: string, operationId: string, handler: Handler): void => {
+    routes.get(url, async (request, reply) => {
+      // The access audit and the request log name a request by its operation.
+      request.graphqlOperation = operationId
+      return await handler(request, reply, callerOf(app, request))
+    })
+  }
+
+  get('/orgs', 'getAllOrgs', async (request, reply, { db }) => orgs(request, reply, await schoolRow(db)))
+  get('/schools', 'getAllSchools', async (request, reply, { db }) => orgs(request, reply, await schoolRow(db)))
+  get('/orgs/:sourcedId', 'getOrg', async (request, _reply, caller) => await org(request, caller, 'org'))
+  get('/schools/:sourcedId', 'getSchool', async (request, _reply, caller) => await org(request, caller, 'school'))
+  get('/users', 'getAllUsers', async (request, reply, caller) => await users(request, reply, caller, USERS))
+  get('/students', 'getAllStudents', async (request, reply, caller) => await users(request, reply, caller, [STUDENT_USERS]))
+  get('/teachers', 'getAllTeachers', async (request, reply, caller) => await users(request, reply, caller, [TEACHER_USERS]))
+  get('/users/:sourcedId', 'getUser', async (request, _reply, caller) => await user(request, caller, USERS, 'user'))
+  get('/students/:sourcedId', 'getStudent', async (request, _reply, caller) => await user(request, caller, [STUDENT_USERS], 'student'))
+  get('/teachers/:sourcedId', 'getTeacher', async (request, _reply, caller) => await user(request, caller, [TEACHER_USERS], 'teacher'))
+  get('/schools/:schoolSourcedId/students', 'getStudentsForSchool', async (request, reply, caller) => {
+    requireSchool(request, caller)
+    return await users(request, reply, caller, [STUDENT_USERS])
+  })
+  get('/schools/:schoolSourcedId/teachers', 'getTeachersForSchool', async (request, reply, caller) => {
+    requireSchool(request, caller)
+    return await users(request, reply, caller, [TEACHER_USERS])
+  })
+}
+
+/** The scheme and host the request came to (behind a proxy TRUST_PROXY names, what it forwarded), as a URL writes them. */
+function originOf (request: FastifyRequest): string {
+  return new URL(`${request.protocol}://${request.host}`).origin
+}
+
+/** The caller's school client; 401 without a valid token, 403 without a school or a rostering scope. */
+function callerOf (app: FastifyInstance, request: FastifyRequest): Caller {
+  const scope = schoolScopeOf(app.db, request.identity)
+  if (scope === 'unauthenticated') {
+    throw new OneRosterError('unauthorisedrequest', 'Authentication required: send a valid access token as "Authorization: Bearer <ACCESS_TOKEN>"')
+  }
+  if (scope === 'no-school') throw new OneRosterError('forbidden', 'Your account is not assigned to a school')
+  if (!holds(accessOf(request.identity)!, 'roster-core.readonly')) {
+    throw new OneRosterError('forbidden', 'This endpoint needs the scope roster-core.readonly or roster.readonly')
+  }
+  const origin = originOf(request)
+  return {
+    db: scope.db,
+    schoolId: scope.schoolId,
+    context: { schoolId: scope.schoolId, orgHref: (sourcedId) => `${origin}${ONEROSTER_PATH}/orgs/${encodeURIComponent(sourcedId)}` }
+  }
+}
+
+/** A collection's answer: the paging headers, and the records in the binding's envelope. */
+function page (request: FastifyRequest, reply: FastifyReply, envelope: string, records: unknown[], total: number, query: CollectionQuery): Record<string, unknown> {
+  void reply.header('x-total-count', String(total))
+  void reply.header('link', linkHeader(new URL(request.url, originOf(request)), query, total))
+  return { [envelope]: records }
+}
+
+function orgs (request: FastifyRequest, reply: FastifyReply, school: Awaited<ReturnType<typeof schoolRow>>): Record<string, unknown> {
+  const query = collectionQuery(request.query as Record<string, unknown>)
+  const { orgs, total } = orgsPage(school, query)
+  return page(request, reply, 'orgs', orgs, total, query)
+}
+
+const unknownObject = (what: string, sourcedId: string): OneRosterError =>
+  new OneRosterError('unknownobject', `Unknown Object: no ${what} with sourcedId ${sourcedId}`)
+
+/** The caller's school by its sourcedId (its id); any other is unknown. */
+function requireSchool (request: FastifyRequest, { schoolId }: Caller): void {
+  const { schoolSourcedId } = request.params as Params
+  if (schoolSourcedId !== schoolId) throw unknownObject('school', schoolSourcedId!)
+}
+
+async function org (request: FastifyRequest, { db, schoolId }: Caller, what: string): Promise<Record<string, unknown>> {
+  const { sourcedId } = request.params as Params
+  const fields = fieldsOf(request.query as Record<string, unknown>)
+  if (sourcedId !== schoolId) throw unknownObject(what, sourcedId!)
+  return { org: orgAnswer(await schoolRow(db), fields) }
+}
+
+async function users (request: FastifyRequest, reply: FastifyReply, { db, context }: Caller, kinds: readonly Kind[]): Promise<Record<string, unknown>> {
+  const query = collectionQuery(request.query as Record<string, unknown>)
+  const { users, total } = await pageOfUsers(db, kinds, query, context)
+  return page(request, reply, 'users', users, total, query)
+}
+
+async function user (request: FastifyRequest, { db, context }: Caller, kinds: readonly Kind[], what: string): Promise<Record<string, unknown>> {
+  const { sourcedId } = request.params as Params
+  const found = await userBySourcedId(db, kinds, sourcedId!, fieldsOf(request.query as Record<string, unknown>), context)
+  if (found === null) throw unknownObject(what, sourcedId!)
+  return { user: found }
+}

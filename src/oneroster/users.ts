@@ -1,0 +1,163 @@
+// Users, students and teachers (the binding's UserDType), read through the record kinds' one read
+// path (src/records/lists.ts: typed statements on the caller's school client, both walls, a
+// teacher's reach): the filter, sort and fields of a request turned into a kind's columns
+// (kinds.ts), a page by offset with its total, and one record by sourcedId. /users holds both
+// tables: students and teachers, each read in the order asked and merged.
+import type { SchoolDb } from '../db/school-client.js'
+import type { ListCondition, Predicate } from '../db/typed-reads.js'
+import { countRows, readRows } from '../records/lists.js'
+import { mapComparisons, simplify } from './filter.js'
+import { USER_FIELDS, type AnswerContext, type BindingField, type Kind } from './kinds.js'
+import type { CollectionQuery } from './query.js'
+import { OneRosterError } from './status-info.js'
+
+type Row = Record<string, unknown>
+
+/** Every field and dotted path of the user kinds: what a filter or sort may name on any user endpoint. */
+function knownFields (kinds: readonly Kind[]): Set<string> {
+  return new Set(kinds.flatMap((kind) => Object.keys(kind.fields)))
+}
+
+/** A field's columns the caller may not read, as the refusal says it (`email needs roster.readonly`). */
+function outOfScope (db: SchoolDb, kind: Kind, name: string, field: BindingField, what: string): OneRosterError | undefined {
+  const readable = db.$readableColumns(kind.model)
+  if (field.columns.every((column) => readable.includes(column))) return undefined
+  return new OneRosterError('forbidden', `${what}: ${name} is outside the scopes of this access token (it needs roster.readonly)`)
+}
+
+interface Plan {
+  readonly kind: Kind
+  /** The kind's conditions; null when the filter holds for none of its records. */
+  readonly conditions: ListCondition[] | null
+  readonly order: string[]
+  readonly columns: string[]
+}
+
+/** How to read one kind for a request: its conditions, order and columns. */
+function planOf (db: SchoolDb, kind: Kind, all: readonly Kind[], query: Pick<CollectionQuery, 'filter' | 'sort'>, selected: readonly string[], context: AnswerContext): Plan {
+  const known = knownFields(all)
+  let conditions: ListCondition[] | null = []
+  if (query.filter !== undefined) {
+    const predicate = simplify(mapComparisons(query.filter, ({ field: name, op, value }): Predicate => {
+      if (!known.has(name)) throw new OneRosterError('invalid_filter_field', `filter: ${name} is not a field of users this service filters by (${[...known].join(', ')})`)
+      const field = kind.fields[name]
+      // A field of users this kind does not hold (a teacher's grades): no value, so only != holds.
+      if (field === undefined) return { kind: 'constant', value: op === '!=' }
+      const refusal = outOfScope(db, kind, name, field, 'filter')
+      if (refusal !== undefined) throw refusal
+      return field.compare(op, value, context)
+    }))
+    conditions = predicate === false ? null : predicate === true ? [] : [{ kind: 'predicate', predicate }]
+  }
+  let order = ['id']
+  if (query.sort !== undefined) {
+    if (!known.has(query.sort)) throw new OneRosterError('invalid_filter_field', `sort: ${query.sort} is not a field of users this service sorts by (${[...known].join(', ')})`)
+    const field = kind.fields[query.sort]
+    if (field !== undefined) {
+      const refusal = outOfScope(db, kind, query.sort, field, 'sort')
+      if (refusal !== undefined) throw refusal
+      if (field.sort !== 'id') order = [field.sort, 'id']
+    }
+  }
+  const columns = new Set<string>(order.filter((field) => field !== 'sourcedKey'))
+  if (order[0] === 'sourcedKey') columns.add('sourcedId')
+  for (const name of selected) for (const column of kind.fields[name]?.columns ?? []) columns.add(column)
+  return { kind, conditions, order, columns: [...columns] }
+}
+
+/**
+ * The fields a request answers: those named by `fields` (each a field of UserDType this service
+ * serves, else invalid_selection_field; one outside the caller's scopes is refused, forbidden), or
+ * every one the caller may read.
+ */
+export function selectedUserFields (db: SchoolDb, kinds: readonly Kind[], fields: readonly string[] | undefined): string[] {
+  const readable = (name: string): boolean => kinds.every((kind) => {
+    const field = kind.fields[name]
+    return field === undefined || outOfScope(db, kind, name, field, 'fields') === undefined
+  })
+  if (fields === undefined) return USER_FIELDS.filter(readable)
+  for (const name of fields) {
+    if (!USER_FIELDS.includes(name)) throw new OneRosterError('invalid_selection_field', `fields: ${name} is not a field of users this service answers (${USER_FIELDS.join(', ')})`)
+    if (!readable(name)) throw new OneRosterError('forbidden', `fields: ${name} is outside the scopes of this access token (it needs roster.readonly)`)
+  }
+  return USER_FIELDS.filter((name) => fields.includes(name))
+}
+
+/** A row as the binding's user: the selected fields the kind holds, in the binding's order. */
+export function userAnswer (kind: Kind, row: Row, selected: readonly string[], context: AnswerContext): Row {
+  const out: Row = {}
+  for (const name of selected) {
+    const value = kind.fields[name]?.answer?.(row, context)
+    if (value !== undefined && value !== null) out[name] = value
+  }
+  return out
+}
+
+/** A row of a merge: its sort value (null without one, or for a kind ordered by id alone) and id. */
+interface Sorted { readonly value: string | number | null, readonly id: string, readonly row: Row }
+
+/** The order of two rows as the database orders each table: ascending, nulls last, then by id; a descending order is its reverse. */
+function compareSorted (a: Sorted, b: Sorted, descending: boolean): number {
+  let ascending = 0
+  if (a.value !== b.value) ascending = a.value === null ? 1 : b.value === null ? -1 : a.value < b.value ? -1 : 1
+  else if (a.id !== b.id) ascending = a.id < b.id ? -1 : 1
+  return descending ? -ascending : ascending
+}
+
+function sorted (row: Row, order: readonly string[]): Sorted {
+  const field = order.length > 1 ? order[0]! : undefined
+  const value = field === undefined ? null : field === 'sourcedKey' ? row.sourcedId ?? row.id : row[field]
+  // A column's value as the driver hands it over: text (an enum's name too, read as text), or a date.
+  return { value: value === null || value === undefined ? null : value instanceof Date ? value.getTime() : typeof value === 'string' ? value : JSON.stringify(value), id: row.id as string, row }
+}
+
+/** A page of users of these kinds (one, or students and teachers for /users) and how many there are in all. */
+export async function pageOfUsers (db: SchoolDb, kinds: readonly Kind[], query: CollectionQuery, context: AnswerContext): Promise<{ users: Row[], total: number }> {
+  const selected = selectedUserFields(db, kinds, query.fields)
+  const plans = kinds.map((kind) => planOf(db, kind, kinds, query, selected, context))
+  const totals = await Promise.all(plans.map(async (plan) => plan.conditions === null ? 0 : await countRows(db, plan.kind.model, plan.conditions)))
+  const total = totals.reduce((sum, n) => sum + n, 0)
+  if (query.offset >= total) return { users: [], total }
+  const read = async (plan: Plan, take: number, skip: number): Promise<Row[]> => plan.conditions === null
+    ? []
+    : await readRows<Row>(db, { model: plan.kind.model, fields: plan.columns, conditions: plan.conditions, order: plan.order, descending: query.descending, take, skip })
+  if (plans.length === 1) {
+    const plan = plans[0]!
+    return { users: (await read(plan, query.limit, query.offset)).map((row) => userAnswer(plan.kind, row, selected, context)), total }
+  }
+  // Several tables: the first offset + limit of each, in the order asked, merged; the page is the
+  // merge's slice. Each table's prefix decides the merge's prefix, so pages never overlap or skip.
+  const lists = await Promise.all(plans.map(async (plan) => (await read(plan, query.offset + query.limit, 0)).map((row) => sorted(row, plan.order))))
+  const at = lists.map(() => 0)
+  const users: Row[] = []
+  for (let n = 0; n < query.offset + query.limit; n++) {
+    let best = -1
+    for (let i = 0; i < lists.length; i++) {
+      const next = lists[i]![at[i]!]
+      if (next !== undefined && (best === -1 || compareSorted(next, lists[best]![at[best]!]!, query.descending) < 0)) best = i
+    }
+    if (best === -1) break
+    const { row } = lists[best]![at[best]!++]!
+    if (n >= query.offset) users.push(userAnswer(plans[best]!.kind, row, selected, context))
+  }
+  return { users, total }
+}
+
+/** One user of these kinds by sourcedId (an imported one, or the id of a record without one), or null. */
+export async function userBySourcedId (db: SchoolDb, kinds: readonly Kind[], sourcedId: string, fields: readonly string[] | undefined, context: AnswerContext): Promise<Row | null> {
+  const selected = selectedUserFields(db, kinds, fields)
+  for (const kind of kinds) {
+    const plan = planOf(db, kind, kinds, { filter: undefined, sort: undefined }, selected, context)
+    const [row] = await readRows<Row>(db, {
+      model: kind.model,
+      fields: plan.columns,
+      conditions: [{ kind: 'predicate', predicate: { kind: 'compare', field: 'sourcedKey', op: '=', value: sourcedId } }],
+      order: ['id'],
+      descending: false,
+      take: 1,
+      skip: 0
+    })
+    if (row !== undefined) return userAnswer(kind, row, selected, context)
+  }
+  return null
+}
