@@ -13,10 +13,19 @@ t.test("the GraphQL endpoint's hooks run on its route only", async (t) => {
   t.same(graphql?.get('preHandler'), ['logGraphQLRequest', 'anonymous', 'scope'], 'debug log, response cache, audit scope, in that order')
   t.ok(graphql?.get('onRequest')?.includes('checkRequest'), 'the rate limits')
   t.equal(graphql?.get('preValidation')?.length, 1, 'the parameters check')
+  let oneRoster = 0
   for (const [route, hooks] of routes) {
     if (route.endsWith(' /')) continue
+    if (hooks.get('onRequest')?.includes('limitOneRosterRequest')) {
+      // The OneRoster routes (src/oneroster/plugin.ts): the same limits and audit scope, hooks of their own plugin.
+      oneRoster += 1
+      t.same(hooks.get('preHandler'), ['scope'], `${route}: the audit scope alone`)
+      t.notOk(hooks.has('preValidation') || hooks.get('onRequest')?.includes('checkRequest'), `${route}: none of the GraphQL endpoint's own hooks`)
+      continue
+    }
     t.notOk(hooks.has('preValidation'), `${route}: no parameters check`)
     t.notOk(hooks.has('preHandler'), `${route}: no debug log, cache or audit scope`)
     t.notOk(hooks.get('onRequest')?.includes('checkRequest'), `${route}: no rate limit`)
   }
+  t.ok(oneRoster >= 10, `the OneRoster routes count on the rate limits (${oneRoster} routes)`)
 })

@@ -43,7 +43,7 @@ export default fp(async (app) => {
 function registerRoutes (app: FastifyInstance, routes: FastifyInstance): void {
   const limitRequest = app.limits.limitRequest
   if (limitRequest !== undefined) {
-    routes.addHook('onRequest', async (request, reply) => {
+    routes.addHook('onRequest', async function limitOneRosterRequest (request: FastifyRequest, reply: FastifyReply) {
       const refusal = await limitRequest(request, reply)
       if (refusal === undefined) return
       return await reply.code(429).send(statusInfo('server_busy',
