@@ -58,7 +58,7 @@ export function mapComparisons (predicate: Predicate, map: (comparison: Extract<
   }
 }
 
-/** A predicate with its constants folded: undefined when it is always true, false when never. */
+/** A predicate with its constants folded: true when it always holds, false when it never does. */
 export function simplify (predicate: Predicate): Predicate | boolean {
   switch (predicate.kind) {
     case 'constant': return predicate.value

@@ -11,6 +11,7 @@
 // - A student's and a teacher's role is their table's: one role, primary, in the caller's school.
 import type { Comparison, Predicate, TypedModel } from '../db/typed-reads.js'
 import type { GradeLevel } from '../generated/prisma/enums.js'
+import { CEDS_GRADE } from '../records/writes.js'
 import { compareValues } from './filter.js'
 import { OneRosterError } from './status-info.js'
 
@@ -93,13 +94,6 @@ const enabledUser: BindingField = {
   sort: 'status'
 }
 
-/** A grade level as the binding's CEDS code (what the import reads back). */
-export const CEDS_GRADE: Readonly<Record<GradeLevel, string>> = {
-  PRE_KINDERGARTEN: 'PK',
-  KINDERGARTEN: 'KG',
-  ...Object.fromEntries(Array.from({ length: 13 }, (_, i) => [`GRADE_${i + 1}`, String(i + 1).padStart(2, '0')])) as Record<`GRADE_${number}`, string>,
-  UNGRADED: 'Other'
-} as Record<GradeLevel, string>
 const GRADE_OF_CEDS = new Map(Object.entries(CEDS_GRADE).map(([level, code]) => [code, level]))
 
 /** grades: a student's grade level, one CEDS code (none without one); a filter on it asks whether the list holds the code. */

@@ -19,13 +19,19 @@ export async function requireSchool (db: Database, schoolId: string): Promise<st
   return school.id
 }
 
-/** OneRoster/CEDS grade codes accepted beside the enum names (PK, KG, 01..13, Other). */
-const GRADE_CODES: Record<string, GradeLevel> = {
-  PK: 'PRE_KINDERGARTEN',
-  KG: 'KINDERGARTEN',
-  OTHER: 'UNGRADED',
-  ...Object.fromEntries(Array.from({ length: 13 }, (_, i) => [String(i + 1).padStart(2, '0'), `GRADE_${i + 1}` as GradeLevel]))
-}
+/**
+ * The OneRoster/CEDS code of each grade level (PK, KG, 01..13, Other): what the OneRoster routes
+ * answer as a user's grades (src/oneroster/kinds.ts), and what a write accepts beside the enum names.
+ */
+export const CEDS_GRADE: Readonly<Record<GradeLevel, string>> = {
+  PRE_KINDERGARTEN: 'PK',
+  KINDERGARTEN: 'KG',
+  ...Object.fromEntries(Array.from({ length: 13 }, (_, i) => [`GRADE_${i + 1}`, String(i + 1).padStart(2, '0')])) as Record<`GRADE_${number}`, string>,
+  UNGRADED: 'Other'
+} as Record<GradeLevel, string>
+
+/** The grade level of a code, by its upper case. */
+const GRADE_CODES: Record<string, GradeLevel> = Object.fromEntries(Object.entries(CEDS_GRADE).map(([level, code]) => [code.toUpperCase(), level as GradeLevel]))
 
 export function requireEnum<T extends string> (label: string, value: string, values: Record<string, T>): T {
   const name = value.trim().toUpperCase()
