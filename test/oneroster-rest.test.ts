@@ -178,6 +178,28 @@ t.test('clients: roster-core.readonly never sees a field outside its scope; rost
   }
 })
 
+t.test('every endpoint answers every caller with a rostering scope: administrator, teacher, core and full clients', async (t) => {
+  const app = await build(t)
+  const r = await roster(app)
+  const endpoints: Array<[string, string]> = [
+    ['/orgs', 'orgs'], ['/schools', 'orgs'], [`/orgs/${r.schoolId}`, 'org'], [`/schools/${r.schoolId}`, 'org'],
+    ['/users', 'users'], ['/students', 'users'], ['/teachers', 'users'],
+    ['/users/stu-001', 'user'], ['/students/stu-002', 'user'], ['/teachers/tea-001', 'user'],
+    [`/schools/${r.schoolId}/students`, 'users'], [`/schools/${r.schoolId}/teachers`, 'users']
+  ]
+  for (const [caller, token] of [['administrator', r.admin], ['teacher', r.teacher], ['roster-core.readonly', r.core], ['roster.readonly', r.full]] as const) {
+    for (const [path, envelope] of endpoints) {
+      const res = await get(app, path, token)
+      t.equal(res.statusCode, 200, `${caller}: ${path}`)
+      t.same(Object.keys(res.body), [envelope], `${caller}: ${path} in {"${envelope}": ...}`)
+      if (Array.isArray(res.body[envelope])) {
+        t.ok(res.body[envelope].length > 0 && res.headers['x-total-count'] === String(res.body[envelope].length), `${caller}: ${path}: X-Total-Count`)
+        t.match(String(res.headers.link), /rel="first".*rel="last"/, `${caller}: ${path}: Link`)
+      }
+    }
+  }
+})
+
 t.test('without a valid access token: 401 unauthorisedrequest, WWW-Authenticate Bearer', async (t) => {
   const app = await build(t)
   for (const token of [undefined, 'not-a-token']) {

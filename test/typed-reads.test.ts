@@ -6,7 +6,7 @@
 // the lists answer through it for administrators, teachers and clients alike.
 import t from 'tap'
 import { TenantViolationError } from '../src/db/tenant.js'
-import { COLUMN_TYPES, TYPED_TABLES, columnOf, listRead, registerStatement, relationRead, assignmentsRead, type ListRead, type StatementReach, type TypedModel } from '../src/db/typed-reads.js'
+import { COLUMN_TYPES, TYPED_TABLES, columnOf, countRead, listRead, registerStatement, relationRead, assignmentsRead, type ListRead, type StatementReach, type TypedModel } from '../src/db/typed-reads.js'
 import { deniedColumns } from '../src/auth/scopes.js'
 import type { Reach } from '../src/db/reach.js'
 import { createTestDatabase, gql, testDatabase, type TestDatabaseOptions } from './helper.js'
@@ -186,4 +186,41 @@ t.test('on the typed path each wall alone stops a row out of reach, for administ
   t.same(await rowsOutOfReach({ tenantFilter: false }, t), none, 'wall 2 alone (the school and reach conditions taken out): none')
   const neither = await rowsOutOfReach({ role: 'owner', tenantFilter: false }, t)
   t.ok(neither.administrator > 0 && neither.teacher > neither.administrator && neither.client > 0, 'control: with neither wall, rows out of reach are read, by each kind of caller')
+})
+
+t.test('OneRoster\'s statements (a filter predicate, an offset, a count) take the school and the reach as every statement does', async (t) => {
+  const db = await testDatabase()
+  const m = await mirror(t, db)
+  const tenant = db.forSchool(m.a.schoolId)
+  await tenant.student.updateMany({ where: { id: m.a.studentIds[1]! }, data: { sourcedId: 'same-key' } })
+  await db.forSchool(m.b.schoolId).student.updateMany({ where: { id: m.b.studentIds[1]! }, data: { sourcedId: 'same-key' } })
+  const byKey = (reach: StatementReach, value: string): ListRead => ({
+    model: 'Student',
+    fields: ['sourcedId'],
+    conditions: [{ kind: 'predicate', predicate: { kind: 'any', parts: [{ kind: 'compare', field: 'sourcedKey', op: '=', value }, { kind: 'compare', field: 'fullName', op: '~', value: 'zzz' }] } }],
+    order: ['sourcedKey', 'id'],
+    descending: false,
+    take: 10,
+    skip: 0,
+    reach
+  })
+  const run = async (client: ReturnType<typeof db.forSchool>, read: ListRead): Promise<string[]> => {
+    const { statement, values } = listRead(read)
+    return (await client.$queryRawUnsafe<Array<{ id: string }>>(statement.sql, ...values)).map((row) => row.id)
+  }
+  t.same(await run(tenant, byKey('school', 'same-key')), [m.a.studentIds[1]], 'a sourcedId both schools hold: the caller\'s school\'s record')
+  t.same(await run(tenant, byKey('school', m.a.studentIds[0]!)), [m.a.studentIds[0]], 'a record without a sourcedId by its id')
+  t.same(await run(tenant, byKey('school', m.b.studentIds[0]!)), [], 'another school\'s record by its id: none')
+  t.same(await run(tenant, { ...byKey('school', 'x'), conditions: [], skip: m.a.studentIds.length }), [], 'an offset past the school\'s records: none of the other school\'s')
+  const { statement, values } = countRead({ model: 'Student', conditions: [], reach: 'school' })
+  t.same(await tenant.$queryRawUnsafe(statement.sql, ...values), [{ count: m.a.studentIds.length }], 'a count: the school\'s records')
+  const teacher = db.forSchool(m.a.schoolId, { teacherId: m.a.teacherIds[0] })
+  const reached = countRead({ model: 'Student', conditions: [], reach: 'teacher' })
+  t.same(await teacher.$queryRawUnsafe(reached.statement.sql, ...reached.values), [{ count: m.a.studentIds.filter((id) => m.a.teacherReach.has(id)).length }], 'a teacher\'s count: her reach')
+  await t.rejects(teacher.$queryRawUnsafe(statement.sql, ...values), { name: 'TenantViolationError' }, 'a teacher\'s client refuses the school\'s count')
+  const core = db.forSchool(m.a.schoolId, { deniedColumns: deniedColumns(['roster-core.readonly']) })
+  const byEmail = countRead({ model: 'Student', conditions: [{ kind: 'predicate', predicate: { kind: 'compare', field: 'email', op: '~', value: '@' } }], reach: 'school' })
+  await t.rejects(core.$queryRawUnsafe(byEmail.statement.sql, ...byEmail.values), { name: 'TenantViolationError', message: /Student\.email/ },
+    'a core client\'s count filtering by a column outside its scopes is refused before it runs')
+  t.ok(byEmail.statement.sql.includes('s.school_id = $1'), 'the count takes the school where wall 1 puts it')
 })
