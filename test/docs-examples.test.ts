@@ -7,50 +7,10 @@ import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import type { Tokens } from 'marked'
 import { build, gql, login, seedSchool, testDatabase, unique } from './helper.js'
+import { difference, shellWords } from './fixtures/doc-examples.js'
 import { markdown, section } from './fixtures/markdown.js'
 
 const PAGE = 'docs/api/mutations.md'
-const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'
-
-/** The words of a shell command line as sh splits them: quotes, backslash-newlines, `$NAME` from `env`. */
-function shellWords (line: string, env: Record<string, string>): string[] {
-  const words: string[] = []
-  let word: string | undefined
-  const text = line.replace(/\\\n/g, ' ')
-  const variable = (from: number): [string, number] => {
-    const name = /^[A-Za-z_][A-Za-z0-9_]*/.exec(text.slice(from))?.[0]
-    if (name === undefined) return ['$', from]
-    if (env[name] === undefined) throw new Error(`$${name} is not set`)
-    return [env[name], from + name.length]
-  }
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]!
-    if (/\s/.test(c)) {
-      if (word !== undefined) words.push(word)
-      word = undefined
-    } else if (c === "'") {
-      const end = text.indexOf("'", i + 1)
-      if (end < 0) throw new Error('unterminated single quote')
-      word = (word ?? '') + text.slice(i + 1, end)
-      i = end
-    } else if (c === '"') {
-      word ??= ''
-      for (i++; i < text.length && text[i] !== '"'; i++) {
-        if (text[i] === '\\' && '"\\$`'.includes(text[i + 1] ?? '')) word += text[++i]
-        else if (text[i] === '$') { const [value, next] = variable(i + 1); word += value; i = next - 1 } else word += text[i]
-      }
-      if (i >= text.length) throw new Error('unterminated double quote')
-    } else if (c === '$') {
-      const [value, next] = variable(i + 1)
-      word = (word ?? '') + value
-      i = next - 1
-    } else {
-      word = (word ?? '') + c
-    }
-  }
-  if (word !== undefined) words.push(word)
-  return words
-}
 
 interface Request { url: string, headers: Record<string, string>, body: string }
 
@@ -75,26 +35,6 @@ function curlRequest (command: string, env: Record<string, string>): Request {
     }
   }
   return request
-}
-
-/** Where `found` differs from `documented` ('' when it does not): strings with `<hex>...` match any UUID there. */
-function difference (documented: unknown, found: unknown, path = '$'): string {
-  if (typeof documented === 'string' && documented.includes('...')) {
-    const pattern = new RegExp(`^${documented.split(/[0-9a-f]*\.\.\./).map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join(UUID)}$`)
-    return typeof found === 'string' && pattern.test(found) ? '' : `${path}: ${JSON.stringify(found)} does not match ${JSON.stringify(documented)}`
-  }
-  if (Array.isArray(documented)) {
-    if (!Array.isArray(found) || found.length !== documented.length) return `${path}: ${JSON.stringify(found)} is not an array of ${documented.length}`
-    return documented.map((item, i) => difference(item, found[i], `${path}[${i}]`)).find((d) => d !== '') ?? ''
-  }
-  if (documented !== null && typeof documented === 'object') {
-    if (found === null || typeof found !== 'object' || Array.isArray(found)) return `${path}: ${JSON.stringify(found)} is not an object`
-    const keys = Object.keys(documented)
-    const extra = Object.keys(found).filter((key) => !keys.includes(key))
-    if (extra.length > 0) return `${path}: ${extra.join(', ')} not documented (${JSON.stringify(found)})`
-    return keys.map((key) => difference((documented as Record<string, unknown>)[key], (found as Record<string, unknown>)[key], `${path}.${key}`)).find((d) => d !== '') ?? ''
-  }
-  return Object.is(documented, found) ? '' : `${path}: ${JSON.stringify(found)}, documented ${JSON.stringify(documented)}`
 }
 
 /** The Examples section's code blocks, in order: each curl and each documented answer. */
