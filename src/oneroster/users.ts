@@ -115,16 +115,18 @@ function sorted (row: Row, order: readonly string[]): Sorted {
 export async function pageOfUsers (db: SchoolDb, kinds: readonly Kind[], query: CollectionQuery, context: AnswerContext): Promise<{ users: Row[], total: number }> {
   const selected = selectedUserFields(db, kinds, query.fields)
   const plans = kinds.map((kind) => planOf(db, kind, kinds, query, selected, context))
-  const totals = await Promise.all(plans.map(async (plan) => plan.conditions === null ? 0 : await countRows(db, plan.kind.model, plan.conditions)))
-  const total = totals.reduce((sum, n) => sum + n, 0)
-  if (query.offset >= total) return { users: [], total }
+  const count = async (plan: Plan): Promise<number> => plan.conditions === null ? 0 : await countRows(db, plan.kind.model, plan.conditions)
   const read = async (plan: Plan, take: number, skip: number): Promise<Row[]> => plan.conditions === null
     ? []
     : await readRows<Row>(db, { model: plan.kind.model, fields: plan.columns, conditions: plan.conditions, order: plan.order, descending: query.descending, take, skip })
   if (plans.length === 1) {
+    // One table: the page and its total at once.
     const plan = plans[0]!
-    return { users: (await read(plan, query.limit, query.offset)).map((row) => userAnswer(plan.kind, row, selected, context)), total }
+    const [rows, total] = await Promise.all([read(plan, query.limit, query.offset), count(plan)])
+    return { users: rows.map((row) => userAnswer(plan.kind, row, selected, context)), total }
   }
+  const total = (await Promise.all(plans.map(count))).reduce((sum, n) => sum + n, 0)
+  if (query.offset >= total) return { users: [], total }
   // Several tables: the first offset + limit of each, in the order asked, merged; the page is the
   // merge's slice. Each table's prefix decides the merge's prefix, so pages never overlap or skip.
   const lists = await Promise.all(plans.map(async (plan) => (await read(plan, query.offset + query.limit, 0)).map((row) => sorted(row, plan.order))))
