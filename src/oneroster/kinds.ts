@@ -17,11 +17,13 @@ import { OneRosterError } from './status-info.js'
 
 type Row = Readonly<Record<string, unknown>>
 
-/** What an answer's references need: the caller's school and the address of an org. */
+/** A reference to an org (OrgGUIDRefDType). */
+export interface OrgRef { readonly href: string, readonly sourcedId: string, readonly type: 'org' }
+
+/** What an answer's references need: the caller's school, and its reference (made once per request, shared by every record). */
 export interface AnswerContext {
   readonly schoolId: string
-  /** The absolute URL of the org `sourcedId` (OrgGUIDRefDType.href). */
-  readonly orgHref: (sourcedId: string) => string
+  readonly school: OrgRef
 }
 
 /** One field of the binding (or a dotted path of one, for filters only). */
@@ -108,9 +110,6 @@ const grades: BindingField = {
   sort: 'gradeLevel'
 }
 
-/** A reference to the caller's school as an org (OrgGUIDRefDType). */
-export const schoolRef = (context: AnswerContext): { href: string, sourcedId: string, type: 'org' } =>
-  ({ href: context.orgHref(context.schoolId), sourcedId: context.schoolId, type: 'org' })
 
 /** The fields of a user of one role in the caller's school. */
 function userFields (role: 'student' | 'teacher'): Record<string, BindingField> {
@@ -122,11 +121,11 @@ function userFields (role: 'student' | 'teacher'): Record<string, BindingField> 
     givenName: text('givenName'),
     familyName: text('familyName'),
     preferredFirstName: text('preferredName'),
-    roles: { ...constant(() => role, false), answer: (_row, context) => [{ roleType: 'primary', role, org: schoolRef(context) }] },
+    roles: { ...constant(() => role, false), answer: (_row, context) => [{ roleType: 'primary', role, org: context.school }] },
     'roles.role': constant(() => role, false),
     'roles.roleType': constant(() => 'primary', false),
     'roles.org.sourcedId': constant((context) => context.schoolId, false),
-    primaryOrg: { ...constant((context) => context.schoolId, false), answer: (_row, context) => schoolRef(context) },
+    primaryOrg: { ...constant((context) => context.schoolId, false), answer: (_row, context) => context.school },
     'primaryOrg.sourcedId': constant((context) => context.schoolId, false),
     email: text('email')
   }

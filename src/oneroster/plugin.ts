@@ -137,7 +137,7 @@ function callerOf (app: FastifyInstance, request: FastifyRequest): Caller {
   return {
     db: scope.db,
     schoolId: scope.schoolId,
-    context: { schoolId: scope.schoolId, orgHref: (sourcedId) => `${origin}${ONEROSTER_PATH}/orgs/${encodeURIComponent(sourcedId)}` }
+    context: { schoolId: scope.schoolId, school: { href: `${origin}${ONEROSTER_PATH}/orgs/${encodeURIComponent(scope.schoolId)}`, sourcedId: scope.schoolId, type: 'org' } }
   }
 }
 
