@@ -110,7 +110,6 @@ const grades: BindingField = {
   sort: 'gradeLevel'
 }
 
-
 /** The fields of a user of one role in the caller's school. */
 function userFields (role: 'student' | 'teacher'): Record<string, BindingField> {
   return {
