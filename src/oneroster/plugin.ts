@@ -98,8 +98,8 @@ function registerRoutes (app: FastifyInstance, routes: FastifyInstance): void {
     })
   }
 
-  get('/orgs', 'getAllOrgs', async (request, reply, { db }) => orgs(request, reply, await schoolRow(db)))
-  get('/schools', 'getAllSchools', async (request, reply, { db }) => orgs(request, reply, await schoolRow(db)))
+  get('/orgs', 'getAllOrgs', async (request, reply, caller) => await orgs(request, reply, caller))
+  get('/schools', 'getAllSchools', async (request, reply, caller) => await orgs(request, reply, caller))
   get('/orgs/:sourcedId', 'getOrg', async (request, _reply, caller) => await org(request, caller, 'org'))
   get('/schools/:sourcedId', 'getSchool', async (request, _reply, caller) => await org(request, caller, 'school'))
   get('/users', 'getAllUsers', async (request, reply, caller) => await users(request, reply, caller, USERS))
@@ -148,9 +148,9 @@ function page (request: FastifyRequest, reply: FastifyReply, envelope: string, r
   return { [envelope]: records }
 }
 
-function orgs (request: FastifyRequest, reply: FastifyReply, school: Awaited<ReturnType<typeof schoolRow>>): Record<string, unknown> {
+async function orgs (request: FastifyRequest, reply: FastifyReply, { db }: Caller): Promise<Record<string, unknown>> {
   const query = collectionQuery(request.query as Record<string, unknown>)
-  const { orgs, total } = orgsPage(school, query)
+  const { orgs, total } = orgsPage(await schoolRow(db), query)
   return page(request, reply, 'orgs', orgs, total, query)
 }
 
