@@ -93,7 +93,8 @@ function success (operation: OpenAPIV3.OperationObject, path: string): Answer {
   const schema = resolve(response.content!['application/json']!.schema!)
   const [key] = Object.keys(schema.properties!)
   const records = RECORDS[key!]
-  const headers = Array.isArray(records) ? { 'content-type': JSON_TYPE, 'x-total-count': '57' } : { 'content-type': JSON_TYPE }
+  const pages = `<${origin}${path.slice(basePath.length).split('?')[0]!}?limit=2&offset=2>; rel="next", <${origin}${path.slice(basePath.length).split('?')[0]!}?limit=2&offset=56>; rel="last"`
+  const headers = Array.isArray(records) ? { 'content-type': JSON_TYPE, 'x-total-count': '57', link: pages } : { 'content-type': JSON_TYPE }
   return { method: 'GET', path, status: 200, headers, body: { [key!]: records } }
 }
 
@@ -175,6 +176,12 @@ const REFUSALS: Refusal[] = [
   { name: 'a collection without X-Total-Count', answer: page([student], `${basePath}/users`, { 'content-type': JSON_TYPE }), error: /X-Total-Count is missing/ },
   { name: 'an X-Total-Count that is not a count', answer: page([student], `${basePath}/users`, { 'content-type': JSON_TYPE, 'x-total-count': 'many' }), error: /X-Total-Count is "many"/ },
   { name: 'an X-Total-Count below the page', answer: page([student, teacher], `${basePath}/users`, { 'content-type': JSON_TYPE, 'x-total-count': '1' }), error: /X-Total-Count is 1, fewer than the 2 records/ },
+  {
+    name: 'a Link to a page of another collection',
+    answer: page([student], `${basePath}/users?limit=1`, { 'content-type': JSON_TYPE, 'x-total-count': '2', link: `<${origin}/students?limit=1&offset=1>; rel="next"` }),
+    error: /Link's next page <.*\/students\?limit=1&offset=1> is not a page of \/ims\/oneroster\/rostering\/v1p2\/users/
+  },
+  { name: 'a Link with another relation', answer: page([student], `${basePath}/users?limit=1`, { 'content-type': JSON_TYPE, 'x-total-count': '2', link: `<${origin}/users?limit=1&offset=1>; rel="following"` }), error: /Link has rel="following"/ },
   { name: 'a body that is not JSON by its type', answer: page([student], `${basePath}/users`, { 'content-type': 'text/html', 'x-total-count': '1' }), error: /content-type is text\/html/ },
   { name: 'a status the operation does not list', answer: { ...one(school), status: 201 }, error: /status 201 is not one that getOrg lists/ },
   { name: 'a success no operation lists, not taken as the default', answer: { ...page([student]), status: 206 }, error: /status 206 is not one that getAllUsers lists/ },

@@ -2,7 +2,7 @@
 // (src/oneroster/openapi.ts): the operation of the request's concrete path, a status that operation
 // lists, the body against that response's schema with ajv (JSON Schema; the description's schemas
 // use no OpenAPI-only keyword, so ajv runs strict and a typo in them fails at compile), and the
-// X-Total-Count a collection carries. Returns readable errors, none for a valid answer.
+// X-Total-Count a collection carries, and the pages its Link header names. Returns readable errors, none for a valid answer.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import ajvFormats from 'ajv-formats'
 import type { OpenAPIV3 } from 'openapi-types'
@@ -153,6 +153,7 @@ export function validateAnswer (answer: Answer): string[] {
     errors.push(...selectionErrors(answer, schema.$ref))
   }
   if (answer.status === 200 && headers?.['X-Total-Count'] !== undefined) errors.push(...totalCountErrors(answer, schema))
+  if (answer.status === 200 && headers?.Link !== undefined) errors.push(...linkErrors(answer, template))
   return errors.map((error) => `${request} ${answer.status}: ${error}`)
 }
 
@@ -186,4 +187,27 @@ function totalCountErrors (answer: Answer, schema: OpenAPIV3.ReferenceObject | O
     return [`X-Total-Count is ${value}, fewer than the ${records.length} records of this page`]
   }
   return []
+}
+
+const PAGE_RELATIONS = ['next', 'prev', 'first', 'last']
+
+/** The Link header, when sent, names pages of the same collection: `<url>; rel="next"`, ... */
+function linkErrors (answer: Answer, template: string): string[] {
+  const value = header(answer.headers, 'Link')
+  if (value === undefined) return []
+  const errors: string[] = []
+  for (const link of value.split(/,(?=\s*<)/)) {
+    const match = /^\s*<([^>]*)>\s*;\s*rel="?([a-z]+)"?\s*$/.exec(link)
+    if (match === null) {
+      errors.push(`Link has "${link.trim()}", not <url>; rel="..."`)
+      continue
+    }
+    const [, target, relation] = match as unknown as [string, string, string]
+    if (!PAGE_RELATIONS.includes(relation)) errors.push(`Link has rel="${relation}", not one of ${PAGE_RELATIONS.join(', ')}`)
+    const url = new URL(target, 'http://service.invalid')
+    if (operationFor('GET', url.pathname + url.search)?.template !== template || url.pathname !== new URL(answer.path, 'http://service.invalid').pathname) {
+      errors.push(`Link's ${relation} page <${target}> is not a page of ${new URL(answer.path, 'http://service.invalid').pathname}`)
+    }
+  }
+  return errors
 }
