@@ -1,8 +1,9 @@
 // Checks an answer of the OneRoster REST endpoints against the service's OpenAPI description
 // (src/oneroster/openapi.ts): the operation of the request's concrete path, a status that operation
 // lists, the body against that response's schema with ajv (JSON Schema; the description's schemas
-// use no OpenAPI-only keyword, so ajv runs strict and a typo in them fails at compile), and the
-// X-Total-Count a collection carries, and the pages its Link header names. Returns readable errors, none for a valid answer.
+// use no OpenAPI-only keyword, so ajv runs strict and a typo in them fails at compile), the
+// X-Total-Count a collection carries and the pages its Link header names. Returns readable errors,
+// none for a valid answer.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import ajvFormats from 'ajv-formats'
 import type { OpenAPIV3 } from 'openapi-types'
