@@ -13,12 +13,13 @@ import { availableParallelism } from 'node:os'
  */
 const ONCE = new Map([
   // Their behaviour does not depend on the database engine: HTTP, GraphQL over HTTP, clients and
-  // browsers, the schema, configuration, documentation, counters in memory or Redis.
+  // browsers, the schema, configuration, documentation, counters in memory or Redis, the OneRoster
+  // OpenAPI description.
   ...[
     'test/architecture.test.ts', 'test/bench-layers.test.ts', 'test/clients.test.ts', 'test/config.test.ts', 'test/contracts/fastify-close-order.test.ts',
     'test/cors-browser.test.ts', 'test/docs.test.ts', 'test/docs-examples.test.ts', 'test/example-consumer.test.ts', 'test/graphiql.test.ts',
     'test/graphql-over-http.test.ts', 'test/graphql-route-hooks.test.ts', 'test/http-refusals.test.ts',
-    'test/login-throttle.test.ts', 'test/logs.test.ts', 'test/metrics.test.ts', 'test/migration-scripts.test.ts', 'test/persisted-queries.test.ts',
+    'test/login-throttle.test.ts', 'test/logs.test.ts', 'test/metrics.test.ts', 'test/migration-scripts.test.ts', 'test/oneroster-openapi.test.ts', 'test/persisted-queries.test.ts',
     'test/query-limits.test.ts', 'test/rate-limit.test.ts', 'test/scalars.test.ts', 'test/schema-compat.test.ts',
     'test/schema-descriptions.test.ts', 'test/schema-route.test.ts', 'test/server-flags.test.ts'
   ].map((file) => [file, 'engine-independent']),
