@@ -79,7 +79,7 @@ export const RULES = [
   { layer: 'GraphQL: limits', where: npm('@escape\\.tech/graphql-armor[^/]*') },
   { layer: 'GraphQL: limits', where: src('graphql/limits\\.ts$') },
   { layer: 'GraphQL: execute', where: /^npm:graphql\/(?:execution\/|graphql\.js|subscription\/)/ },
-  { layer: 'GraphQL: execute', where: npm('mercurius', 'graphql-jit', 'single-user-cache', 'tiny-lru', 'quick-lru', 'p-map', 'generate-function', 'lodash\\.memoize', 'lodash\\.merge', 'lodash\\.mergewith', 'json-schema') },
+  { layer: 'GraphQL: execute', where: npm('mercurius', 'graphql-jit', 'dataloader', 'single-user-cache', 'tiny-lru', 'quick-lru', 'p-map', 'generate-function', 'lodash\\.memoize', 'lodash\\.merge', 'lodash\\.mergewith', 'json-schema') },
   // Mercurius's own dependencies for subscriptions and GraphiQL (not on a read's path).
   { layer: 'GraphQL: execute', where: npm('ws', 'duplexify', 'qlobber', 'mqemitter', 'end-of-stream', 'once', 'wrappy', 'stream-shift', 'inherits', '@fastify/websocket', '@fastify/static', '@fastify/send', 'mime', 'escape-html', 'glob', 'minimatch', 'minipass', 'path-scurry', 'jackspeak', 'brace-expansion', 'balanced-match') },
   { layer: 'scope check', where: src('graphql/scope-check\\.ts$') },

@@ -249,3 +249,36 @@ export function watchProcess (pid, database) {
     stop () { clearInterval(timer) }
   }
 }
+
+/**
+ * The environment of a bench service process: production mode, `databaseUrlValue`, the port, the
+ * limits raised above the load (`pool`: the pool-size variable and size, or variable null).
+ */
+export function serviceEnv (mode, databaseUrlValue, port, jwtSecret, pool, extra = {}) {
+  const env = { ...process.env }
+  for (const key of ['DATABASE_URL', 'DATA_DIR', 'ACCESS_TOKEN_TTL', 'REFRESH_TOKEN_TTL']) delete env[key]
+  Object.assign(env, {
+    SCHOOL_DATA_ENV: mode,
+    NODE_ENV: 'production',
+    DATABASE_URL: databaseUrlValue,
+    JWT_SECRET: jwtSecret,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    // One address and one user per school carry the whole load: the limits stay on (their cost is
+    // in the figures) but above it; every bench login succeeds, many at once per account.
+    RATE_LIMIT_USER_PER_MINUTE: '100000000',
+    RATE_LIMIT_CLIENT_PER_MINUTE: '100000000',
+    RATE_LIMIT_SCHOOL_PER_MINUTE: '100000000',
+    RATE_LIMIT_ADDRESS_PER_MINUTE: '100000000',
+    LOGIN_FAILURES_PER_ACCOUNT: '1000',
+    LOGIN_FAILURES_PER_ADDRESS: '100000',
+    // No load balancer to drain from between workloads.
+    SHUTDOWN_DRAIN_MS: '0'
+  })
+  if (pool.variable !== null) env[pool.variable] = String(pool.size)
+  return Object.assign(env, extra)
+}
+
+/** The response cache off: every request reaches GraphQL, Prisma and PostgreSQL. */
+export const UNCACHED = { RESPONSE_CACHE_TTL: '0' }

@@ -16,7 +16,7 @@ import {
   SERVICE_ROLE, connectionCount, databaseUrl, expectedPages, loadDataset, migrate, prepareServiceRole,
   recreateDatabase, rowLevelSecurity, serverInfo, distribute
 } from './dataset.mjs'
-import { freePort, startNode, stopNode, waitForQuiet, waitReady, watchProcess } from './processes.mjs'
+import { UNCACHED, freePort, serviceEnv, startNode, stopNode, waitForQuiet, waitReady, watchProcess } from './processes.mjs'
 import { summaryMarkdown } from './profile-summary.mjs'
 import { renderMarkdown, renderSvg } from './report.mjs'
 import { formatSpread, laneRow, roundRatios } from './rounds.mjs'
@@ -578,35 +578,6 @@ function connectionProbe (adminBenchUrl, user) {
 }
 
 // ---- Main --------------------------------------------------------------------------------------
-
-function serviceEnv (mode, databaseUrlValue, port, jwtSecret, pool, extra = {}) {
-  const env = { ...process.env }
-  for (const key of ['DATABASE_URL', 'DATA_DIR', 'ACCESS_TOKEN_TTL', 'REFRESH_TOKEN_TTL']) delete env[key]
-  Object.assign(env, {
-    SCHOOL_DATA_ENV: mode,
-    NODE_ENV: 'production',
-    DATABASE_URL: databaseUrlValue,
-    JWT_SECRET: jwtSecret,
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'warn',
-    // One address and one user per school carry the whole load: the limits stay on (their cost is
-    // in the figures) but above it; every bench login succeeds, many at once per account.
-    RATE_LIMIT_USER_PER_MINUTE: '100000000',
-    RATE_LIMIT_CLIENT_PER_MINUTE: '100000000',
-    RATE_LIMIT_SCHOOL_PER_MINUTE: '100000000',
-    RATE_LIMIT_ADDRESS_PER_MINUTE: '100000000',
-    LOGIN_FAILURES_PER_ACCOUNT: '1000',
-    LOGIN_FAILURES_PER_ADDRESS: '100000',
-    // No load balancer to drain from between workloads.
-    SHUTDOWN_DRAIN_MS: '0'
-  })
-  if (pool.variable !== null) env[pool.variable] = String(pool.size)
-  return Object.assign(env, extra)
-}
-
-// The response cache off: every request reaches GraphQL, Prisma and PostgreSQL.
-const UNCACHED = { RESPONSE_CACHE_TTL: '0' }
 
 function gitInfo () {
   try {

@@ -4,7 +4,6 @@
 // `extensions.invalid`, as a mutation's invalid fields are. The fields are the schema's, so one
 // added later is checked without a line here.
 import { defaultFieldResolver, isObjectType, type GraphQLFieldResolver, type GraphQLSchema } from 'graphql'
-import type { MercuriusLoaders } from 'mercurius'
 import { NUL_REFUSED, unstorableTexts } from '../validators.js'
 import { invalidInput } from './errors.js'
 
@@ -21,19 +20,14 @@ function refuseUnstorableArguments (args: Record<string, unknown>): void {
 
 /**
  * `resolvers` with every field of `schema` that takes arguments resolved through
- * refuseUnstorableArguments first (its own resolver, or graphql-js's default one). A loader's field
- * (Mercurius makes its resolver, out of reach here) may not take arguments: refused when the
- * endpoint is built.
+ * refuseUnstorableArguments first (its own resolver, or graphql-js's default one).
  */
-export function checkingArguments<R extends object> (schema: GraphQLSchema, resolvers: R, loaders: MercuriusLoaders): R {
+export function checkingArguments<R extends object> (schema: GraphQLSchema, resolvers: R): R {
   const checked: Record<string, unknown> = { ...resolvers as Record<string, unknown> }
   for (const type of Object.values(schema.getTypeMap())) {
     if (!isObjectType(type) || type.name.startsWith('__')) continue
     for (const field of Object.values(type.getFields())) {
       if (field.args.length === 0) continue
-      if (loaders[type.name]?.[field.name] !== undefined) {
-        throw new Error(`${type.name}.${field.name} takes arguments: give it a resolver, not a loader, so that its arguments are checked`)
-      }
       const own = (checked[type.name] ?? {}) as Record<string, FieldResolver | undefined>
       const resolve = own[field.name] ?? defaultFieldResolver
       const resolveChecked: FieldResolver = (source, args, context, info) => {

@@ -1,7 +1,7 @@
 // What resolvers of each GraphQL type receive as parent: the Prisma row, with the relations a
-// query selected. Lists, joined relations and the Classroom.teachers and Teacher.classrooms loaders
-// read only the columns a query asks for, and `id` (see selects.ts); the other loaders read whole
-// rows. So a row has `id` and any other column: a resolver reads only what its own field selected.
+// query selected. Lists, joined relations and the batched relations (batches.ts) of
+// classrooms and teachers read only the columns a query asks for, and `id` (see selects.ts); a
+// change's record is read whole. So a row has `id` and any other column: a resolver reads only what its own field selected.
 import type { Change, Classroom, School, Student, Teacher, TeacherChange, TeacherRole } from '../generated/prisma/client.js'
 
 /** A row read with the select a query made: `id` always, the other columns when selected. */

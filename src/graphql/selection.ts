@@ -144,23 +144,20 @@ function buildSelect (
 }
 
 /**
- * The Prisma select a loader of the field `parentType.field` needs, with the map of the type the
- * field leads to: the union of what every occurrence of that field in the operation selects
+ * The select a batched relation `parentType.field` needs (batches.ts), with the map of the type the
+ * field leads to: the union of what every occurrence of that field in `info`'s operation selects
  * (fragments included, `@skip` and `@include` aside: a superset), worked out once per parsed
- * operation. Not the selection of each call: Mercurius merges the calls of one batch that have the
- * same parent, and keeps the resolve info of the first only. `true` (the whole row) when no call
- * came with its resolve info, or when the map has an entry built from a relation's selection.
+ * operation, so that one statement serves every call of a batch. `true` (the whole row) when the
+ * map has an entry built from a relation's selection.
  */
-export function loaderSelect (
-  queries: ReadonlyArray<{ info?: GraphQLResolveInfo }>,
+export function relationSelect (
+  info: GraphQLResolveInfo,
   parentType: string,
   field: string,
   map: SelectionMap
 ): Record<string, unknown> | true {
-  const info = queries.find((q) => q.info !== undefined)?.info
-  if (info === undefined) return true
-  let selects = loaderSelects.get(info.operation)
-  if (selects === undefined) loaderSelects.set(info.operation, selects = new Map<string, true | Record<string, unknown>>())
+  let selects = relationSelects.get(info.operation)
+  if (selects === undefined) relationSelects.set(info.operation, selects = new Map<string, true | Record<string, unknown>>())
   const key = `${parentType}.${field}`
   let select = selects.get(key)
   if (select === undefined) {
@@ -170,7 +167,7 @@ export function loaderSelect (
   return select
 }
 
-const loaderSelects = new WeakMap<OperationDefinitionNode, Map<string, Record<string, unknown> | true>>()
+const relationSelects = new WeakMap<OperationDefinitionNode, Map<string, Record<string, unknown> | true>>()
 
 function operationSelect (info: GraphQLResolveInfo, parentType: string, field: string, map: SelectionMap): Record<string, unknown> | true {
   const places: SelectionSetNode[] = []

@@ -1,7 +1,7 @@
 // What each GraphQL field of the record types reads from the database (see selection.ts): root
-// lists, loaders and joined relations read only the columns below the fields a query selects.
-// Fields served by a loader of their own (Classroom.students, Teacher.classrooms, ...) read nothing
-// here: the loader needs the row's `id`, which every select includes.
+// lists, batched relations and joined relations read only the columns below the fields a query
+// selects. Fields read in batches of their own (Classroom.students, Teacher.classrooms, ...:
+// batches.ts) read nothing here: the batch needs the row's `id`, which every select includes.
 import { columns, type SelectionMap } from './selection.js'
 
 export const CLASSROOM_SELECT: SelectionMap = columns('sourcedId', 'name', 'gradeLevel', 'subject', 'version', 'createdAt', 'updatedAt')

@@ -1,4 +1,4 @@
-// The GraphQL endpoint: Mercurius with the schema, resolvers and loaders, the one error formatter,
+// The GraphQL endpoint: Mercurius with the schema and resolvers, the one error formatter,
 // the response cache, and the request rules of a public GraphQL API over HTTP (src/graphql/http.ts):
 // answers in the media type `Accept` negotiates, well-formed parameters only, query limits checked
 // on the parsed document before any resolver runs, the caller's scopes checked the same way,
@@ -22,7 +22,7 @@ import { documentErrorStatus, GRAPHQL_PATH, invalidParameters, responseMediaType
 import { limitRules, sizeLimitError, type QueryLimits } from '../graphql/limits.js'
 import { persistedQueryProvider } from '../graphql/persisted-documents.js'
 import { registerResponseCache } from '../graphql/response-cache.js'
-import { buildResolvers, loaders } from '../graphql/resolvers/index.js'
+import { buildResolvers } from '../graphql/resolvers/index.js'
 import { buildSdlSchema } from '../graphql/schema.js'
 import { executing } from '../graphql/operation.js'
 import { outOfScopeFields } from '../graphql/scope-check.js'
@@ -144,7 +144,6 @@ async function registerEndpoint (app: FastifyInstance): Promise<void> {
   await app.register(mercurius, {
     schema,
     resolvers: buildResolvers(schema) as mercurius.IResolvers,
-    loaders,
     path: GRAPHQL_PATH,
     context: (request) => buildContext(app, request),
     errorFormatter: createErrorFormatter({ production, bodyLimitBytes: config.bodyLimitBytes }),

@@ -9,6 +9,7 @@
 import type { MercuriusContext } from 'mercurius'
 import type { QueryResolvers } from '../generated.js'
 import type { ChangeRow, ClassroomRow, StudentRow, TeacherRow } from '../models.js'
+import { batched } from '../batches.js'
 import { badUserInput } from '../errors.js'
 import { pageSize } from '../paging.js'
 import { UUID } from '../../validators.js'
@@ -125,28 +126,20 @@ export const changeQueries: Pick<QueryResolvers, 'changes' | 'latestChangeCursor
 
 type RecordType = ChangeRow['recordType']
 
-/** The current records of changes of one kind, batched per response (deleted ones, and those out of the caller's reach, are null). */
-function recordLoader<T extends { id: string }> (
-  type: RecordType,
-  read: (ctx: MercuriusContext, ids: string[]) => Promise<T[]>
-) {
-  return async (queries: Array<{ obj: ChangeRow }>, ctx: MercuriusContext): Promise<Array<T | null>> => {
-    const ids = [...new Set(queries.filter((q) => q.obj.recordType === type).map((q) => q.obj.recordId))]
+/** The current records of changes of one kind, read in batches (deleted ones, and those out of the caller's reach, are null). */
+function recordOf<T extends { id: string }> (type: RecordType, read: (ctx: MercuriusContext, ids: string[]) => Promise<T[]>) {
+  return batched<ChangeRow, T | null>(`Change.${type}`, async (changes, ctx) => {
+    const ids = [...new Set(changes.filter((change) => change.recordType === type).map((change) => change.recordId))]
     const rows = ids.length === 0 ? [] : await read(ctx, ids)
     const byId = new Map(rows.map((row) => [row.id, row]))
-    return queries.map((q) => (q.obj.recordType === type ? byId.get(q.obj.recordId) ?? null : null))
-  }
-}
-
-export const changeLoaders = {
-  Change: {
-    student: recordLoader<StudentRow>('STUDENT', async (ctx, ids) => await readByIds<StudentRow>(ctx.school().db, 'Student', ids)),
-    teacher: recordLoader<TeacherRow>('TEACHER', async (ctx, ids) => await readByIds<TeacherRow>(ctx.school().db, 'Teacher', ids)),
-    classroom: recordLoader<ClassroomRow>('CLASSROOM', async (ctx, ids) => await readByIds<ClassroomRow>(ctx.school().db, 'Classroom', ids))
-  }
+    return changes.map((change) => (change.recordType === type ? byId.get(change.recordId) ?? null : null))
+  })
 }
 
 export const Change = {
+  student: recordOf<StudentRow>('STUDENT', async (ctx, ids) => await readByIds<StudentRow>(ctx.school().db, 'Student', ids)),
+  teacher: recordOf<TeacherRow>('TEACHER', async (ctx, ids) => await readByIds<TeacherRow>(ctx.school().db, 'Teacher', ids)),
+  classroom: recordOf<ClassroomRow>('CLASSROOM', async (ctx, ids) => await readByIds<ClassroomRow>(ctx.school().db, 'Classroom', ids)),
   cursor: (change: ChangeRow) => 'teacherId' in change ? teacherChangeCursor(change.teacherId, change.id) : changeCursor(change.seq),
   id: (change: ChangeRow) => change.recordId
 }

@@ -1,15 +1,14 @@
 import type { GraphQLSchema } from 'graphql'
-import type { MercuriusLoaders } from 'mercurius'
 import { checkingArguments } from '../arguments.js'
 import type { Resolvers } from '../generated.js'
 import { authMutations } from './auth.js'
-import { Change, changeLoaders, changeQueries } from './changes.js'
-import { classroomLoaders, classroomQueries } from './classrooms.js'
+import { Change, changeQueries } from './changes.js'
+import { Classroom, classroomQueries } from './classrooms.js'
 import { recordMutations } from './mutations.js'
 import { dateCoercion, dateTimeCoercion, implementScalar } from './scalars.js'
 import { schoolQueries } from './school.js'
 import { Student, studentQueries } from './students.js'
-import { teacherLoaders, teacherQueries } from './teachers.js'
+import { Teacher, teacherQueries } from './teachers.js'
 
 /**
  * The resolvers of `schema`, the SDL's schema that Mercurius serves (its scalars come from it), each
@@ -22,8 +21,8 @@ export function buildResolvers (schema: GraphQLSchema): Resolvers {
     Date: implementScalar(schema, 'Date', dateCoercion),
     DateTime: implementScalar(schema, 'DateTime', dateTimeCoercion),
     Student,
+    Teacher,
+    Classroom,
     Change
-  } satisfies Resolvers, loaders)
+  } satisfies Resolvers)
 }
-
-export const loaders: MercuriusLoaders = { ...teacherLoaders, ...classroomLoaders, ...changeLoaders }

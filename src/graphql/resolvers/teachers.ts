@@ -1,12 +1,11 @@
 // Teachers' queries and relations: thin callers of the record kinds (src/records/), with the
 // columns the operation selects.
-import type { GraphQLResolveInfo } from 'graphql'
-import type { MercuriusContext } from 'mercurius'
 import type { QueryResolvers } from '../generated.js'
 import type { AssignmentRow, ClassroomRow, TeacherRow } from '../models.js'
 import { classroomsOfTeachers } from '../../records/classrooms.js'
 import { assignmentsOfTeachers, listTeachers, pageOfTeachers, teacherById } from '../../records/teachers.js'
-import { loaderSelect, prismaSelect } from '../selection.js'
+import { batched } from '../batches.js'
+import { prismaSelect, relationSelect } from '../selection.js'
 import { CLASSROOM_SELECT, TEACHER_SELECT } from '../selects.js'
 
 export const teacherQueries: Pick<QueryResolvers, 'teachers' | 'teachersPage' | 'teacher'> = {
@@ -23,28 +22,18 @@ export const teacherQueries: Pick<QueryResolvers, 'teachers' | 'teachersPage' | 
   }
 }
 
-type Calls = Array<{ obj: TeacherRow, info?: GraphQLResolveInfo }>
+/** Assignments of all teachers of a batch in one statement, by classroom name, with what the operation selects of an assignment's teacher and classroom. */
+const assignmentsOf = batched<TeacherRow, AssignmentRow[]>('Teacher.classroomAssignments', async (teachers, ctx, info) =>
+  await assignmentsOfTeachers<AssignmentRow>(ctx.school().db,
+    relationSelect(info, 'ClassroomAssignment', 'teacher', TEACHER_SELECT), relationSelect(info, 'ClassroomAssignment', 'classroom', CLASSROOM_SELECT),
+    teachers.map((teacher) => teacher.id)))
 
-/** Assignments of all teachers of one response in one statement, by classroom name. */
-async function assignmentsOf (queries: Calls, ctx: MercuriusContext): Promise<AssignmentRow[][]> {
-  // What the operation selects of an assignment's teacher and classroom (the whole rows the caller
-  // may read when it cannot tell).
-  const teacher = loaderSelect(queries, 'ClassroomAssignment', 'teacher', TEACHER_SELECT)
-  const classroom = loaderSelect(queries, 'ClassroomAssignment', 'classroom', CLASSROOM_SELECT)
-  return await assignmentsOfTeachers<AssignmentRow>(ctx.school().db, teacher, classroom, queries.map((q) => q.obj.id))
-}
+/** Classrooms of all teachers of a batch in one statement, with the columns the query selects on them. */
+const teacherClassrooms = batched<TeacherRow, ClassroomRow[]>('Teacher.classrooms', async (teachers, ctx, info) =>
+  await classroomsOfTeachers<ClassroomRow>(ctx.school().db, relationSelect(info, 'Teacher', 'classrooms', CLASSROOM_SELECT), teachers.map((teacher) => teacher.id)))
 
-/** Classrooms of all teachers of one response in one statement, with the columns the query selects on them. */
-async function teacherClassrooms (queries: Calls, ctx: MercuriusContext): Promise<ClassroomRow[][]> {
-  const classroom = loaderSelect(queries, 'Teacher', 'classrooms', CLASSROOM_SELECT)
-  return await classroomsOfTeachers<ClassroomRow>(ctx.school().db, classroom, queries.map((q) => q.obj.id))
-}
-
-export const teacherLoaders = {
-  Teacher: {
-    // With their calls' resolve info (Mercurius passes it when the loader does not cache): the
-    // loaders read only the columns the operation selects below the field.
-    classrooms: { loader: teacherClassrooms, opts: { cache: false } },
-    classroomAssignments: { loader: assignmentsOf, opts: { cache: false } }
-  }
+/** A teacher's relations, each read in batches: only the columns the operation selects below the field. */
+export const Teacher = {
+  classrooms: teacherClassrooms,
+  classroomAssignments: assignmentsOf
 }
