@@ -12,6 +12,7 @@ import { createTeacher } from '../src/records/teachers.js'
 import { createClassroomAssignment } from './fixtures.js'
 import { clientToken, seedClient } from './fixtures/oauth.js'
 import { build, login, PASSWORD, testDatabase, unique, type TestDatabase } from './helper.js'
+import { validateAnswer } from './oneroster/validate.js'
 
 const BASE = '/ims/oneroster/rostering/v1p2'
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
@@ -69,9 +70,20 @@ async function roster (app: FastifyInstance): Promise<Roster> {
 
 interface Answer { statusCode: number, headers: Record<string, unknown>, body: any }
 
+/** Every answer of this file that does not validate against the service's OpenAPI description, with why. */
+const invalid: string[] = []
+let answers = 0
+
 async function get (app: FastifyInstance, path: string, token?: string): Promise<Answer> {
   const res = await app.inject({ method: 'GET', url: BASE + path, headers: token === undefined ? {} : { authorization: `Bearer ${token}` } })
-  return { statusCode: res.statusCode, headers: res.headers, body: res.json() }
+  const answer = { statusCode: res.statusCode, headers: res.headers, body: res.json() }
+  answers += 1
+  // Not the routes the slice does not serve (their 404 is the not-found handler's).
+  if (!path.startsWith('/classes')) {
+    const problems = validateAnswer({ method: 'GET', path: BASE + path, status: res.statusCode, headers: res.headers, body: answer.body })
+    if (problems.length > 0) invalid.push(`GET ${path} ${res.statusCode}: ${problems.join('; ')}`)
+  }
+  return answer
 }
 
 /** The sourcedIds of a collection's users, in order. */
@@ -345,4 +357,9 @@ t.test('the access audit records what these routes hand over, by operation', asy
     { operation: 'getStudent', record_type: 'Student', record_count: 1, action: 'read', client_id: null }
   ], 'the rows read, not the counts (X-Total-Count hands over no record)')
   t.equal(rows.length, 3)
+})
+
+t.test('every answer of this file validates against the OpenAPI description (src/oneroster/openapi.ts)', async (t) => {
+  t.ok(answers > 100, `${answers} answers`)
+  t.same(invalid, [], 'collections, single records, nested paths and refusals')
 })
