@@ -13,6 +13,7 @@ import { createClassroomAssignment } from './fixtures.js'
 import { clientToken, seedClient } from './fixtures/oauth.js'
 import { build, login, PASSWORD, testDatabase, unique, type TestDatabase } from './helper.js'
 import { validateAnswer } from './oneroster/validate.js'
+import { DESCRIPTION_PATH, oneRosterDescription } from '../src/oneroster/openapi.js'
 
 const BASE = '/ims/oneroster/rostering/v1p2'
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
@@ -190,18 +191,23 @@ t.test('clients: roster-core.readonly never sees a field outside its scope; rost
   }
 })
 
-t.test('every endpoint answers every caller with a rostering scope: administrator, teacher, core and full clients', async (t) => {
+t.test('every endpoint answers every caller with its scope (1EdTech\'s: a school\'s students and teachers need roster.readonly), and no other', async (t) => {
   const app = await build(t)
   const r = await roster(app)
-  const endpoints: Array<[string, string]> = [
-    ['/orgs', 'orgs'], ['/schools', 'orgs'], [`/orgs/${r.schoolId}`, 'org'], [`/schools/${r.schoolId}`, 'org'],
-    ['/users', 'users'], ['/students', 'users'], ['/teachers', 'users'],
-    ['/users/stu-001', 'user'], ['/students/stu-002', 'user'], ['/teachers/tea-001', 'user'],
-    [`/schools/${r.schoolId}/students`, 'users'], [`/schools/${r.schoolId}/teachers`, 'users']
+  // The path, its envelope, and whether 1EdTech's security asks roster.readonly (not roster-core.readonly).
+  const endpoints: Array<[string, string, boolean]> = [
+    ['/orgs', 'orgs', false], ['/schools', 'orgs', false], [`/orgs/${r.schoolId}`, 'org', false], [`/schools/${r.schoolId}`, 'org', false],
+    ['/users', 'users', false], ['/students', 'users', false], ['/teachers', 'users', false],
+    ['/users/stu-001', 'user', false], ['/students/stu-002', 'user', false], ['/teachers/tea-001', 'user', false],
+    [`/schools/${r.schoolId}/students`, 'users', true], [`/schools/${r.schoolId}/teachers`, 'users', true]
   ]
   for (const [caller, token] of [['administrator', r.admin], ['teacher', r.teacher], ['roster-core.readonly', r.core], ['roster.readonly', r.full]] as const) {
-    for (const [path, envelope] of endpoints) {
+    for (const [path, envelope, roster] of endpoints) {
       const res = await get(app, path, token)
+      if (roster && caller === 'roster-core.readonly') {
+        refused(t, res, 403, 'forbidden', `${caller}: ${path} needs roster.readonly`)
+        continue
+      }
       t.equal(res.statusCode, 200, `${caller}: ${path}`)
       t.same(Object.keys(res.body), [envelope], `${caller}: ${path} in {"${envelope}": ...}`)
       if (Array.isArray(res.body[envelope])) {
@@ -210,6 +216,14 @@ t.test('every endpoint answers every caller with a rostering scope: administrato
       }
     }
   }
+})
+
+t.test('the OpenAPI description is served beside the binding, without a token', async (t) => {
+  const app = await build(t)
+  const res = await app.inject({ method: 'GET', url: DESCRIPTION_PATH })
+  t.equal(res.statusCode, 200)
+  t.match(res.headers['content-type'], /^application\/json/)
+  t.same(res.json(), JSON.parse(JSON.stringify(oneRosterDescription)), 'the description of src/oneroster/openapi.ts')
 })
 
 t.test('without a valid access token: 401 unauthorisedrequest, WWW-Authenticate Bearer', async (t) => {

@@ -6,8 +6,14 @@
 // hand); the prose is ours, and only the operations this service serves are listed. A response that
 // leaves out fields it may omit still validates; nothing is loosened so that ours would.
 import type { OpenAPIV3 } from 'openapi-types'
-import { fullScopeName } from '../auth/scopes.js'
+import { fullScopeName, parseScope, type Scope } from '../auth/scopes.js'
 import { TOKEN_PATH } from '../auth/token-request.js'
+
+/** Where the binding is served. */
+export const ONEROSTER_PATH = '/ims/oneroster/rostering/v1p2'
+
+/** Where this description is served, beside the binding (no token needed). */
+export const DESCRIPTION_PATH = `${ONEROSTER_PATH}/openapi.json`
 
 type Schema = OpenAPIV3.SchemaObject
 type Reference = OpenAPIV3.ReferenceObject
@@ -378,7 +384,7 @@ export const oneRosterDescription: OpenAPIV3.Document = {
     description: "The operations of OneRoster 1.2's rostering REST binding that this service serves, read-only, " +
       "with 1EdTech's paths, parameters, scopes and schemas."
   },
-  servers: [{ url: '/ims/oneroster/rostering/v1p2', description: 'Relative to the service.' }],
+  servers: [{ url: ONEROSTER_PATH, description: 'Relative to the service.' }],
   tags: [
     { name: 'OrgsManagement', description: 'Orgs: schools and the bodies above them.' },
     { name: 'SchoolsManagement', description: 'Schools (orgs of type school), and their students and teachers.' },
@@ -406,4 +412,22 @@ export const oneRosterDescription: OpenAPIV3.Document = {
     },
     schemas: SCHEMAS
   }
+}
+
+/**
+ * The scopes of which a caller must hold one to call `operationId`, as the description's security
+ * requirement lists them (1EdTech's): the routes take them from here, so that what a route asks and
+ * what the description says are one fact.
+ */
+export function scopesOf (operationId: string): readonly Scope[] {
+  for (const item of Object.values(oneRosterDescription.paths)) {
+    const operation = item?.get
+    if (operation?.operationId !== operationId) continue
+    return (operation.security ?? []).flatMap((requirement) => Object.values(requirement).flat()).map((name) => {
+      const scope = parseScope(name)
+      if (scope === undefined) throw new Error(`${operationId}: ${name} is not a scope of this service`)
+      return scope
+    })
+  }
+  throw new Error(`${operationId} is not an operation of the OneRoster description`)
 }

@@ -12,17 +12,15 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { accessOf } from '../auth/identity.js'
 import { schoolScopeOf } from '../auth/school-access.js'
-import { holds } from '../auth/scopes.js'
+import { holds, type Scope } from '../auth/scopes.js'
 import type { SchoolDb } from '../db/school-client.js'
 import { DATABASE_RETRY_AFTER, DATABASE_UNAVAILABLE_MESSAGE, databaseUnavailable } from '../db/unavailable.js'
 import { STUDENT_USERS, TEACHER_USERS, type AnswerContext, type Kind } from './kinds.js'
 import { orgAnswer, orgsPage, schoolRow } from './orgs.js'
+import { DESCRIPTION_PATH, ONEROSTER_PATH, oneRosterDescription, scopesOf } from './openapi.js'
 import { collectionQuery, fieldsOf, linkHeader, type CollectionQuery } from './query.js'
 import { codeMinorOfStatus, OneRosterError, statusInfo } from './status-info.js'
 import { pageOfUsers, userBySourcedId } from './users.js'
-
-/** Where the binding is served. */
-export const ONEROSTER_PATH = '/ims/oneroster/rostering/v1p2'
 
 /** The caller of a route: its school client and what its answers' references need. */
 interface Caller {
@@ -89,12 +87,16 @@ function registerRoutes (app: FastifyInstance, routes: FastifyInstance): void {
   })
   routes.setNotFoundHandler((request, reply) => reply.code(404).send(statusInfo('unknownobject', `No OneRoster endpoint ${request.method} ${request.url.split('?', 1)[0]!}`)))
 
-  /** A GET route that needs roster-core.readonly or roster.readonly (1EdTech's security of every path served here). */
+  // The description of what is served, as JSON (no token: a consumer reads it before it has one).
+  routes.get(DESCRIPTION_PATH.slice(ONEROSTER_PATH.length), async () => oneRosterDescription)
+
+  /** A GET route that needs one of the scopes 1EdTech's description gives its operation. */
   const get = (url: string, operationId: string, handler: Handler): void => {
+    const scopes = scopesOf(operationId)
     routes.get(url, async (request, reply) => {
       // The access audit and the request log name a request by its operation.
       request.graphqlOperation = operationId
-      return await handler(request, reply, callerOf(app, request))
+      return await handler(request, reply, callerOf(app, request, scopes))
     })
   }
 
@@ -123,15 +125,16 @@ function originOf (request: FastifyRequest): string {
   return new URL(`${request.protocol}://${request.host}`).origin
 }
 
-/** The caller's school client; 401 without a valid token, 403 without a school or a rostering scope. */
-function callerOf (app: FastifyInstance, request: FastifyRequest): Caller {
+/** The caller's school client; 401 without a valid token, 403 without a school or one of `scopes`. */
+function callerOf (app: FastifyInstance, request: FastifyRequest, scopes: readonly Scope[]): Caller {
   const scope = schoolScopeOf(app.db, request.identity)
   if (scope === 'unauthenticated') {
     throw new OneRosterError('unauthorisedrequest', 'Authentication required: send a valid access token as "Authorization: Bearer <ACCESS_TOKEN>"')
   }
   if (scope === 'no-school') throw new OneRosterError('forbidden', 'Your account is not assigned to a school')
-  if (!holds(accessOf(request.identity)!, 'roster-core.readonly')) {
-    throw new OneRosterError('forbidden', 'This endpoint needs the scope roster-core.readonly or roster.readonly')
+  const access = accessOf(request.identity)!
+  if (!scopes.some((scope) => holds(access, scope))) {
+    throw new OneRosterError('forbidden', `This endpoint needs the scope ${scopes.join(' or ')}`)
   }
   const origin = originOf(request)
   return {
