@@ -18,6 +18,21 @@ export interface ListKind<O extends string, F> {
   readonly conditions: (filter: F | null | undefined) => ListCondition[]
 }
 
+/** The orders of a list of people (students, teachers): by name either way, by the record's times, by id. */
+export type PersonOrderField = 'FAMILY_NAME' | 'GIVEN_NAME' | 'CREATED_AT' | 'UPDATED_AT' | 'ID'
+
+/** Each order of a list of people as its fields, the last one `id` (the cursor's tiebreak). */
+export const PERSON_ORDERS: Readonly<Record<PersonOrderField, readonly string[]>> = {
+  FAMILY_NAME: ['familyName', 'givenName', 'id'],
+  GIVEN_NAME: ['givenName', 'familyName', 'id'],
+  CREATED_AT: ['createdAt', 'id'],
+  UPDATED_AT: ['updatedAt', 'id'],
+  ID: ['id']
+}
+
+/** The name fields a search of people looks in. */
+export const NAME_FIELDS: readonly string[] = ['fullName', 'givenName', 'familyName', 'preferredName']
+
 /** What a query selects of a record: `true` for every column its caller may read, or a Prisma-style select. */
 export type Selection = Readonly<Record<string, unknown>> | true
 

@@ -8,7 +8,7 @@ import type { ListCondition } from '../db/typed-reads.js'
 import type { SchoolDb } from '../db/school-client.js'
 import { requireUuid } from '../graphql/ids.js'
 import { searchPattern, type ListArgs } from '../graphql/paging.js'
-import { readList, readPage, readRelation, type ListKind, type Selection } from './lists.js'
+import { NAME_FIELDS, PERSON_ORDERS, readList, readPage, readRelation, type ListKind, type PersonOrderField, type Selection } from './lists.js'
 import type { Database } from '../db/client.js'
 import { comparable, insertStudents, studentsBySourcedId, updateStudents, type StudentWritten } from '../db/typed-writes.js'
 import { v7 as uuidv7 } from 'uuid'
@@ -19,26 +19,17 @@ import {
   type Path, type RecordRef, type SchoolTarget, type StudentFields, type Tenant, type Tx, type Versioned
 } from './writes.js'
 
-export type StudentOrderField = 'FAMILY_NAME' | 'GIVEN_NAME' | 'CREATED_AT' | 'UPDATED_AT' | 'ID'
+export type StudentOrderField = PersonOrderField
 
 export interface StudentFilter { classroomId?: string | null, gradeLevel?: string | null, status?: string | null, search?: string | null }
 
 export type StudentListArgs = ListArgs<StudentOrderField, StudentFilter>
 
-/** The name fields a student search looks in. */
-const NAMES = ['fullName', 'givenName', 'familyName', 'preferredName']
-
 export const STUDENTS: ListKind<StudentOrderField, StudentFilter> = {
   model: 'Student',
   spec: {
     list: 'students',
-    orders: {
-      FAMILY_NAME: ['familyName', 'givenName', 'id'],
-      GIVEN_NAME: ['givenName', 'familyName', 'id'],
-      CREATED_AT: ['createdAt', 'id'],
-      UPDATED_AT: ['updatedAt', 'id'],
-      ID: ['id']
-    },
+    orders: PERSON_ORDERS,
     defaultOrder: 'ID',
     dates: new Set(['createdAt', 'updatedAt'])
   },
@@ -49,7 +40,7 @@ export const STUDENTS: ListKind<StudentOrderField, StudentFilter> = {
     if (filter.gradeLevel != null) conditions.push({ kind: 'equals', field: 'gradeLevel', value: filter.gradeLevel })
     if (filter.status != null) conditions.push({ kind: 'equals', field: 'status', value: filter.status })
     const pattern = searchPattern(filter.search)
-    if (pattern !== undefined) conditions.push({ kind: 'contains', fields: NAMES, pattern })
+    if (pattern !== undefined) conditions.push({ kind: 'contains', fields: NAME_FIELDS, pattern })
     return conditions
   }
 }

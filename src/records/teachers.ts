@@ -8,7 +8,7 @@ import type { ListCondition } from '../db/typed-reads.js'
 import type { SchoolDb } from '../db/school-client.js'
 import { requireUuid } from '../graphql/ids.js'
 import { searchPattern, type ListArgs } from '../graphql/paging.js'
-import { readAssignments, readList, readPage, readRelation, type ListKind, type Selection } from './lists.js'
+import { NAME_FIELDS, PERSON_ORDERS, readAssignments, readList, readPage, readRelation, type ListKind, type PersonOrderField, type Selection } from './lists.js'
 import type { Database } from '../db/client.js'
 import { TeacherRole } from '../generated/prisma/enums.js'
 import { AdminError, requireId } from './errors.js'
@@ -18,25 +18,17 @@ import {
   type Path, type RecordRef, type SchoolTarget, type TeacherFields, type Tx, type Versioned
 } from './writes.js'
 
-export type TeacherOrderField = 'FAMILY_NAME' | 'GIVEN_NAME' | 'CREATED_AT' | 'UPDATED_AT' | 'ID'
+export type TeacherOrderField = PersonOrderField
 
 export interface TeacherFilter { classroomId?: string | null, status?: string | null, search?: string | null }
 
 export type TeacherListArgs = ListArgs<TeacherOrderField, TeacherFilter>
 
-const NAMES = ['fullName', 'givenName', 'familyName', 'preferredName']
-
 export const TEACHERS: ListKind<TeacherOrderField, TeacherFilter> = {
   model: 'Teacher',
   spec: {
     list: 'teachers',
-    orders: {
-      FAMILY_NAME: ['familyName', 'givenName', 'id'],
-      GIVEN_NAME: ['givenName', 'familyName', 'id'],
-      CREATED_AT: ['createdAt', 'id'],
-      UPDATED_AT: ['updatedAt', 'id'],
-      ID: ['id']
-    },
+    orders: PERSON_ORDERS,
     defaultOrder: 'ID',
     dates: new Set(['createdAt', 'updatedAt'])
   },
@@ -46,7 +38,7 @@ export const TEACHERS: ListKind<TeacherOrderField, TeacherFilter> = {
     if (filter.classroomId != null) conditions.push({ kind: 'teaches', classroomId: requireUuid(filter.classroomId, 'filter.classroomId') })
     if (filter.status != null) conditions.push({ kind: 'equals', field: 'status', value: filter.status })
     const pattern = searchPattern(filter.search)
-    if (pattern !== undefined) conditions.push({ kind: 'contains', fields: NAMES, pattern })
+    if (pattern !== undefined) conditions.push({ kind: 'contains', fields: NAME_FIELDS, pattern })
     return conditions
   }
 }
