@@ -207,7 +207,9 @@ export async function loadDataset (url, sizes, passwordHash) {
 /** Creates (or resets) the non-superuser role the service connects as, and grants it the tables. */
 export async function prepareServiceRole (adminUrl, benchUrl, password, workers = []) {
   // On Citus the coordinator connects to the workers as the same role: it must exist there too.
-  for (const nodeUrl of [...workers.map((node) => onNode(adminUrl, node)), adminUrl]) {
+  // The coordinator first: Citus 13 propagates a role made there to its workers, and refuses
+  // CREATE ROLE on a worker ("operation is not allowed on this node").
+  for (const nodeUrl of [adminUrl, ...workers.map((node) => onNode(adminUrl, node))]) {
     await withClient(nodeUrl, async (client) => {
       const exists = (await client.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [SERVICE_ROLE])).rowCount > 0
       if (!exists) await client.query(`CREATE ROLE ${ident(SERVICE_ROLE)} LOGIN NOSUPERUSER NOBYPASSRLS`)
