@@ -110,7 +110,7 @@ export const WORKLOADS = [
   // OneRoster REST (kind 'rest': GET `path`, the answer checked against the binding's expected
   // page): a page of 100 and of the maximum, each interleaved with the same page through GraphQL
   // (`graphql`), all as the school's client. `limit`: the page's size, for the expected answers;
-// `connections`: the maximum pages' load, 4 connections (30 trip the service's load shedding).
+  // `connections`: the maximum pages' load, 4 connections (30 trip the service's load shedding).
   { name: 'rest-users-100', kind: 'rest', caller: 'client', path: `${ONEROSTER_STUDENTS_PATH}?limit=100`, limit: 100, ceiling: false, rlsCompare: false, uncachedOnly: true, graphql: 'graphql-users-100' },
   { name: 'graphql-users-100', kind: 'read', caller: 'client', query: clientStudentsQuery(100), expected: 'clientStudents100', limit: 100, ceiling: false, rlsCompare: false, uncachedOnly: true, restPeer: true },
   { name: 'rest-users-max', kind: 'rest', caller: 'client', path: `${ONEROSTER_STUDENTS_PATH}?limit=${REST_MAX_LIMIT}`, limit: REST_MAX_LIMIT, connections: 4, ceiling: false, rlsCompare: false, uncachedOnly: true, graphql: 'graphql-users-max' },
@@ -205,8 +205,14 @@ export function expectedClientStudents (rows, limit) {
   return {
     data: {
       students: rows.slice(0, limit).map((r) => ({
-        id: r.id, sourcedId: r.sourced_id, givenName: r.given_name, familyName: r.family_name, preferredName: r.preferred_name,
-        gradeLevel: r.grade_level, status: r.status, updatedAt: r.updated_at
+        id: r.id,
+        sourcedId: r.sourced_id,
+        givenName: r.given_name,
+        familyName: r.family_name,
+        preferredName: r.preferred_name,
+        gradeLevel: r.grade_level,
+        status: r.status,
+        updatedAt: r.updated_at
       }))
     }
   }
