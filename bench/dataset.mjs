@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
 import pg from 'pg'
-import { CLIENT_SCOPES, DEEP_PAGE_LIMIT, deepPagePosition, expectedDeepPage, expectedFlat, expectedStudentsNested, expectedTeachersNested, studentCursor } from './workloads.mjs'
+import { CLIENT_SCOPES, DEEP_PAGE_LIMIT, REST_MAX_LIMIT, deepPagePosition, expectedClientStudents, expectedDeepPage, expectedFlat, expectedRestStudents, expectedStudentsNested, expectedTeachersNested, studentCursor } from './workloads.mjs'
 
 export const SERVICE_ROLE = 'sds_bench_service'
 
@@ -122,8 +122,9 @@ export async function loadDataset (url, sizes, passwordHash) {
       SELECT b.id, gen_random_uuid(), b.tag || ' Room ' || ${pad('r', roomWidth)}, now()
       FROM bench_schools b, generate_series(1, $1::int) r`, [classrooms])
     // Student i sits in room (i mod rooms) + 1; every 50th has no classroom (classroomName null).
-    await client.query(`INSERT INTO students (school_id, id, full_name, classroom_id, updated_at)
-      SELECT b.id, gen_random_uuid(), b.tag || ' Student ' || ${pad('i', studentWidth)},
+    // Given and family name as OneRoster answers them (the REST workloads): `S07 Student`, `0123`.
+    await client.query(`INSERT INTO students (school_id, id, full_name, given_name, family_name, classroom_id, updated_at)
+      SELECT b.id, gen_random_uuid(), b.tag || ' Student ' || ${pad('i', studentWidth)}, b.tag || ' Student', ${pad('i', studentWidth)},
              CASE WHEN i % 50 = 0 THEN NULL ELSE c.id END, now()
       FROM bench_schools b
       CROSS JOIN generate_series(1, $1::int) i
@@ -274,7 +275,13 @@ export async function expectedPages (benchUrl, schools, studentsPerSchool) {
         FROM students s JOIN classrooms c ON c.school_id = s.school_id AND c.id = s.classroom_id
         JOIN teacher_classrooms tc ON tc.school_id = s.school_id AND tc.classroom_id = s.classroom_id AND tc.teacher_id = $2
         WHERE s.school_id = $1 ORDER BY s.id LIMIT 100`, [school.id, school.teacher.teacherId])).rows
+      // The client's pages of the REST workloads and their GraphQL peers: up to the maximum page.
+      const roster = (await client.query(`SELECT id, sourced_id, given_name, family_name, preferred_name, grade_level::text, status::text,
+          to_char(updated_at, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS updated_at
+        FROM students WHERE school_id = $1 ORDER BY id LIMIT $2`, [school.id, REST_MAX_LIMIT])).rows
       const page = {
+        clientStudents100: expectedClientStudents(roster, 100),
+        clientStudentsMax: expectedClientStudents(roster, REST_MAX_LIMIT),
         flat: expectedFlat(students),
         teacherFlat: expectedFlat(taught),
         // A teacher's classrooms' teachers are all in the teacher's reach (colleagues).
@@ -284,7 +291,17 @@ export async function expectedPages (benchUrl, schools, studentsPerSchool) {
         deepPage: expectedDeepPage(deep)
       }
       const expected = Object.fromEntries(Object.entries(page).map(([k, v]) => [k, { value: v, text: JSON.stringify(v) }]))
-      pages.set(school.id, { ...expected, deepAfter: studentCursor(deep[0].after_id) })
+      // The REST pages depend on the origin the request came to (the org references): built per server.
+      const rest = new Map()
+      const restPage = (limit, origin) => {
+        const key = `${limit} ${origin}`
+        if (!rest.has(key)) {
+          const value = expectedRestStudents(roster, limit, school.id, origin)
+          rest.set(key, { value, text: JSON.stringify(value) })
+        }
+        return rest.get(key)
+      }
+      pages.set(school.id, { ...expected, restPage, deepAfter: studentCursor(deep[0].after_id) })
     }
     return pages
   })

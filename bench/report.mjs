@@ -103,6 +103,10 @@ export function renderMarkdown (r) {
     const [caller, page] = workload.split('-')
     lines.push(`${caller === 'teacher' ? 'A teacher (two classrooms\' students)' : 'A client (roster-core.readonly)'}, ${page}, cache off: ${detail}.`)
   }
+  for (const w of r.walks ?? []) {
+    lines.push(`Full walk (${w.walk}, issue 37): ${fmt(w.studentsPerWalk, 0)} students in ${fmt(w.pagesPerWalk, 0)} pages of up to 1000, ` +
+      `${fmt(w.wallMsPerWalk, 0)} ms wall, server CPU ${fmt(w.serverCpuMsPerWalk, 0)} ms, PostgreSQL ${fmt(w.postgresCpuMsPerWalk, 0)} ms per walk (mean of ${w.walks}).`)
+  }
   for (const [target, ratio] of Object.entries(r.scaling ?? {})) {
     lines.push(`${TARGET_LABELS[target]} vs one process, flat: ${fmt(ratio, 2)}× the requests per second ` +
       '(the load generator, the processes and PostgreSQL share this machine\'s cores).')

@@ -22,7 +22,7 @@ import { renderMarkdown, renderSvg } from './report.mjs'
 import { formatSpread, laneRow, roundRatios } from './rounds.mjs'
 import { layerCosts } from './layers.mjs'
 import { runWrites } from './writes.mjs'
-import { LOGIN_MUTATION, WORKLOADS, accessTokenOf, checkClientToken, checkRead, checkTokens, requestBody } from './workloads.mjs'
+import { LOGIN_MUTATION, ONEROSTER_STUDENTS_PATH, REST_MAX_LIMIT, WALK_PAGE_QUERY, WORKLOADS, accessTokenOf, checkClientToken, checkRead, checkRest, checkTokens, requestBody } from './workloads.mjs'
 
 const projectDir = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 const resultsDir = join(projectDir, 'bench', 'results')
@@ -158,6 +158,8 @@ async function writes () {
 
 // Other processes using more than this many cores during a measurement make its figures unreliable.
 const DISTURBED_CORES = 0.25
+// Full walks of every school per REST and GraphQL measurement (issue 37): BENCH_WALK_REPEATS.
+const WALK_REPEATS = Math.max(1, Number(process.env.BENCH_WALK_REPEATS ?? 3))
 
 let quietBudgetMs = settings.quietWaitSeconds * 1000
 
@@ -249,9 +251,13 @@ async function loginAll (port, schools, verify, callers = new Set()) {
 
 // ---- Load --------------------------------------------------------------------------------------
 
-/** The answer check of a workload: returns null when the body is right for the school. */
-function checker (workload, pages, verify) {
+/** The answer check of a workload against the server on `port`: returns null when the body is right for the school. */
+function checker (workload, pages, verify, port) {
   switch (workload.kind) {
+    case 'rest': return (body, school) => {
+      const page = pages.get(school.id).restPage(workload.limit, `http://127.0.0.1:${port}`)
+      return checkRest(body, page.text, page.value, school)
+    }
     case 'read': return (body, school) => {
       const page = pages.get(school.id)[workload.expected]
       return checkRead(body, page.text, page.value, school, workload.caller === 'teacher' ? school.teacher.rooms : undefined)
@@ -267,12 +273,15 @@ function checker (workload, pages, verify) {
  * response is checked against its request's school (autocannon keeps one request in flight per
  * connection, so the connection's context holds the school of the answer being read).
  */
-async function cannon (port, workload, schools, seconds, check, connections = settings.connections) {
+// A workload's own `connections` (the maximum pages: fewer, below the service's load shedding) wins.
+async function cannon (port, workload, schools, seconds, check, connections = workload.connections ?? settings.connections) {
   if (Array.isArray(port)) return await cannonMany(port, workload, schools, seconds, check)
-  const bodies = new Map(schools.map((s) => [s.id, Buffer.from(requestBody(workload, s))]))
+  // A REST workload GETs its path (no body); the others POST their GraphQL body to /.
+  const get = workload.kind === 'rest'
+  const bodies = new Map(schools.map((s) => [s.id, get ? undefined : Buffer.from(requestBody(workload, s))]))
   const headers = new Map(schools.map((s) => [s.id, {
-    'content-type': 'application/json',
-    ...(workload.kind === 'read' ? { authorization: `Bearer ${accessTokenOf(workload, s)}` } : {})
+    ...(get ? {} : { 'content-type': 'application/json' }),
+    ...(workload.kind === 'read' || get ? { authorization: `Bearer ${accessTokenOf(workload, s)}` } : {})
   }]))
   let next = 0
   let checked = 0
@@ -290,13 +299,13 @@ async function cannon (port, workload, schools, seconds, check, connections = se
     ...(Number.isInteger(seconds) ? {} : { sampleInt: 100 }),
     timeout: 30,
     requests: [{
-      method: 'POST',
-      path: '/',
+      method: get ? 'GET' : 'POST',
+      path: get ? workload.path : '/',
       setupRequest (req, context) {
         const school = schools[next++ % schools.length]
         context.school = school
         req.headers = headers.get(school.id)
-        req.body = bodies.get(school.id)
+        if (!get) req.body = bodies.get(school.id)
         return req
       },
       onResponse (status, body, context) {
@@ -525,7 +534,7 @@ async function interleave (lanes, schools, pages, verify) {
     for (const f of m.failures) log(`  PROBLEM: ${lane.target}: ${lane.workload.name}: ${f}`)
   }
   for (const lane of lanes) {
-    lane.check = checker(lane.workload, pages, verify)
+    lane.check = checker(lane.workload, pages, verify, lane.server.port)
     lane.rounds = []
     log(`${lane.target}: ${lane.workload.name}: warm-up ${settings.warmupSeconds} s`)
     note(lane, await warm(lane.server.port, lane.workload, schools, settings.warmupSeconds, lane.check))
@@ -606,6 +615,92 @@ function summarizeProfiles (runs) {
   log(`wrote the profiles and their summaries by package to ${profilesDir}`)
 }
 
+/**
+ * A full sync of every school as its client: all its students, REST by following Link rel="next"
+ * from limit=REST_MAX_LIMIT, and GraphQL by studentsPage keyset pages of the same size; each walk
+ * checked against the school's students in order (ids), WALK_REPEATS times over every school.
+ * Reports wall time and server CPU per walk of one school.
+ */
+async function fullWalks (server, schools, adminUrl) {
+  const ids = new Map()
+  await (async () => {
+    const client = new pg.Client({ connectionString: adminUrl })
+    await client.connect()
+    try {
+      for (const school of schools) ids.set(school.id, (await client.query('SELECT id FROM students WHERE school_id = $1 ORDER BY id', [school.id])).rows.map((r) => r.id))
+    } finally {
+      await client.end()
+    }
+  })()
+  const origin = `http://127.0.0.1:${server.port}`
+  const restWalk = async (school) => {
+    const seen = []
+    let pagesRead = 0
+    let next = `${origin}${ONEROSTER_STUDENTS_PATH}?limit=${REST_MAX_LIMIT}`
+    while (next !== undefined) {
+      const response = await fetch(next, { headers: { authorization: `Bearer ${school.client.accessToken}` } })
+      const text = await response.text()
+      if (response.status !== 200) throw new Error(`REST walk of ${school.tag}: HTTP ${response.status}: ${text.slice(0, 200)}`)
+      pagesRead++
+      for (const user of JSON.parse(text).users) seen.push(user.sourcedId)
+      next = /<([^>]+)>;\s*rel="next"/.exec(response.headers.get('link') ?? '')?.[1]
+    }
+    return { seen, pagesRead }
+  }
+  const graphqlWalk = async (school) => {
+    const seen = []
+    let pagesRead = 0
+    let after = null
+    for (;;) {
+      const { status, body } = await graphql(server.port, { query: WALK_PAGE_QUERY, variables: { after } }, school.client.accessToken)
+      const page = status === 200 ? JSON.parse(body).data?.studentsPage : undefined
+      if (page == null) throw new Error(`GraphQL walk of ${school.tag}: HTTP ${status}: ${body.slice(0, 200)}`)
+      pagesRead++
+      for (const node of page.nodes) seen.push(node.id)
+      if (!page.pageInfo.hasNextPage) return { seen, pagesRead }
+      after = page.pageInfo.endCursor
+    }
+  }
+  const rows = []
+  for (const [name, walk] of [['rest-walk', restWalk], ['graphql-walk', graphqlWalk]]) {
+    // One untimed walk of every school first (warm-up, and the answers checked).
+    for (const school of schools) {
+      const { seen } = await walk(school)
+      const want = ids.get(school.id)
+      if (seen.length !== want.length || seen.some((id, i) => id !== want[i])) throw new Error(`${name} of ${school.tag}: ${seen.length} students, not the school's ${want.length} in order`)
+    }
+    await waitQuiet()
+    const window = server.watch.window()
+    const started = performance.now()
+    let walked = 0
+    let pagesRead = 0
+    let students = 0
+    for (let repeat = 0; repeat < WALK_REPEATS; repeat++) {
+      for (const school of schools) {
+        const m = await walk(school)
+        walked++
+        pagesRead += m.pagesRead
+        students += m.seen.length
+      }
+    }
+    const wallMs = performance.now() - started
+    const usage = window.end()
+    const row = {
+      walk: name,
+      walks: walked,
+      studentsPerWalk: students / walked,
+      pagesPerWalk: pagesRead / walked,
+      wallMsPerWalk: wallMs / walked,
+      serverCpuMsPerWalk: usage.cpuCores * usage.wallSeconds * 1000 / walked,
+      postgresCpuMsPerWalk: usage.postgresCores * usage.wallSeconds * 1000 / walked
+    }
+    log(`${name}: ${walked} walks of ${row.studentsPerWalk} students in ${row.pagesPerWalk} pages: ${row.wallMsPerWalk.toFixed(0)} ms each, ` +
+      `server CPU ${row.serverCpuMsPerWalk.toFixed(0)} ms, PostgreSQL ${row.postgresCpuMsPerWalk.toFixed(0)} ms per walk`)
+    rows.push(row)
+  }
+  return rows
+}
+
 async function main () {
   const began = Date.now()
   // Profiles of this run only.
@@ -649,6 +744,7 @@ async function main () {
   log(`pool: ${pool.note}`)
 
   const runs = []
+  const walks = []
   const comparisons = []
   const failures = []
   const ready = {}
@@ -704,7 +800,7 @@ async function main () {
     try {
       if (before !== undefined) await before(server.port)
       for (const workload of workloads) {
-        const m = await measure(server.port, workload, target, schools, checker(workload, pages, verify), server.watch, server.probe)
+        const m = await measure(server.port, workload, target, schools, checker(workload, pages, verify, server.port), server.watch, server.probe)
         runs.push(m.row)
         checkedResponses += m.checkedResponses
         failures.push(...m.failures.map((message) => ({ workload: workload.name, target, message })))
@@ -755,8 +851,11 @@ async function main () {
   // administrator's flat page), against the ceiling, the Prisma floors and the Mercurius + pg peer,
   // in short rounds, each workload's servers in turn.
   const ceilingReads = selected.filter((w) => w.ceiling)
-  const callerReads = selected.filter((w) => w.uncachedOnly)
-  const freshReads = [...ceilingReads, ...callerReads]
+  const callerReads = selected.filter((w) => w.uncachedOnly && w.kind !== 'rest' && !w.restPeer)
+  // OneRoster REST pages, each interleaved with its GraphQL peer (issue 37).
+  const restReads = selected.filter((w) => w.kind === 'rest' || w.restPeer)
+  const restWalk = selected.some((w) => w.kind === 'rest')
+  const freshReads = [...ceilingReads, ...callerReads, ...restReads]
   const rlsWorkloads = settings.profileOnly ? [] : selected.filter((w) => w.rlsCompare)
   const superuser = new URL(settings.adminUrl).username || 'postgres'
   if (freshReads.length > 0) {
@@ -806,6 +905,18 @@ async function main () {
       if (alone.length > 0) await compare('callers', null, alone.map((workload) => ({ target: 'uncached', workload, server: uncached })))
       for (const { server } of peers) await server.stop()
       peers.length = 0
+
+      // (b') OneRoster REST against GraphQL: the same page of students in both, round by round on
+      // the same server, then a full walk of every school both ways.
+      for (const rest of restReads.filter((w) => w.kind === 'rest')) {
+        const lanes = [{ target: 'uncached', workload: rest, server: uncached }]
+        const peer = restReads.find((w) => w.name === rest.graphql)
+        if (peer !== undefined) lanes.push({ target: 'uncached', workload: peer, server: uncached })
+        await compare('rest', null, lanes)
+      }
+      const lonePeers = restReads.filter((w) => w.restPeer && !restReads.some((r) => r.graphql === w.name))
+      if (lonePeers.length > 0) await compare('rest', null, lonePeers.map((workload) => ({ target: 'uncached', workload, server: uncached })))
+      if (restWalk) walks.push(...await fullWalks(uncached, schools, adminBenchUrl))
 
       // (c) Row-level security's cost: the same reads as the superuser (row-level security
       // bypassed), interleaved with the service role's. Production mode refuses the superuser (a
@@ -963,6 +1074,16 @@ async function main () {
     fresh('deep-page', 0.65),
     fresh('nested', 0.6),
     freshCpu('flat', 2.5),
+    ...WORKLOADS.filter((w) => w.kind === 'rest').map((w) => {
+      const c = comparisons.find((x) => x.name === 'rest' && x.workload === w.name)
+      const row = laneOf(c, 'uncached', w.name)
+      const peer = laneOf(c, 'uncached', w.graphql)
+      const cpu = row !== undefined && peer !== undefined ? roundRatios(row, peer, (r) => r.serverCpuUsPerRequest) : undefined
+      if (row !== undefined && cpu !== undefined) row.versusGraphql = { workload: w.graphql, cpu }
+      return target(`${w.name}: server CPU per request <= ${w.graphql}'s (median of the rounds)`, cpu !== undefined, cpu?.median <= 1,
+        `${fmtRatio(cpu)}; ${us(row?.serverCpuUsPerRequest)} µs against ${us(peer?.serverCpuUsPerRequest)} µs of server CPU per request, ` +
+        `PostgreSQL ${us(row?.postgresCpuUsPerRequest)} µs against ${us(peer?.postgresCpuUsPerRequest)} µs (medians)`)
+    }),
     ...['teacher-flat', 'client-flat', 'teacher-nested', 'client-nested'].map((name) =>
       target(`${name} >= 0.95 x the administrator's (cache off)`, callerRatios[name] !== undefined, callerRatios[name] >= 0.95, versusAdmin(name)))
   ]
@@ -1016,6 +1137,7 @@ async function main () {
     rls: { tables: rls, summary: rlsSummary, cost: rlsCost, spread: rlsSpread },
     callers: { ratios: callerRatios, detail: Object.fromEntries(Object.keys(callerRatios).map((name) => [name, versusAdmin(name)])) },
     scaling,
+    walks,
     ready,
     modes,
     peakRssMb,

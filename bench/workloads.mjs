@@ -34,6 +34,18 @@ export const NESTED_STUDENTS_LIMIT = 100
 export const NESTED_TEACHERS_LIMIT = 100
 export const DEEP_PAGE_LIMIT = 100
 
+// OneRoster's REST binding (issue 37): a client's page of students, and the same page through
+// GraphQL with the fields the REST answer carries for roster-core.readonly (no identifier, no
+// email): sourcedId, status, dateLastModified, enabledUser, names, grades. roles and primaryOrg are
+// the caller's school, which the GraphQL caller knows already.
+export const ONEROSTER_STUDENTS_PATH = '/ims/oneroster/rostering/v1p2/students'
+export const REST_MAX_LIMIT = 1000
+const CLIENT_STUDENT_FIELDS = 'id sourcedId givenName familyName preferredName gradeLevel status updatedAt'
+export const clientStudentsQuery = (limit) => `{ students(limit: ${limit}) { ${CLIENT_STUDENT_FIELDS} } }`
+// The full walk's GraphQL form: keyset pages of the same size.
+export const WALK_PAGE_QUERY =
+  `query Walk($after: String) { studentsPage(limit: ${REST_MAX_LIMIT}, after: $after) { nodes { ${CLIENT_STUDENT_FIELDS} } pageInfo { endCursor hasNextPage } } }`
+
 /** Students before the deep page: 1,500 of the default 2,000, fewer in a smaller data set. */
 export function deepPagePosition (studentsPerSchool) {
   return Math.max(1, Math.min(1500, studentsPerSchool - 2 * DEEP_PAGE_LIMIT))
@@ -94,7 +106,15 @@ export const WORKLOADS = [
   { name: 'teacher-flat', kind: 'read', caller: 'teacher', query: FLAT_QUERY, expected: 'teacherFlat', ceiling: false, rlsCompare: false, uncachedOnly: true, besides: 'flat' },
   { name: 'client-flat', kind: 'read', caller: 'client', query: FLAT_QUERY, expected: 'flat', ceiling: false, rlsCompare: false, uncachedOnly: true, besides: 'flat' },
   { name: 'teacher-nested', kind: 'read', caller: 'teacher', query: NESTED_STUDENTS_QUERY, expected: 'teacherNested', ceiling: false, rlsCompare: false, uncachedOnly: true, besides: 'nested' },
-  { name: 'client-nested', kind: 'read', caller: 'client', query: NESTED_STUDENTS_QUERY, expected: 'nestedStudents', ceiling: false, rlsCompare: false, uncachedOnly: true, besides: 'nested' }
+  { name: 'client-nested', kind: 'read', caller: 'client', query: NESTED_STUDENTS_QUERY, expected: 'nestedStudents', ceiling: false, rlsCompare: false, uncachedOnly: true, besides: 'nested' },
+  // OneRoster REST (kind 'rest': GET `path`, the answer checked against the binding's expected
+  // page): a page of 100 and of the maximum, each interleaved with the same page through GraphQL
+  // (`graphql`), all as the school's client. `limit`: the page's size, for the expected answers;
+  // `connections`: the maximum pages' load, 4 connections (30 trip the service's load shedding).
+  { name: 'rest-users-100', kind: 'rest', caller: 'client', path: `${ONEROSTER_STUDENTS_PATH}?limit=100`, limit: 100, ceiling: false, rlsCompare: false, uncachedOnly: true, graphql: 'graphql-users-100' },
+  { name: 'graphql-users-100', kind: 'read', caller: 'client', query: clientStudentsQuery(100), expected: 'clientStudents100', limit: 100, ceiling: false, rlsCompare: false, uncachedOnly: true, restPeer: true },
+  { name: 'rest-users-max', kind: 'rest', caller: 'client', path: `${ONEROSTER_STUDENTS_PATH}?limit=${REST_MAX_LIMIT}`, limit: REST_MAX_LIMIT, connections: 4, ceiling: false, rlsCompare: false, uncachedOnly: true, graphql: 'graphql-users-max' },
+  { name: 'graphql-users-max', kind: 'read', caller: 'client', query: clientStudentsQuery(REST_MAX_LIMIT), expected: 'clientStudentsMax', limit: REST_MAX_LIMIT, connections: 4, ceiling: false, rlsCompare: false, uncachedOnly: true, restPeer: true }
   // Another read workload: its query above, an expected page per school in bench/dataset.mjs
   // (expectedPages), and for the ceiling a SQL handler keyed by the same query text.
 ]
@@ -112,6 +132,7 @@ export function accessTokenOf (workload, school) {
 /** The JSON body a workload sends for one school. */
 export function requestBody (workload, school) {
   switch (workload.kind) {
+    case 'rest': return undefined
     case 'read': return JSON.stringify(workload.variables === undefined ? { query: workload.query } : { query: workload.query, variables: workload.variables(school) })
     case 'login': return JSON.stringify({ query: workload.query, variables: { username: school.username, password: school.password } })
     case 'refresh': return JSON.stringify({ query: workload.query, variables: { refreshToken: school.refreshToken } })
@@ -174,6 +195,71 @@ export function expectedDeepPage (rows) {
       }
     }
   }
+}
+
+/**
+ * rows: { id, sourced_id, given_name, family_name, preferred_name, grade_level, status, updated_at }
+ * ordered by id. The GraphQL page of clientStudentsQuery.
+ */
+export function expectedClientStudents (rows, limit) {
+  return {
+    data: {
+      students: rows.slice(0, limit).map((r) => ({
+        id: r.id,
+        sourcedId: r.sourced_id,
+        givenName: r.given_name,
+        familyName: r.family_name,
+        preferredName: r.preferred_name,
+        gradeLevel: r.grade_level,
+        status: r.status,
+        updatedAt: r.updated_at
+      }))
+    }
+  }
+}
+
+/**
+ * The same rows as the binding's users for a roster-core.readonly client of the school, whose
+ * answers' org references start with `origin` (the URL the request came to). The bench data set
+ * has no grade levels (CEDS codes would need the service's table).
+ */
+export function expectedRestStudents (rows, limit, schoolId, origin) {
+  const org = { href: `${origin}/ims/oneroster/rostering/v1p2/orgs/${encodeURIComponent(schoolId)}`, sourcedId: schoolId, type: 'org' }
+  return {
+    users: rows.slice(0, limit).map((r) => {
+      if (r.grade_level !== null) throw new Error('the bench data set has no grade levels')
+      return {
+        sourcedId: r.sourced_id ?? r.id,
+        status: 'active',
+        dateLastModified: r.updated_at,
+        enabledUser: String(r.status === 'ACTIVE'),
+        givenName: r.given_name,
+        familyName: r.family_name,
+        ...(r.preferred_name === null ? {} : { preferredFirstName: r.preferred_name }),
+        roles: [{ roleType: 'primary', role: 'student', org }],
+        primaryOrg: org,
+        grades: []
+      }
+    })
+  }
+}
+
+/** Checks a OneRoster users answer against the expected page (as checkRead, for the binding's envelope). */
+export function checkRest (body, expectedText, expected, school) {
+  if (body === expectedText) return null
+  let parsed
+  try {
+    parsed = JSON.parse(body)
+  } catch {
+    return `not JSON: ${body.slice(0, 200)}`
+  }
+  if (!Array.isArray(parsed.users)) return `no users list: ${body.slice(0, 200)}`
+  if (parsed.users.length !== expected.users.length) return `${parsed.users.length} users instead of ${expected.users.length}`
+  for (const user of parsed.users) {
+    if (typeof user.givenName !== 'string' || !user.givenName.startsWith(school.tag + ' ')) return `tenant leak: user "${user.givenName}" in an answer for ${school.tag}`
+  }
+  const diff = firstDifference(parsed, expected, '')
+  return diff === null ? null : `answer differs from the expected page at ${diff}`
 }
 
 // ---- Checking answers -----------------------------------------------------------------------
