@@ -137,6 +137,20 @@ const PROBES: Record<string, ModelProbe> = {
     match: (r) => ({ seq: r.seq }),
     change: { sourcedId: 'Renamed' }
   },
+  AcademicSession: {
+    delegate: 'academicSession',
+    data: (n) => ({ title: `Probe term ${n}`, type: 'TERM', startDate: new Date('2026-09-01'), endDate: new Date('2027-01-31'), schoolYear: 2027 }),
+    key: (r) => ({ schoolId_id: { schoolId: r.schoolId, id: r.id } }),
+    match: (r) => ({ id: r.id }),
+    change: { title: 'Renamed' }
+  },
+  Course: {
+    delegate: 'course',
+    data: (n) => ({ title: `Probe course ${n}` }),
+    key: (r) => ({ schoolId_id: { schoolId: r.schoolId, id: r.id } }),
+    match: (r) => ({ id: r.id }),
+    change: { title: 'Renamed' }
+  },
   TeacherChange: {
     delegate: 'teacherChange',
     data: (_n, refs) => ({ teacherId: refs.teacherId, type: 'CREATED', recordType: 'TEACHER', recordId: refs.teacherId }),
