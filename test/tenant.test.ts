@@ -88,7 +88,7 @@ t.test('the database refuses a link between rows of two schools', async (t) => {
 // Wall 1, complete: every operation of every tenant model that the generated client offers.
 
 interface ModelProbe {
-  delegate: 'classroom' | 'student' | 'teacher' | 'teacherClassroom' | 'change' | 'teacherChange'
+  delegate: 'classroom' | 'student' | 'teacher' | 'teacherClassroom' | 'change' | 'teacherChange' | 'academicSession' | 'course'
   /** Data of a new row (no schoolId). */
   data (n: number, refs: Refs): Record<string, unknown>
   /** The primary key selector of a row. */
@@ -136,6 +136,20 @@ const PROBES: Record<string, ModelProbe> = {
     key: (r) => ({ schoolId_seq: { schoolId: r.schoolId, seq: r.seq } }),
     match: (r) => ({ seq: r.seq }),
     change: { sourcedId: 'Renamed' }
+  },
+  AcademicSession: {
+    delegate: 'academicSession',
+    data: (n) => ({ title: `Probe term ${n}`, type: 'TERM', startDate: new Date('2026-09-01'), endDate: new Date('2027-01-31'), schoolYear: 2027 }),
+    key: (r) => ({ schoolId_id: { schoolId: r.schoolId, id: r.id } }),
+    match: (r) => ({ id: r.id }),
+    change: { title: 'Renamed' }
+  },
+  Course: {
+    delegate: 'course',
+    data: (n) => ({ title: `Probe course ${n}` }),
+    key: (r) => ({ schoolId_id: { schoolId: r.schoolId, id: r.id } }),
+    match: (r) => ({ id: r.id }),
+    change: { title: 'Renamed' }
   },
   TeacherChange: {
     delegate: 'teacherChange',

@@ -54,7 +54,7 @@ const ROW_FEED = [
  * Triggers kept: they touch nothing but their own row (a student's and a teacher's names; every
  * record's version, moved by the database on each update that changes the row).
  */
-const KEPT_TRIGGERS = ['students_names', 'teachers_names', 'students_version', 'teachers_version', 'classrooms_version']
+const KEPT_TRIGGERS = ['students_names', 'teachers_names', 'students_version', 'teachers_version', 'classrooms_version', 'academic_sessions_version', 'courses_version']
 
 /**
  * Triggers taken off while the tables are distributed and put back after, by their functions (a

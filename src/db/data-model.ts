@@ -18,7 +18,7 @@ type RelationsOf<M extends ModelName> = [keyof Objects<M>] extends [never]
   : { readonly [F in keyof Objects<M>]-?: Target<Objects<M>[F]> }
 
 const RELATION_TABLE: { readonly [M in ModelName]: RelationsOf<M> } = {
-  School: { users: 'User[]', clients: 'Client[]', students: 'Student[]', teachers: 'Teacher[]', classrooms: 'Classroom[]', changes: 'Change[]', teacherChanges: 'TeacherChange[]' },
+  School: { users: 'User[]', clients: 'Client[]', students: 'Student[]', teachers: 'Teacher[]', classrooms: 'Classroom[]', changes: 'Change[]', teacherChanges: 'TeacherChange[]', academicSessions: 'AcademicSession[]', courses: 'Course[]' },
   User: { school: 'School', refreshTokens: 'RefreshToken[]' },
   RefreshToken: { user: 'User' },
   Client: { school: 'School', secrets: 'ClientSecret[]' },
@@ -28,6 +28,8 @@ const RELATION_TABLE: { readonly [M in ModelName]: RelationsOf<M> } = {
   Student: { school: 'School', classroom: 'Classroom' },
   Teacher: { school: 'School', classrooms: 'TeacherClassroom[]' },
   TeacherClassroom: { teacher: 'Teacher', classroom: 'Classroom' },
+  AcademicSession: { school: 'School', parent: 'AcademicSession', children: 'AcademicSession[]', courses: 'Course[]' },
+  Course: { school: 'School', schoolYear: 'AcademicSession' },
   Change: { school: 'School' },
   TeacherChange: { school: 'School' },
   AuditEvent: {},
@@ -45,6 +47,8 @@ const SCALAR_TABLE: { readonly [M in ModelName]: Readonly<Record<string, string>
   Student: Prisma.StudentScalarFieldEnum,
   Teacher: Prisma.TeacherScalarFieldEnum,
   TeacherClassroom: Prisma.TeacherClassroomScalarFieldEnum,
+  AcademicSession: Prisma.AcademicSessionScalarFieldEnum,
+  Course: Prisma.CourseScalarFieldEnum,
   Change: Prisma.ChangeScalarFieldEnum,
   TeacherChange: Prisma.TeacherChangeScalarFieldEnum,
   AuditEvent: Prisma.AuditEventScalarFieldEnum,
@@ -65,7 +69,9 @@ export const TENANT_TABLE_OF = {
   Teacher: 'teachers',
   TeacherClassroom: 'teacher_classrooms',
   Change: 'changes',
-  TeacherChange: 'teacher_changes'
+  TeacherChange: 'teacher_changes',
+  AcademicSession: 'academic_sessions',
+  Course: 'courses'
 } as const satisfies Partial<Record<ModelName, string>>
 
 export type TenantModel = keyof typeof TENANT_TABLE_OF

@@ -3,8 +3,10 @@
 import cliProgress from 'cli-progress'
 import { readBundle } from './bundle.js'
 import { inSchoolTransaction, type ConnectionOptions } from './connection.js'
+import { planCalendar, type CalendarPlan } from './calendar.js'
 import { planImport, type Removals } from './oneroster.js'
 import { readExisting, rowsToWrite, writePlan, type WriteSummary } from './write.js'
+import { calendarRowsToWrite, readExistingCalendar, writeCalendar, type CalendarSummary } from './write-calendar.js'
 import { parseUuid } from '../validators.js'
 
 export { ImportError } from './bundle.js'
@@ -19,12 +21,12 @@ export interface ImportOptions extends ConnectionOptions {
   progress?: NodeJS.WriteStream
 }
 
-export interface ImportSummary extends WriteSummary {
+export interface ImportSummary extends WriteSummary, CalendarSummary {
   skippedUsers: number
   skippedEnrollments: number
   dryRun: boolean
   /** A dry run's list of what the import would remove (a real import counts them only). */
-  removals?: Removals
+  removals?: Removals & CalendarPlan['removed']
 }
 
 export async function importOneRoster (options: ImportOptions): Promise<ImportSummary> {
@@ -43,12 +45,15 @@ export async function importOneRoster (options: ImportOptions): Promise<ImportSu
     const bundle = await readBundle(options.path)
     return await inSchoolTransaction(options, schoolId, async (sql) => {
       const plan = planImport(bundle, await readExisting(sql))
-      bar?.setTotal(rowsToWrite(plan))
+      const calendar = planCalendar(bundle, await readExistingCalendar(sql))
+      bar?.setTotal(rowsToWrite(plan) + calendarRowsToWrite(calendar))
       bar?.update(0, { phase: 'Writing' })
+      // Courses and sessions first: removing a classroom or a person never depends on them.
+      const calendarWritten = await writeCalendar(sql, schoolId, calendar, (n) => bar?.increment(n))
       const written = await writePlan(sql, schoolId, plan, (n) => bar?.increment(n))
       bar?.update({ phase: 'Committing' })
-      const summary: ImportSummary = { ...written, skippedUsers: plan.skippedUsers, skippedEnrollments: plan.skippedEnrollments, dryRun: options.dryRun === true }
-      if (summary.dryRun) summary.removals = plan.removed
+      const summary: ImportSummary = { ...written, ...calendarWritten, skippedUsers: plan.skippedUsers, skippedEnrollments: plan.skippedEnrollments, dryRun: options.dryRun === true }
+      if (summary.dryRun) summary.removals = { ...plan.removed, ...calendar.removed }
       return summary
     }, options.dryRun === true)
   } finally {
@@ -61,7 +66,9 @@ const REMOVALS_SHOWN = 50
 
 /** The summary as lines for a person (the CLI's standard output). */
 export function formatSummary (summary: ImportSummary): string {
-  const rows: Array<[string, 'classrooms' | 'teachers' | 'students' | 'teacherAssignments']> = [
+  const rows: Array<[string, 'academicSessions' | 'courses' | 'classrooms' | 'teachers' | 'students' | 'teacherAssignments']> = [
+    ['academic sessions', 'academicSessions'],
+    ['courses', 'courses'],
     ['classrooms', 'classrooms'],
     ['teachers', 'teachers'],
     ['students', 'students'],
@@ -79,6 +86,8 @@ export function formatSummary (summary: ImportSummary): string {
   const removals = summary.removals
   if (removals !== undefined) {
     const kinds: Array<[string, string[]]> = [
+      ['academic sessions', removals.academicSessions.map((s) => `academic session ${s.sourcedId}`)],
+      ['courses', removals.courses.map((c) => `course ${c.sourcedId}`)],
       ['classrooms', removals.classrooms.map((c) => `classroom ${c.sourcedId} ${JSON.stringify(c.name)}`)],
       ['teachers', removals.teachers.map((s) => `teacher ${s.sourcedId}`)],
       ['students', removals.students.map((s) => `student ${s.sourcedId}`)],

@@ -22,7 +22,7 @@ export type GradeLevel =
   | 'UNGRADED'
 
 /** CEDS grade codes as OneRoster uses them. */
-const GRADES: Record<string, GradeLevel> = {
+export const GRADES: Record<string, GradeLevel> = {
   IT: 'PRE_KINDERGARTEN',
   PR: 'PRE_KINDERGARTEN',
   PK: 'PRE_KINDERGARTEN',
@@ -143,14 +143,14 @@ export interface Existing {
   assignments: Array<{ teacherId: string, classroomId: string }>
 }
 
-const fail = (table: Table | string, line: number | undefined, reason: string): never => {
+export const fail = (table: Table | string, line: number | undefined, reason: string): never => {
   throw new ImportError(typeof table === 'string' ? table : table.file, line, reason)
 }
 
 const DAY = /^(\d{4})-(\d{2})-(\d{2})(?:T[\d:.]+(?:Z|[+-]\d{2}:?\d{2})?)?$/
 const MONTH_DAYS = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
 
-function day (table: Table, row: Row, column: string): string | null {
+export function day (table: Table, row: Row, column: string): string | null {
   const value = row.get(column)
   if (value === '') return null
   if (!isDay(value)) fail(table, row.line, `${column} "${value}" is not a date (YYYY-MM-DD)`)
@@ -187,7 +187,7 @@ function bool (table: Table, row: Row, column: string): boolean | null {
   return fail(table, row.line, `${column} must be true or false (got "${row.get(column)}")`)
 }
 
-function text (table: Table, row: Row, column: string, max = 200): string | null {
+export function text (table: Table, row: Row, column: string, max = 200): string | null {
   const value = row.get(column)
   if (value === '') return null
   if (value.length > max) fail(table, row.line, `${column} has more than ${max} characters`)
@@ -204,7 +204,7 @@ function email (table: Table, row: Row): string | null {
 export type FileMode = 'bulk' | 'delta'
 
 /** A row of a file keyed by its sourcedId; `deleted` for status tobedeleted (delta files only). */
-interface Keyed {
+export interface Keyed {
   sourcedId: string
   row: Row
   deleted: boolean
@@ -236,7 +236,7 @@ function rowDeleted (table: Table, row: Row, mode: FileMode): boolean {
 }
 
 /** Rows of a file with a sourcedId each, once each, with their status. */
-function keyedRows (table: Table, mode: FileMode): Keyed[] {
+export function keyedRows (table: Table, mode: FileMode): Keyed[] {
   const seen = new Map<string, number>()
   return table.rows.map((row): Keyed => {
     const id = row.get('sourcedId')
@@ -257,7 +257,7 @@ function roleOf (name: string): Role {
 }
 
 /** The manifest's properties, values in lower case. */
-function manifestOf (bundle: Bundle): Map<string, string> {
+export function manifestOf (bundle: Bundle): Map<string, string> {
   const table = readTable(bundle, 'manifest.csv', ['propertyName', 'value'])
   if (table === undefined) return fail('manifest.csv', undefined, 'the bundle has no manifest.csv (a OneRoster CSV bundle starts with one)')
   const entries = new Map<string, string>()
@@ -274,11 +274,11 @@ function manifestOf (bundle: Bundle): Map<string, string> {
  * present that it does not mark is refused: a bulk file removes what it does not hold, and the
  * import does not guess.
  */
-function fileOf (bundle: Bundle, manifest: Map<string, string>, file: string, required: string[]): { table: Table, mode: FileMode } | undefined {
+export function fileOf (bundle: Bundle, manifest: Map<string, string>, file: string, required: string[]): { table: Table, mode: FileMode } | undefined {
   const property = `file.${file.replace(/\.csv$/, '')}`
   const mode = manifest.get(property)
   if (mode === 'absent') return undefined
-  const present = bundle.has(file)
+  const present = bundle.has(file.toLowerCase())
   if (mode === undefined) {
     if (present) fail('manifest.csv', undefined, `${property} is not given, but the bundle has ${file}: say bulk, delta or absent`)
     return undefined
@@ -312,8 +312,10 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
   const enrollments = fileOf(bundle, manifest, 'enrollments.csv', ['sourcedId', 'classSourcedId', 'userSourcedId', 'role'])
   const roles = fileOf(bundle, manifest, 'roles.csv', ['userSourcedId', 'role'])
   const demographics = fileOf(bundle, manifest, 'demographics.csv', ['sourcedId'])
-  if (users === undefined && classes === undefined && enrollments === undefined) {
-    fail('manifest.csv', undefined, 'users.csv, classes.csv and enrollments.csv are all absent: nothing to import')
+  // academicSessions.csv and courses.csv are planned by calendar.ts; a bundle of them alone is an import too.
+  const calendar = ['file.academicsessions', 'file.courses'].some((p) => [...manifest].some(([k, v]) => k.toLowerCase() === p && (v === 'bulk' || v === 'delta')))
+  if (users === undefined && classes === undefined && enrollments === undefined && !calendar) {
+    fail('manifest.csv', undefined, 'users.csv, classes.csv, enrollments.csv, academicSessions.csv and courses.csv are all absent: nothing to import')
   }
 
   // --- Roles: 1.2's roles.csv (the primary role of each user), else 1.1's users.role column.

@@ -27,11 +27,14 @@ export interface WriteSummary {
 }
 
 /** Rows per statement: large enough to amortise a round trip, small enough for steady progress. */
-const CHUNK = 5_000
+export const CHUNK = 5_000
 
 interface Column<R> {
   name: string
+  /** The element type of the parameter's array. */
   type: string
+  /** The column's type when the element is written as another (a text[] column as its array literal: unnest flattens arrays of arrays). */
+  cast?: string
   value: (row: R) => unknown
 }
 
@@ -39,7 +42,7 @@ interface Column<R> {
  * INSERT ... SELECT FROM unnest(arrays) ON CONFLICT (key) DO UPDATE ... WHERE something differs.
  * Returns the created and updated counts (xmax = 0 marks a row this statement inserted).
  */
-async function upsert<R> (
+export async function upsert<R> (
   sql: Sql,
   table: string,
   schoolId: string,
@@ -58,7 +61,7 @@ async function upsert<R> (
   // immutable one in DO UPDATE SET, nor a parameter there in an INSERT ... SELECT.
   const text = `
     INSERT INTO "${table}" ("school_id", ${names.join(', ')}${stamps})
-    SELECT $1::uuid, ${columns.map((c) => `u."${c.name}"`).join(', ')}${stampValues}
+    SELECT $1::uuid, ${columns.map((c) => `u."${c.name}"${c.cast === undefined ? '' : `::${c.cast}`}`).join(', ')}${stampValues}
     FROM unnest(${columns.map((c, i) => `$${i + 2}::${c.type}[]`).join(', ')}) AS u(${names.join(', ')})
     ON CONFLICT ("school_id", ${key.map((k) => `"${k}"`).join(', ')}) DO UPDATE SET
       ${compared.map((c) => `"${c.name}" = EXCLUDED."${c.name}"`).join(', ')}${options.updatedAt ? ', "updated_at" = EXCLUDED."updated_at"' : ''}
@@ -84,7 +87,7 @@ async function upsert<R> (
 }
 
 /** Deletes the school's rows of `table` with these ids, a few thousand per statement; returns how many went. */
-async function removeById (sql: Sql, table: string, schoolId: string, ids: string[], onProgress: (n: number) => void): Promise<number> {
+export async function removeById (sql: Sql, table: string, schoolId: string, ids: string[], onProgress: (n: number) => void): Promise<number> {
   let removed = 0
   for (let start = 0; start < ids.length; start += CHUNK) {
     const chunk = ids.slice(start, start + CHUNK)
