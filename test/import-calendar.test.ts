@@ -2,10 +2,11 @@
 // write-calendar.ts): bulk and delta, line-numbered refusals, and two schools whose sourcedIds
 // collide. In-process (importOneRoster, the CLI's own function) on this file's database: PostgreSQL
 // as the service role, or an embedded database in a temporary folder.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
+import { bundleWriter, type Files } from './fixtures/csv-bundle.js'
 import { openDatabase, type Database } from '../src/db/client.js'
 import { formatSummary, importOneRoster, type ImportSummary } from '../src/import/index.js'
 import { testDatabase, testDatabaseUrl } from './helper.js'
@@ -37,16 +38,7 @@ async function newSchool (): Promise<string> {
   return await inspect(async (db) => (await db.prisma.school.create({ data: { name: `Calendar School ${++schools} ${process.pid}` } })).id)
 }
 
-type Files = Record<string, string[][]>
-const csv = (rows: string[][]): string =>
-  rows.map((r) => r.map((v) => /[",\n]/.test(v) ? `"${v.replaceAll('"', '""')}"` : v).join(',')).join('\r\n') + '\r\n'
-let folders = 0
-function writeFolder (files: Files): string {
-  const dir = join(work, `bundle-${++folders}`)
-  mkdirSync(dir)
-  for (const [name, rows] of Object.entries(files)) writeFileSync(join(dir, `${name}.csv`), csv(rows))
-  return dir
-}
+const writeFolder = bundleWriter(() => work)
 
 const SESSION_HEADER = ['sourcedId', 'status', 'dateLastModified', 'title', 'type', 'startDate', 'endDate', 'parentSourcedId', 'schoolYear']
 const COURSE_HEADER = ['sourcedId', 'status', 'dateLastModified', 'schoolYearSourcedId', 'title', 'courseCode', 'grades', 'orgSourcedId', 'subjects', 'subjectCodes']

@@ -1,11 +1,12 @@
 // `school-data import oneroster` as a user runs it: a real child process on this file's database
 // (PostgreSQL as the service role, or an embedded database in a temporary folder), with OneRoster
 // CSV bundles generated here, as folders and as zip files.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { strToU8, zipSync } from 'fflate'
 import t from 'tap'
+import { bundleWriter, csv, type Files } from './fixtures/csv-bundle.js'
 import { openDatabase, type Database } from '../src/db/client.js'
 import { engineIndependentSkip, serverUrl, serviceConnection, testDatabase, testDatabaseUrl, unlessCitus } from './helper.js'
 import { runCli, type CliRun } from './fixtures/cli.js'
@@ -37,8 +38,6 @@ async function inspect<T> (read: (db: Database) => Promise<T>): Promise<T> {
     await db.close()
   }
 }
-
-type Files = Record<string, string[][]>
 
 /** A small OneRoster 1.2 bundle: two classes, three students, two teachers and a parent. */
 function bundle12 (): Files {
@@ -86,19 +85,11 @@ function bundle12 (): Files {
   }
 }
 
-const csv = (rows: string[][]): string =>
-  rows.map((r) => r.map((v) => /[",\n]/.test(v) ? `"${v.replaceAll('"', '""')}"` : v).join(',')).join('\r\n') + '\r\n'
+const writeFolder = bundleWriter(() => work)
 
-let folders = 0
-function writeFolder (files: Files): string {
-  const dir = join(work, `bundle-${++folders}`)
-  mkdirSync(dir)
-  for (const [name, rows] of Object.entries(files)) writeFileSync(join(dir, `${name}.csv`), csv(rows))
-  return dir
-}
-
+let zips = 0
 function writeZip (files: Files): string {
-  const path = join(work, `bundle-${++folders}.zip`)
+  const path = join(work, `bundle-${++zips}.zip`)
   // Zipped the way "compress folder" does it: the files inside a folder.
   writeFileSync(path, zipSync(Object.fromEntries(Object.entries(files).map(([name, rows]) => [`oneroster/${name}.csv`, strToU8(csv(rows))]))))
   return path
