@@ -247,12 +247,8 @@ export function expectedRestStudents (rows, limit, schoolId, origin) {
 /** Checks a OneRoster users answer against the expected page (as checkRead, for the binding's envelope). */
 export function checkRest (body, expectedText, expected, school) {
   if (body === expectedText) return null
-  let parsed
-  try {
-    parsed = JSON.parse(body)
-  } catch {
-    return `not JSON: ${body.slice(0, 200)}`
-  }
+  const { parsed, problem } = parseAnswer(body, false)
+  if (problem !== undefined) return problem
   if (!Array.isArray(parsed.users)) return `no users list: ${body.slice(0, 200)}`
   if (parsed.users.length !== expected.users.length) return `${parsed.users.length} users instead of ${expected.users.length}`
   for (const user of parsed.users) {
@@ -264,6 +260,18 @@ export function checkRest (body, expectedText, expected, school) {
 
 // ---- Checking answers -----------------------------------------------------------------------
 
+/** An answer's body parsed, or the problem to report: not JSON, or (`graphql`) a GraphQL errors list. */
+function parseAnswer (body, graphql) {
+  let parsed
+  try {
+    parsed = JSON.parse(body)
+  } catch {
+    return { problem: `not JSON: ${body.slice(0, 200)}` }
+  }
+  if (graphql && parsed.errors !== undefined) return { problem: `errors: ${JSON.stringify(parsed.errors).slice(0, 300)}` }
+  return { parsed }
+}
+
 /**
  * Checks a read answer against the expected page of `school`. Returns null when correct, or a
  * message. The fast path is a string comparison; on a difference the body is parsed to say what
@@ -272,13 +280,8 @@ export function checkRest (body, expectedText, expected, school) {
  */
 export function checkRead (body, expectedText, expected, school, reach) {
   if (body === expectedText) return null
-  let parsed
-  try {
-    parsed = JSON.parse(body)
-  } catch {
-    return `not JSON: ${body.slice(0, 200)}`
-  }
-  if (parsed.errors !== undefined) return `errors: ${JSON.stringify(parsed.errors).slice(0, 300)}`
+  const { parsed, problem } = parseAnswer(body, true)
+  if (problem !== undefined) return problem
   const [field] = Object.keys(expected.data)
   // A list, or a page of one (`nodes`).
   const paged = !Array.isArray(expected.data[field])
@@ -331,13 +334,8 @@ function firstDifference (actual, expected, path) {
  * the teacher record) with the school's id.
  */
 export function checkTokens (body, field, school, verifySignature, wantRefreshToken, caller = 'admin') {
-  let parsed
-  try {
-    parsed = JSON.parse(body)
-  } catch {
-    return `not JSON: ${body.slice(0, 200)}`
-  }
-  if (parsed.errors !== undefined) return `errors: ${JSON.stringify(parsed.errors).slice(0, 300)}`
+  const { parsed, problem } = parseAnswer(body, true)
+  if (problem !== undefined) return problem
   const payload = parsed.data?.[field]
   if (payload === undefined || payload === null || typeof payload.accessToken !== 'string') {
     return `no data.${field}.accessToken: ${body.slice(0, 200)}`
