@@ -68,7 +68,8 @@ t.test('the service on a Citus coordinator', { skip: citusUrl === undefined ? 's
   t.same(await distributeOnCitus(url), { distributed: false, reason: 'already distributed' }, 'a second run changes nothing')
   const kinds = (await run(url, 'SELECT logicalrelid::text AS name, partmethod FROM pg_dist_partition ORDER BY 1')).rows
   t.same(kinds, [
-    { name: 'changes', partmethod: 'h' }, { name: 'classrooms', partmethod: 'h' }, { name: 'schools', partmethod: 'n' },
+    { name: 'academic_sessions', partmethod: 'h' }, { name: 'changes', partmethod: 'h' }, { name: 'classrooms', partmethod: 'h' },
+    { name: 'courses', partmethod: 'h' }, { name: 'schools', partmethod: 'n' },
     { name: 'students', partmethod: 'h' }, { name: 'teacher_changes', partmethod: 'h' }, { name: 'teacher_classrooms', partmethod: 'h' },
     { name: 'teachers', partmethod: 'h' }
   ], 'schools is a reference table, the records\' tables are distributed by hash (users and clients stay on the coordinator)')
@@ -382,6 +383,16 @@ t.test('a database distributed by an earlier release takes the later migrations'
   await run(url, 'DELETE FROM _prisma_migrations WHERE checksum = id')
 
   t.same(await applyMigrations({ url }), newer, 'school-data migrate applies the newer migrations on the distributed tables')
+  // Tenant tables a newer migration made (academic sessions, courses) are distributed by migrate
+  // itself, co-located with the others: left on the coordinator, Citus would keep them local.
+  const placed = (await run(url, `SELECT logicalrelid::text AS name, colocationid = (SELECT colocationid FROM pg_dist_partition WHERE logicalrelid = 'students'::regclass) AS colocated
+    FROM pg_dist_partition WHERE logicalrelid IN ('academic_sessions'::regclass, 'courses'::regclass) ORDER BY 1`)).rows
+  t.same(placed, [{ name: 'academic_sessions', colocated: true }, { name: 'courses', colocated: true }], 'the tables a newer migration adds are distributed and co-located')
+  const keys = (await run(url, `SELECT conname, pg_get_constraintdef(oid) LIKE '%ON UPDATE CASCADE%' AS cascades FROM pg_constraint
+    WHERE contype = 'f' AND conrelid IN ('academic_sessions'::regclass, 'courses'::regclass) ORDER BY 1`)).rows as Array<{ conname: string, cascades: boolean }>
+  t.same(keys.map((k) => k.conname), ['academic_sessions_school_id_fkey', 'academic_sessions_school_id_parent_id_fkey', 'courses_school_id_fkey', 'courses_school_id_school_year_id_fkey'], 'with their keys')
+  t.ok(keys.every((k) => !k.cascades), 'without ON UPDATE CASCADE, as the distribution gives the others')
+  t.same(await applyMigrations({ url }), [], 'a second migrate changes nothing')
   const shards = (await run(url, `SELECT result FROM run_command_on_shards('students',
     $$SELECT count(*) FROM pg_trigger WHERE tgrelid = '%s'::regclass AND tgname LIKE 'students\\_version%%'$$)`)).rows as Array<{ result: string }>
   t.ok(shards.length > 1 && shards.every((s) => s.result === '1'), `the version trigger is on every shard of students (${shards.length})`)
@@ -390,6 +401,13 @@ t.test('a database distributed by an earlier release takes the later migrations'
   const [created] = (await run(url, "INSERT INTO students (id, school_id, full_name, updated_at) VALUES ($1, $2, 'Before', now()) RETURNING id, version", [randomUUID(), school])).rows as Array<{ id: string, version: number }>
   const [changed] = (await run(url, "UPDATE students SET full_name = 'After' WHERE school_id = $1 AND id = $2 RETURNING version", [school, created!.id])).rows as Array<{ version: number }>
   t.same([created!.version, changed!.version], [1, 2], 'and moves a record\'s version there')
+  const year = randomUUID()
+  await run(url, "INSERT INTO academic_sessions (school_id, id, title, type, start_date, end_date, school_year, updated_at) VALUES ($1, $2, '2026-2027', 'schoolYear', '2026-08-15', '2027-06-15', 2027, now())", [school, year])
+  await run(url, "INSERT INTO courses (school_id, id, title, school_year_id, updated_at) VALUES ($1, $2, 'Algebra I', $3, now())", [school, randomUUID(), year])
+  const [session] = (await run(url, "UPDATE academic_sessions SET title = '2026/27' WHERE school_id = $1 AND id = $2 RETURNING version, type::text AS type", [school, year])).rows as Array<{ version: number, type: string }>
+  t.same(session, { version: 2, type: 'schoolYear' }, 'a distributed academic session keeps its version trigger and reads its type as text')
+  const [course] = (await run(url, 'SELECT c.title, s.title AS year FROM courses c JOIN academic_sessions s ON s.school_id = c.school_id AND s.id = c.school_year_id WHERE c.school_id = $1', [school])).rows
+  t.same(course, { title: 'Algebra I', year: '2026/27' }, 'and a course joins its school year on the school\'s shards')
   // A function a newer migration replaces is replaced on the workers too, where the feeds' triggers run it.
   const bodies = (await run(url, `SELECT result FROM run_command_on_workers(
     $$SELECT bool_and(prosrc LIKE '%MATERIALIZED%') FROM pg_proc WHERE proname IN ('teacher_feed_students', 'teacher_feed_teachers', 'teacher_feed_classrooms_updated')$$)`)).rows as Array<{ result: string }>

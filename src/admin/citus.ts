@@ -36,6 +36,7 @@
 // Everything happens in one transaction: a failure leaves the database as it was.
 import pg from 'pg'
 import { TENANT_TABLES as DISTRIBUTED_TABLES } from '../db/data-model.js'
+import { ENUM_CASTS, KEPT_TRIGGERS } from '../db/migrations/citus-tables.js'
 import { pendingMigrations } from '../db/migrations/index.js'
 import { CITUS_CHECK } from '../db/session-pool.js'
 
@@ -49,12 +50,6 @@ const ROW_FEED = [
   ['classrooms', 'CLASSROOM'],
   ['teacher_classrooms', 'ASSIGNMENT']
 ] as const
-
-/**
- * Triggers kept: they touch nothing but their own row (a student's and a teacher's names; every
- * record's version, moved by the database on each update that changes the row).
- */
-const KEPT_TRIGGERS = ['students_names', 'teachers_names', 'students_version', 'teachers_version', 'classrooms_version', 'academic_sessions_version', 'courses_version']
 
 /**
  * Triggers taken off while the tables are distributed and put back after, by their functions (a
@@ -220,7 +215,8 @@ const TEACHER_POLICIES = ([
 
 // One statement per query: Citus passes a DDL statement on to the workers in the text it was sent
 // in, which must hold that statement alone.
-const DISTRIBUTE: string[] = [
+/** The distribution of `tables` (the tenant tables the database has), statement by statement. */
+const distribution = (tables: readonly string[]): string[] => [
   'SET LOCAL citus.enable_unsafe_triggers = on',
   "SET LOCAL citus.multi_shard_modify_mode = 'sequential'",
   `
@@ -228,8 +224,8 @@ const DISTRIBUTE: string[] = [
 CREATE TEMP TABLE "kept_keys" ON COMMIT DROP AS
   SELECT c.conname, c.conrelid::regclass::text AS tbl, replace(pg_get_constraintdef(c.oid), ' ON UPDATE CASCADE', '') AS def
   FROM pg_constraint c
-  WHERE c.contype = 'f' AND c.confrelid::regclass::text IN ('schools', ${list(DISTRIBUTED_TABLES)})
-    AND c.conrelid::regclass::text IN (${list(DISTRIBUTED_TABLES)})`,
+  WHERE c.contype = 'f' AND c.confrelid::regclass::text IN ('schools', ${list(tables)})
+    AND c.conrelid::regclass::text IN (${list(tables)})`,
   `CREATE TEMP TABLE "restored_triggers" ON COMMIT DROP AS
   SELECT pg_get_triggerdef(tg.oid) AS def FROM pg_trigger tg
   WHERE NOT tg.tgisinternal AND tg.tgfoid::regproc::text LIKE '${RESTORED_TRIGGER_FUNCTIONS}'`,
@@ -239,22 +235,16 @@ CREATE TEMP TABLE "kept_keys" ON COMMIT DROP AS
   WHERE c.contype = 'f' AND c.confrelid = 'schools'::regclass AND c.conrelid::regclass::text IN (${list(COORDINATOR_TABLES)})`,
   `DO $do$ DECLARE r record; BEGIN
   FOR r IN SELECT c.conname, c.conrelid::regclass AS tbl FROM pg_constraint c
-           WHERE c.contype = 'f' AND c.confrelid::regclass::text IN ('schools', ${list(DISTRIBUTED_TABLES)}) LOOP
+           WHERE c.contype = 'f' AND c.confrelid::regclass::text IN ('schools', ${list(tables)}) LOOP
     EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', r.tbl, r.conname);
   END LOOP;
   FOR r IN SELECT tg.tgname, tg.tgrelid::regclass AS tbl FROM pg_trigger tg
            WHERE NOT tg.tgisinternal AND tg.tgname NOT IN (${list(KEPT_TRIGGERS)})
-             AND tg.tgrelid::regclass::text IN ('schools', ${list(DISTRIBUTED_TABLES)}) LOOP
+             AND tg.tgrelid::regclass::text IN ('schools', ${list(tables)}) LOOP
     EXECUTE format('DROP TRIGGER %I ON %s', r.tgname, r.tbl);
   END LOOP;
-  FOR r IN SELECT t.typname FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
-           WHERE t.typtype = 'e' AND n.nspname = current_schema()
-             AND NOT EXISTS (SELECT 1 FROM pg_cast c WHERE c.castsource = t.oid AND c.casttarget = 'text'::regtype) LOOP
-    EXECUTE format('CREATE FUNCTION %I(%I) RETURNS text LANGUAGE sql IMMUTABLE STRICT AS $f$ SELECT textin(enum_out($1)) $f$',
-      r.typname || '_as_text', r.typname);
-    EXECUTE format('CREATE CAST (%I AS text) WITH FUNCTION %I(%I)', r.typname, r.typname || '_as_text', r.typname);
-  END LOOP;
 END $do$`,
+  ENUM_CASTS,
   ...TEACHER_POLICIES,
   SCHOOL_CHECK_FUNCTION,
   `DO $do$ DECLARE r record; BEGIN
@@ -264,8 +254,8 @@ END $do$`,
   END LOOP;
 END $do$`,
   "SELECT create_reference_table('schools')",
-  `SELECT create_distributed_table('${DISTRIBUTED_TABLES[0]}', 'school_id')`,
-  ...DISTRIBUTED_TABLES.slice(1).map((x) => `SELECT create_distributed_table('${x}', 'school_id', colocate_with => '${DISTRIBUTED_TABLES[0]}')`),
+  `SELECT create_distributed_table('${tables[0]}', 'school_id')`,
+  ...tables.slice(1).map((x) => `SELECT create_distributed_table('${x}', 'school_id', colocate_with => '${tables[0]}')`),
   `DO $do$ DECLARE r record; BEGIN
   FOR r IN SELECT * FROM "kept_keys" LOOP
     EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I %s', r.tbl, r.conname, r.def);
@@ -316,15 +306,19 @@ export async function distributeOnCitus (url: string): Promise<DistributeResult>
     if (pending.length > 0) {
       throw new CitusError(`The database has pending migrations (${pending.join(', ')}): run \`school-data migrate\` first`)
     }
+    // The tenant tables the database has: all of them once migrated (pending migrations are
+    // refused above), fewer for a schema of an earlier release (test/citus.test.ts).
+    const tables = (await client.query<{ name: string }>(`SELECT t AS name FROM unnest($1::text[]) WITH ORDINALITY AS u(t, n)
+      WHERE to_regclass(t) IS NOT NULL ORDER BY n`, [DISTRIBUTED_TABLES])).rows.map((r) => r.name)
     await client.query('BEGIN')
     try {
-      for (const statement of DISTRIBUTE) await client.query(statement)
+      for (const statement of distribution(tables)) await client.query(statement)
       await client.query('COMMIT')
     } catch (err) {
       await client.query('ROLLBACK').catch(() => {})
       throw new CitusError(`Distribution failed, nothing was changed: ${(err as Error).message}`)
     }
-    return { distributed: true, tables: ['schools (reference)', ...DISTRIBUTED_TABLES], workers: state.workers }
+    return { distributed: true, tables: ['schools (reference)', ...tables], workers: state.workers }
   } finally {
     await client.end()
   }

@@ -61,18 +61,6 @@ CREATE INDEX "courses_school_id_updated_at_id_idx" ON "courses"("school_id", "up
 -- CreateIndex
 CREATE UNIQUE INDEX "courses_school_id_sourced_id_key" ON "courses"("school_id", "sourced_id");
 
--- AddForeignKey
-ALTER TABLE "academic_sessions" ADD CONSTRAINT "academic_sessions_school_id_fkey" FOREIGN KEY ("school_id") REFERENCES "schools"("id") ON DELETE CASCADE ON UPDATE CASCADE;
-
--- AddForeignKey
-ALTER TABLE "academic_sessions" ADD CONSTRAINT "academic_sessions_school_id_parent_id_fkey" FOREIGN KEY ("school_id", "parent_id") REFERENCES "academic_sessions"("school_id", "id") ON DELETE NO ACTION ON UPDATE CASCADE;
-
--- AddForeignKey
-ALTER TABLE "courses" ADD CONSTRAINT "courses_school_id_fkey" FOREIGN KEY ("school_id") REFERENCES "schools"("id") ON DELETE CASCADE ON UPDATE CASCADE;
-
--- AddForeignKey
-ALTER TABLE "courses" ADD CONSTRAINT "courses_school_id_school_year_id_fkey" FOREIGN KEY ("school_id", "school_year_id") REFERENCES "academic_sessions"("school_id", "id") ON DELETE NO ACTION ON UPDATE CASCADE;
-
 -- Wall 2: the school's rows only, as on every tenant table. A teacher reads the whole school's
 -- sessions and courses (the school's calendar and offer, no one's personal data), so the policy
 -- has no teacher clause; writes stay the school's administrators' (the import, as the owner).
@@ -99,3 +87,12 @@ CREATE TRIGGER "courses_changed" AFTER INSERT OR UPDATE OR DELETE ON "courses"
 -- Versions, moved by the database as for the other records (migration record_versions_and_idempotency).
 CREATE TRIGGER "academic_sessions_version" BEFORE UPDATE ON "academic_sessions" FOR EACH ROW EXECUTE FUNCTION "record_versions"();
 CREATE TRIGGER "courses_version" BEFORE UPDATE ON "courses" FOR EACH ROW EXECUTE FUNCTION "record_versions"();
+
+-- The keys last: on a Citus coordinator whose records are distributed, a key to the reference
+-- table schools makes the new table a Citus local table, on which Citus 13 refuses CREATE POLICY
+-- ("unrecognized node type"); made after the policies and triggers, the key converts the table
+-- with them, and `migrate` then distributes it (src/db/migrations/citus-tables.ts).
+ALTER TABLE "academic_sessions" ADD CONSTRAINT "academic_sessions_school_id_fkey" FOREIGN KEY ("school_id") REFERENCES "schools"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+ALTER TABLE "academic_sessions" ADD CONSTRAINT "academic_sessions_school_id_parent_id_fkey" FOREIGN KEY ("school_id", "parent_id") REFERENCES "academic_sessions"("school_id", "id") ON DELETE NO ACTION ON UPDATE CASCADE;
+ALTER TABLE "courses" ADD CONSTRAINT "courses_school_id_fkey" FOREIGN KEY ("school_id") REFERENCES "schools"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+ALTER TABLE "courses" ADD CONSTRAINT "courses_school_id_school_year_id_fkey" FOREIGN KEY ("school_id", "school_year_id") REFERENCES "academic_sessions"("school_id", "id") ON DELETE NO ACTION ON UPDATE CASCADE;

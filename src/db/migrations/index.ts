@@ -9,6 +9,7 @@ import type { PGlite } from '@electric-sql/pglite'
 import type { MigrationList, SchemaFilter } from '@prisma/schema-engine-wasm'
 import pg from 'pg'
 import { CITUS_CHECK } from '../citus-check.js'
+import { distributeAddedTables } from './citus-tables.js'
 import type { ClosableMigrationFactory } from './adapters.js'
 import { MigrationEngineError } from './errors.js'
 
@@ -29,10 +30,11 @@ export const schemaPath = join(root, 'prisma', 'schema.prisma')
 const LOCKFILE = 'migration_lock.toml'
 const NO_FILTER: SchemaFilter = { externalTables: [], externalEnums: [] }
 
-async function factoryFor (target: MigrationTarget): Promise<ClosableMigrationFactory> {
+async function factoryFor (target: MigrationTarget, citus?: boolean): Promise<ClosableMigrationFactory> {
   const { PGliteMigrationFactory, PostgresMigrationFactory } = await adapters()
   if (!('url' in target)) return new PGliteMigrationFactory(target.pglite)
-  return new PostgresMigrationFactory(target.url, await distributedOnCitus(target.url) ? { settings: CITUS_MIGRATION_SETTINGS } : undefined)
+  const distributed = citus ?? await distributedOnCitus(target.url)
+  return new PostgresMigrationFactory(target.url, distributed ? { settings: CITUS_MIGRATION_SETTINGS } : undefined)
 }
 
 /**
@@ -131,11 +133,30 @@ async function checkSettingPrivileges (url: string, migrations: MigrationList, d
 export async function applyMigrations (target: MigrationTarget, dir: string = migrationsDir): Promise<string[]> {
   const migrationsList = await listMigrations(dir)
   if ('url' in target) await checkSettingPrivileges(target.url, migrationsList, dir)
+  const citus = 'url' in target && await distributedOnCitus(target.url)
   const { withSchemaEngine } = await engine()
-  return await withSchemaEngine(await factoryFor(target), {}, async (engine) => {
+  const applied = await withSchemaEngine(await factoryFor(target, citus), {}, async (engine) => {
     const { appliedMigrationNames } = await engine.applyMigrations({ migrationsList, filters: NO_FILTER })
     return appliedMigrationNames
   })
+  if (citus) await distributeAdded(target.url)
+  return applied
+}
+
+/** On a distributed Citus database, the tenant tables the migrations added are distributed too (citus-tables.ts), in one transaction. */
+async function distributeAdded (url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    await client.query('BEGIN')
+    await distributeAddedTables(client)
+    await client.query('COMMIT')
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {})
+    throw err
+  } finally {
+    await client.end()
+  }
 }
 
 /**
