@@ -56,7 +56,7 @@ t.test('(a) a write that committed and whose answer could not be read back is no
           }
         })
       }
-      if (prop === '$transaction' || prop === '$transactionKeeping') {
+      if (prop === '$transaction') {
         return (...args: unknown[]) => (value as (...a: unknown[]) => unknown).apply(target,
           args.map((arg) => typeof arg === 'function' ? async (tx: object) => await (arg as (tx: object) => Promise<unknown>)(faulty(tx)) : arg))
       }
