@@ -41,7 +41,7 @@ if (serverUrl === undefined) {
           }
         })
       }
-      if (prop === '$transaction' || prop === '$transactionKeeping') {
+      if (prop === '$transaction') {
         return (...args: unknown[]) => (value as (...a: unknown[]) => unknown).apply(target,
           args.map((arg) => typeof arg === 'function' ? async (tx: object) => await (arg as (tx: object) => Promise<unknown>)(hooked(tx)) : arg))
       }

@@ -2,7 +2,11 @@ import t from 'tap'
 import { createSchool } from '../src/admin/schools.js'
 import { createStudent } from '../src/records/students.js'
 import { SCALARS, TENANT_MODELS, TENANT_TABLE_OF, TENANT_TABLES } from '../src/db/data-model.js'
-import { PRIVATE_MODELS } from '../src/db/tenant.js'
+import { randomUUID } from 'node:crypto'
+import { deniedColumns } from '../src/auth/scopes.js'
+import { KEEP_ANSWER, TAKE_KEY } from '../src/db/idempotency-keys.js'
+import { callerReach } from '../src/db/reach.js'
+import { PRIVATE_MODELS, schoolFilter } from '../src/db/tenant.js'
 import { Prisma } from '../src/generated/prisma/client.js'
 import { createTestDatabase, testDatabase } from './helper.js'
 import type { Database } from '../src/db/client.js'
@@ -75,6 +79,29 @@ t.test('the scoped client refuses raw SQL, users, refresh tokens and school writ
   await t.rejects(scopedA.refreshToken.count(), { name: 'TenantViolationError' })
   await t.rejects(scopedA.school.create({ data: { name: 'New' } }), { name: 'TenantViolationError' })
   await t.rejects(scopedA.school.deleteMany(), { name: 'TenantViolationError' })
+})
+
+t.test('wall 1 lets an idempotency key\'s two statements through, each check alone, and no other raw write; a teacher\'s reach refuses them', async (t) => {
+  const { db, a, scopedA } = await twoSchools()
+  // Each check of wall 1 alone over the unscoped client, in a transaction (outside a school's
+  // session: wall 1 is what is tested here).
+  const checks = {
+    'the school filter': db.prisma.$extends(schoolFilter(a)),
+    'a narrower client\'s reach': db.prisma.$extends(callerReach({ deniedColumns: deniedColumns(['roster-core.readonly']) }))
+  }
+  for (const [name, client] of Object.entries(checks)) {
+    const callerId = randomUUID()
+    await client.$transaction(async (tx) => {
+      await tx.$executeRawUnsafe(TAKE_KEY, callerId, 'k', 'fingerprint')
+      t.equal(await tx.$executeRawUnsafe(KEEP_ANSWER, callerId, 'k', '{"answer":1}'), 1, `${name}: the answer stored`)
+    })
+    t.match(await db.prisma.idempotencyKey.findMany({ where: { callerId } }), [{ key: 'k', fingerprint: 'fingerprint', response: { answer: 1 } }], `${name}: the key kept`)
+    await t.rejects(client.$transaction(async (tx) => await tx.$executeRawUnsafe(`${TAKE_KEY} `, randomUUID(), 'k', 'f')), { name: 'TenantViolationError' }, `${name}: another text is refused`)
+    await t.rejects(client.$transaction(async (tx) => await tx.$executeRawUnsafe('DELETE FROM idempotency_keys')), { name: 'TenantViolationError' }, `${name}: another write of the table is refused`)
+  }
+  const teacher = db.prisma.$extends(callerReach({ teacherId: randomUUID() }))
+  await t.rejects(teacher.$transaction(async (tx) => await tx.$executeRawUnsafe(TAKE_KEY, randomUUID(), 'k', 'f')), { name: 'TenantViolationError', message: /teachers only read/ }, 'a teacher\'s reach refuses the key')
+  await t.rejects(scopedA.$transaction(async (tx: any) => await tx.$executeRawUnsafe(TAKE_KEY.toLowerCase(), randomUUID(), 'k', 'f')), { name: 'TenantViolationError' }, 'the school client refuses a text not exactly the key\'s')
 })
 
 t.test('the database refuses a link between rows of two schools', async (t) => {

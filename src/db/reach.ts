@@ -14,15 +14,17 @@
 // - A caller without a scope may not select, filter, order, group or aggregate by the columns it
 //   guards; a read that names no columns omits them. Which columns those are is the caller's to say
 //   (Reach.deniedColumns, from COLUMN_SCOPES in src/auth/scopes.ts): this layer knows no scopes.
-// - Teachers only read: every write of theirs is refused. A client with limited scopes writes (the
-//   GraphQL layer checks its write scopes), but only the columns it may read.
+// - Teachers only read: every write of theirs is refused, an idempotency key's too. A client with
+//   limited scopes writes (the GraphQL layer checks its write scopes), but only the columns it may
+//   read, and keeps its mutations' idempotency keys (idempotency-keys.ts).
 //
 // Wall 2 holds the same rows on its own (row-level security with app.teacher_id, migration
 // teacher_role); the GraphQL layer refuses out-of-scope fields before execution
 // (src/graphql/scope-check.ts), so a refusal here means a resolver asked for more than it should.
 import { Prisma } from '../generated/prisma/client.js'
 import { RELATIONS, type Relation } from './data-model.js'
-import { isPlainObject, RAW_READ, TenantViolationError } from './tenant.js'
+import { isKeyStatement } from './idempotency-keys.js'
+import { isPlainObject, RAW_READ, RAW_WRITE, TenantViolationError } from './tenant.js'
 import { readsOnly, registeredStatement } from './typed-reads.js'
 
 /**
@@ -339,6 +341,16 @@ function narrowStatement (args: unknown, rules: Rules): unknown {
 }
 
 /**
+ * A raw write: only an idempotency key's statement (idempotency-keys.ts: the caller's table, no
+ * column of a record), and not a teacher's, who writes nothing.
+ */
+function keyStatement (args: unknown, rules: Rules): unknown {
+  if (!isKeyStatement((args as unknown[] | undefined)?.[0])) throw new TenantViolationError('Raw SQL is not available on a school-scoped client')
+  if (rules.teacherId !== undefined) throw new TenantViolationError('An idempotency key is not available to a teacher: teachers only read')
+  return args
+}
+
+/**
  * Wall 1's reach step of the school client, for a caller `narrowsReach` says is narrower than the
  * school. `rooms`, for a teacher: the teacher's classrooms when this node keeps them, or null.
  */
@@ -350,6 +362,7 @@ export function callerReach (reach: Reach, rooms?: () => Promise<readonly string
     query: {
       $allOperations ({ model, operation, args, query }) {
         if (model === undefined && operation === RAW_READ) return query(narrowStatement(args, rules) as typeof args)
+        if (model === undefined && operation === RAW_WRITE) return query(keyStatement(args, rules) as typeof args)
         const loading = rules.teacherId === undefined ? null : rooms?.() ?? null
         if (loading === null) return query(narrow(model, operation, args as Args | undefined, rules) as typeof args)
         return loading.then(async (kept): Promise<unknown> => await query(narrow(model, operation, args as Args | undefined, { ...rules, rooms: kept }) as typeof args))

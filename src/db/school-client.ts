@@ -41,7 +41,7 @@ import { operationsObserved } from './operation-observer.js'
 import { callerReach, narrowsReach, reachKey, type Reach } from './reach.js'
 import { DATA_CHANGED_CHANNEL } from './notifications.js'
 import { readRouting, type ReadRouter } from './replicas.js'
-import { enterSchoolSession, keptKeySlot, outsideSchoolSession, schoolSession, type KeptIdempotencyKey, type SchoolSession } from './school-session.js'
+import { enterSchoolSession, outsideSchoolSession, schoolSession, type SchoolSession } from './school-session.js'
 import { teacherRooms, type TeacherRooms } from './teacher-rooms.js'
 import { COLUMN_TYPES, type StatementReach, type TypedModel } from './typed-reads.js'
 import { schoolFilter, schoolFilterTakenAway, TenantViolationError } from './tenant.js'
@@ -264,34 +264,23 @@ export function schoolClient (prisma: PrismaClient, schoolId: string, options: S
       },
       /** Interactive transactions only, begun in the school session (the school set after BEGIN). */
       $transaction (work: unknown, ...rest: unknown[]): Promise<unknown> {
-        return transaction(work, rest)
-      },
-      /**
-       * An interactive transaction that keeps an idempotency key and its answer with what it
-       * writes (school-session.ts, KeptIdempotencyKey): both commit, or neither.
-       */
-      $transactionKeeping (kept: KeptIdempotencyKey, work: unknown): Promise<unknown> {
-        return keptKeySlot.run({ key: kept }, () => transaction(work, []))
+        if (typeof work !== 'function') {
+          throw new TenantViolationError('A school-scoped client runs interactive transactions only: $transaction(async (tx) => ...)')
+        }
+        // The one cast of the composition: $transaction's overloads take a typed callback or an
+        // array; `work` is checked above to be a function, and it and the rest are passed on as given.
+        const begin = transactional.$transaction as unknown as Transaction
+        const run = schoolSession.run(session, async () => await begin.call(transactional, work, ...rest))
+        const done = announce === undefined ? run : run.then(async (result) => { await announce(); return result })
+        // A transaction may have written: the school's next reads go to the primary, and its
+        // teachers' classrooms are loaded again.
+        return done.finally(() => {
+          reads?.changed(schoolId)
+          rooms?.invalidate(schoolId)
+        })
       }
     }
   })
-
-  function transaction (work: unknown, rest: unknown[]): Promise<unknown> {
-    if (typeof work !== 'function') {
-      throw new TenantViolationError('A school-scoped client runs interactive transactions only: $transaction(async (tx) => ...)')
-    }
-    // The one cast of the composition: $transaction's overloads take a typed callback or an
-    // array; `work` is checked above to be a function, and it and the rest are passed on as given.
-    const begin = transactional.$transaction as unknown as Transaction
-    const run = schoolSession.run(session, async () => await begin.call(transactional, work, ...rest))
-    const done = announce === undefined ? run : run.then(async (result) => { await announce(); return result })
-    // A transaction may have written: the school's next reads go to the primary, and its
-    // teachers' classrooms are loaded again.
-    return done.finally(() => {
-      reads?.changed(schoolId)
-      rooms?.invalidate(schoolId)
-    })
-  }
 }
 
 /** The only database handle resolvers get: every query confined to one school. */

@@ -18,6 +18,9 @@
 //   school session of each statement and runs the statement in a transaction that sets it (its
 //   `ownTransaction`, on PGlite; on PostgreSQL the pool's pipelined one, session-pool.ts). An
 //   interactive transaction of a school sets it once, after BEGIN (a SessionTransaction).
+// - A mutation's idempotency key (idempotency-keys.ts) is written by its two fixed statements in
+//   the write's own interactive transaction, the key taken by its first statement: the adapter
+//   refuses them sent on their own, and a SessionTransaction the key taken after another statement.
 // - On a Citus coordinator the statements run on the workers too, which see only what Citus
 //   passes on: SET LOCAL, once `citus.propagate_set_commands = 'local'` is set in the transaction
 //   (set_config is a function call, never passed on). There both paths send that form.
@@ -39,6 +42,7 @@ import type {
 import { Prisma, type PrismaClient } from '../generated/prisma/client.js'
 import { isUuid } from '../validators.js'
 import { delegateOf, SCALARS } from './data-model.js'
+import { isKeyStatement, TAKE_KEY } from './idempotency-keys.js'
 import { isPlainObject } from './tenant.js'
 
 /**
@@ -60,56 +64,6 @@ export function currentSchoolSession (): SchoolSession | undefined {
     throw new Error('A school or teacher id must be a UUID')
   }
   return session
-}
-
-/**
- * An idempotency key kept with a school's write, in the write's own transaction (given by the API's
- * idempotent mutations, src/graphql/idempotency.ts): its row of idempotency_keys is inserted right
- * after the school is set, before the transaction's first statement, and its answer stored right
- * before COMMIT. The key commits with the write or neither does; a second transaction with the
- * same caller and key waits on the table's primary key until the first has ended (then fails with
- * a unique violation when the first committed, or goes on when it rolled back). Not a tenant row:
- * the keys are the caller's (no row-level security), written by this layer in the fixed statements
- * below, never through the school client's operations (wall 1 refuses the model there).
- */
-export interface KeptIdempotencyKey {
-  readonly callerId: string
-  readonly key: string
-  readonly fingerprint: string
-  /** The answer to keep (a JSON value), asked for when the transaction commits. */
-  readonly response: () => unknown
-}
-
-/**
- * The key the next interactive transaction begun in this async context keeps (school-client.ts,
- * `$transactionKeeping`): taken by the first transaction that begins, so that no other statement
- * of the context sends it again.
- */
-export const keptKeySlot = new AsyncLocalStorage<{ key: KeptIdempotencyKey | undefined }>()
-
-function takeKeptKey (): KeptIdempotencyKey | undefined {
-  const slot = keptKeySlot.getStore()
-  const key = slot?.key
-  if (slot !== undefined) slot.key = undefined
-  return key
-}
-
-const TEXT = { scalarType: 'string', arity: 'scalar' } as const
-
-function takeKeyQuery ({ callerId, key, fingerprint }: KeptIdempotencyKey): SqlQuery {
-  return {
-    sql: 'INSERT INTO "idempotency_keys" ("caller_id", "key", "fingerprint") VALUES ($1::uuid, $2, $3)',
-    args: [callerId, key, fingerprint],
-    argTypes: [TEXT, TEXT, TEXT]
-  }
-}
-
-function keepAnswerQuery ({ callerId, key, response }: KeptIdempotencyKey): SqlQuery {
-  return {
-    sql: 'UPDATE "idempotency_keys" SET "response" = $3::jsonb, "completed_at" = CURRENT_TIMESTAMP WHERE "caller_id" = $1::uuid AND "key" = $2',
-    args: [callerId, key, JSON.stringify(response() ?? null)],
-    argTypes: [TEXT, TEXT, TEXT]
-  }
 }
 
 /** Runs `work` outside any school's session (the service's own statements). */
@@ -216,8 +170,10 @@ class SessionTransaction implements Transaction {
   readonly rollbackToSavepoint?: (name: string) => Promise<void>
   readonly releaseSavepoint?: (name: string) => Promise<void>
   private setting: Promise<unknown> | undefined
+  /** No statement has been sent yet: an idempotency key may be taken (idempotency-keys.ts). */
+  private first = true
 
-  constructor (private readonly tx: Transaction, setting: Promise<unknown>, private readonly pipelined: boolean, private readonly kept?: KeptIdempotencyKey) {
+  constructor (private readonly tx: Transaction, setting: Promise<unknown>, private readonly pipelined: boolean) {
     this.provider = tx.provider
     this.adapterName = tx.adapterName
     this.options = tx.options
@@ -247,32 +203,29 @@ class SessionTransaction implements Transaction {
   }
 
   queryRaw (query: SqlQuery): Promise<SqlResultSet> {
+    const refused = this.refusal(query)
+    if (refused !== undefined) return Promise.reject(refused)
     return this.next(() => this.tx.queryRaw(query))
   }
 
-  async executeRaw (query: SqlQuery): Promise<number> {
-    // Prisma commits a driver's transaction that is not a phantom one by sending COMMIT itself.
-    if (query.sql === 'COMMIT' && !this.options.usePhantomQuery) await this.keepAnswer(async () => { await this.tx.executeRaw(ROLLBACK) })
-    return await this.next(() => this.tx.executeRaw(query))
+  executeRaw (query: SqlQuery): Promise<number> {
+    const refused = this.refusal(query)
+    if (refused !== undefined) return Promise.reject(refused)
+    return this.next(() => this.tx.executeRaw(query))
   }
 
   /**
-   * The kept key's answer stored, last in the transaction; when that fails the transaction is
-   * rolled back (`abandon`) and the commit refused: a COMMIT of a failed transaction would roll
-   * back and answer as if it had committed.
+   * An idempotency key is taken by the transaction's first statement only: a retry with the same
+   * key then waits on it before the write has done anything (and no transaction holds a write's
+   * locks while it waits for a key).
    */
-  private async keepAnswer (abandon: () => Promise<unknown>): Promise<void> {
-    if (this.kept === undefined) return
-    try {
-      await this.next(() => this.tx.executeRaw(keepAnswerQuery(this.kept!)))
-    } catch (err) {
-      await abandon().catch(() => {})
-      throw err
-    }
+  private refusal (query: SqlQuery): Error | undefined {
+    const first = this.first
+    this.first = false
+    return query.sql === TAKE_KEY && !first ? new Error('An idempotency key is taken by the first statement of its transaction') : undefined
   }
 
   async commit (): Promise<void> {
-    if (this.options.usePhantomQuery) await this.keepAnswer(async () => { await this.tx.rollback() })
     // The driver's commit hands the connection back: nothing may be in flight then.
     const setting = this.setting
     this.setting = undefined
@@ -312,11 +265,13 @@ class SessionDriverAdapter implements SqlDriverAdapter {
   }
 
   queryRaw (query: SqlQuery): Promise<SqlResultSet> {
+    if (isKeyStatement(query.sql)) return Promise.reject(outsideTransaction())
     if (this.options.driverSetsSchool || currentSchoolSession() === undefined) return this.inner.queryRaw(query)
     return this.ownTransaction((tx) => tx.queryRaw(query))
   }
 
   executeRaw (query: SqlQuery): Promise<number> {
+    if (isKeyStatement(query.sql)) return Promise.reject(outsideTransaction())
     if (this.options.driverSetsSchool || currentSchoolSession() === undefined) return this.inner.executeRaw(query)
     return this.ownTransaction((tx) => tx.executeRaw(query))
   }
@@ -339,16 +294,7 @@ class SessionDriverAdapter implements SqlDriverAdapter {
       // Unnamed (client.ts): a name per school would be a prepared statement per school.
       ? Promise.all(setLocalStatements(session, true).map(async (sql) => await tx.executeRaw({ sql, args: [], argTypes: [] })))
       : tx.queryRaw(setConfigQuery(session))
-    // An idempotency key kept with the write is taken first, before the write's own statements.
-    // With a pipelining driver it goes out right behind the school's setting (the driver keeps the
-    // order of its queries, and the transaction's first statement follows); else after it answered.
-    const kept = takeKeptKey()
-    const setting = kept === undefined
-      ? school
-      : this.options.driverSetsSchool
-        ? Promise.all([school, tx.executeRaw(takeKeyQuery(kept))])
-        : school.then(async () => await tx.executeRaw(takeKeyQuery(kept)))
-    return new SessionTransaction(tx, setting, this.options.driverSetsSchool, kept)
+    return new SessionTransaction(tx, school, this.options.driverSetsSchool)
   }
 
   getConnectionInfo (): ReturnType<NonNullable<SqlDriverAdapter['getConnectionInfo']>> {
@@ -372,6 +318,14 @@ class SessionDriverAdapter implements SqlDriverAdapter {
     await finish(tx, 'commit')
     return result
   }
+}
+
+/**
+ * An idempotency key's statement sent on its own (idempotency-keys.ts): it would commit without
+ * the write it stands for, or store an answer no write gave.
+ */
+function outsideTransaction (): Error {
+  return new Error("An idempotency key's statements run in the transaction of its write only")
 }
 
 /** Wraps a driver adapter factory so that a school's statements run under row-level security. */

@@ -2,9 +2,11 @@
 // Default deny: every operation goes through one hook; tenant models get the school added to
 // their filter and written data, School is readable only as the caller's own row, and anything
 // else (users, tokens, raw SQL, unknown operations) is refused but the typed statements of
-// typed-reads.ts, to which it binds the school.
+// typed-reads.ts, to which it binds the school, and the two fixed statements of a mutation's
+// idempotency key (idempotency-keys.ts: the caller's table, not a tenant one).
 import { Prisma } from '../generated/prisma/client.js'
 import { RELATIONS, TENANT_MODELS } from './data-model.js'
+import { isKeyStatement } from './idempotency-keys.js'
 import { statementRefusal, withoutSchoolConditions } from './typed-reads.js'
 
 /** Models the scoped client never reaches; only authentication and administration code does. */
@@ -170,7 +172,8 @@ export function scopeArgs (
 /**
  * Wall 1 as a Prisma client extension: every operation of the client it extends gets the school
  * added by scopeArgs, or is refused; a typed statement gets the school and, on a teacher's client
- * (`teacherId`), the teacher bound (typedStatementArgs). Step of the school client (school-client.ts).
+ * (`teacherId`), the teacher bound (typedStatementArgs); an idempotency key's statement passes as
+ * it is (the reach step refuses it to a teacher). Step of the school client (school-client.ts).
  */
 export function schoolFilter (schoolId: string, teacherId?: string) {
   return Prisma.defineExtension({
@@ -178,6 +181,7 @@ export function schoolFilter (schoolId: string, teacherId?: string) {
     query: {
       $allOperations ({ model, operation, args, query }) {
         if (model === undefined && operation === RAW_READ) return query(typedStatementArgs(schoolId, teacherId, args) as typeof args)
+        if (model === undefined && operation === RAW_WRITE && isKeyStatement((args as unknown[] | undefined)?.[0])) return query(args)
         return query(scopeArgs(schoolId, model, operation, args as Args, TENANT_MODEL_INFO) as typeof args)
       }
     }
@@ -186,6 +190,9 @@ export function schoolFilter (schoolId: string, teacherId?: string) {
 
 /** The raw-query operation the typed statements run through (typed-reads.ts). */
 export const RAW_READ = '$queryRawUnsafe'
+
+/** The raw operation an idempotency key's two statements run through (idempotency-keys.ts); no other statement passes it. */
+export const RAW_WRITE = '$executeRawUnsafe'
 
 /**
  * Wall 1 on a typed statement: the arguments of `$queryRawUnsafe` (its text, then its own

@@ -7,13 +7,15 @@
 // mutation or other arguments is refused with IDEMPOTENCY_KEY_REUSED (the draft's 422). A mutation
 // that fails keeps no answer: nothing was written (one transaction), and a retry runs it again.
 // Keys are kept 24 hours, pruned by the caller's next key, and at most IDEMPOTENCY_KEYS_PER_CALLER
-// per caller in that time.
+// per caller in that time. All of it is mutateOnce, below, read top to bottom.
 import { createHash } from 'node:crypto'
 import { print, type GraphQLResolveInfo } from 'graphql'
 import mercurius from 'mercurius'
 import stringify from 'safe-stable-stringify'
-import type { KeptIdempotencyKey } from '../db/school-session.js'
+import { KEEP_ANSWER, TAKE_KEY } from '../db/idempotency-keys.js'
+import type { SchoolDb } from '../db/school-client.js'
 import type { PrismaClient } from '../generated/prisma/client.js'
+import type { Tx } from '../records/writes.js'
 import { badUserInput, type ErrorCode } from './errors.js'
 
 const { ErrorWithProps } = mercurius
@@ -56,12 +58,12 @@ export function fingerprintOf (info: GraphQLResolveInfo, args: Record<string, un
   return createHash('sha256').update(`${info.fieldName}\n${stringify(rest)}\n${selection}`).digest('hex')
 }
 
-/** An answer as JSON, its Dates marked so that they come back as Dates (the scalars serialize Dates). */
-function encode (value: unknown): unknown {
-  return JSON.parse(JSON.stringify(value, function (this: Record<string, unknown>, key, inner: unknown) {
+/** An answer as JSON text, its Dates marked so that they come back as Dates (the scalars serialize Dates). */
+function encode (value: unknown): string {
+  return JSON.stringify(value ?? null, function (this: Record<string, unknown>, key, inner: unknown) {
     const raw = this[key]
     return raw instanceof Date ? { $date: raw.toISOString() } : inner
-  }))
+  })
 }
 
 function decode (value: unknown): unknown {
@@ -91,23 +93,35 @@ async function keptAnswer (prisma: PrismaClient, callerId: string, key: string, 
   return { value: decode(kept.response) }
 }
 
+/** Whose key it is and what it came with: the caller (a user's or a client's id), the key and the request's fingerprint. */
+export interface IdempotencyKeyOf {
+  readonly callerId: string
+  readonly key: string
+  readonly fingerprint: string
+}
+
+/** A transaction of the school's client as a mutation writes through it, with the raw writes the key's two statements go through. */
+type KeyedTx = Tx & Pick<SchoolDb, '$executeRawUnsafe'>
+
+/** Opens a mutation's one transaction: `inTransaction` writes, reads the answer in the transaction and returns it. */
+export type OpenTransaction<T> = (inTransaction: (tx: Tx) => Promise<T>) => Promise<T>
+
 /**
- * Runs `work` once for the caller and key: a call with the same key and fingerprint gets the first
- * call's answer, another fingerprint is refused. `work` runs its write in one transaction of the
- * school client that keeps `kept` (`$transactionKeeping`, src/db/school-session.ts): the key is
- * taken first in that transaction and the answer, handed to `keep` inside it, stored last, so the
- * key and its answer commit with the write or neither does. A request with the same key while the
- * first's transaction is open waits for it on the key (PostgreSQL's primary key), then fails and
- * gets the first's answer here; when the first rolled back (its node died, the write was refused),
- * it runs. The unscoped client reads and prunes the keys: they are the caller's, not a school's
+ * Runs a mutation once for the caller and key: a call with the same key and fingerprint gets the
+ * first call's answer, another fingerprint is refused. `mutation` writes in the one transaction it
+ * opens with the `open` it is given: the school client's (`school`), the key taken by its first
+ * statement and the answer stored by its last (src/db/idempotency-keys.ts), so that the key and
+ * its answer commit with the write or neither does. A request with the same key while the first's
+ * transaction is open waits for it on the key (PostgreSQL's primary key), then fails and gets the
+ * first's answer here; when the first rolled back (its node died, the write was refused), it runs.
+ * The unscoped client (`prisma`) reads and prunes the keys: they are the caller's, not a school's
  * records.
  */
-export async function once<T> (
+export async function mutateOnce<T> (
   prisma: PrismaClient,
-  callerId: string,
-  key: string,
-  fingerprint: string,
-  work: (kept: KeptIdempotencyKey, keep: (answer: T) => void) => Promise<T>
+  school: SchoolDb,
+  { callerId, key, fingerprint }: IdempotencyKeyOf,
+  mutation: (open: OpenTransaction<T>) => Promise<T>
 ): Promise<T> {
   // The caller's expired keys go first: what is left is what the bound counts.
   await prisma.idempotencyKey.deleteMany({ where: { callerId, createdAt: { lt: new Date(Date.now() - IDEMPOTENCY_KEY_TTL_MS) } } })
@@ -117,10 +131,17 @@ export async function once<T> (
   if (held >= IDEMPOTENCY_KEYS_PER_CALLER) {
     throw badUserInput(`At most ${IDEMPOTENCY_KEYS_PER_CALLER} idempotency keys per caller are kept (24 hours): send this mutation without a key, or later`)
   }
-  let answer: { value: T } | undefined
-  const kept: KeptIdempotencyKey = { callerId, key, fingerprint, response: () => encode(answer?.value ?? null) }
+  const open: OpenTransaction<T> = async (inTransaction) => await school.$transaction(async (tx: KeyedTx) => {
+    // First: the key taken (a retry with the same key waits here until this transaction ends).
+    await tx.$executeRawUnsafe(TAKE_KEY, callerId, key, fingerprint)
+    const answer = await inTransaction(tx)
+    // Last: the answer stored, once the write is done and its answer read.
+    const stored = await tx.$executeRawUnsafe(KEEP_ANSWER, callerId, key, encode(answer))
+    if (stored !== 1) throw new Error(`Idempotency key "${key}": its answer was not stored`)
+    return answer
+  }) as T
   try {
-    return await work(kept, (value) => { answer = { value } })
+    return await mutation(open)
   } catch (err) {
     // Refused, rolled back: nothing was written and no key kept, unless a request with the same
     // key committed first (this one waited for it on the key): then its answer.

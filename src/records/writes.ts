@@ -78,8 +78,9 @@ export interface SchoolTarget {
   readonly tenant: Tenant
   /**
    * How the operation's one transaction runs `work`; by default the school client's own. The API's
-   * idempotent mutations pass one that keeps the key and the answer in the same transaction
-   * (src/graphql/resolvers/mutations.ts).
+   * mutations pass one that reads their answer in it, and with an idempotency key keeps the key
+   * and the answer in it too (src/graphql/resolvers/mutations.ts, src/graphql/idempotency.ts's
+   * mutateOnce).
    */
   readonly transaction?: TransactionRunner
 }

@@ -10,13 +10,13 @@ import { addClassroom } from '../../records/classrooms.js'
 import { AdminError } from '../../records/errors.js'
 import { addStudent, placeStudent, removeStudentFromClassroom, upsertStudents } from '../../records/students.js'
 import { addTeacher, assignTeacherTo, endAssignment } from '../../records/teachers.js'
-import { changeRecord, deleteRecord, type SchoolTarget, type Tx } from '../../records/writes.js'
+import { changeRecord, deleteRecord, type SchoolTarget, type TransactionRunner, type Tx } from '../../records/writes.js'
 import { accessOf, callerId } from '../../auth/identity.js'
 import { unreadableKeys, unwritableColumns } from '../../auth/scopes.js'
 import type { Prisma } from '../../generated/prisma/client.js'
 import { adminRefusal, cannotWrite, outOfScope, tooManyRequests } from '../errors.js'
 import type { MutationResolvers } from '../generated.js'
-import { fingerprintOf, IDEMPOTENCY_HEADER, idempotencyKeyOf, once } from '../idempotency.js'
+import { fingerprintOf, IDEMPOTENCY_HEADER, idempotencyKeyOf, mutateOnce, type OpenTransaction } from '../idempotency.js'
 import type { AssignmentRow, ClassroomRow, StudentRow, TeacherRow } from '../models.js'
 import { prismaSelect } from '../selection.js'
 import { CLASSROOM_SELECT, STUDENT_SELECT, TEACHER_SELECT } from '../selects.js'
@@ -39,8 +39,9 @@ const given = (input: object): string[] => Object.entries(input).filter(([, valu
  * idempotency key, the administration code's refusals turned into coded errors. `write` writes (one
  * transaction of the administration code); `answer` reads the answer in that transaction, after the
  * write: the record as this write left it, its row still locked against other writers (never as a
- * writer that committed after it left it). With an idempotency key, the transaction keeps the key
- * and the answer too (idempotency.ts), so that a write that committed always has its answer kept.
+ * writer that committed after it left it). With an idempotency key, mutateOnce (idempotency.ts)
+ * opens that transaction and keeps the key and the answer in it too, so that a write that
+ * committed always has its answer kept.
  */
 async function mutate<W, T> (
   ctx: MercuriusContext,
@@ -64,17 +65,20 @@ async function mutate<W, T> (
     ? []
     : unreadableKeys(access, model, given(ref)).map(({ column, needs }) => ({ field: `${type}.${column}`, needs })))
   if (unreadable.length > 0) throw outOfScope(unreadable)
-  const run = async (begin: (work: (tx: Tx) => Promise<unknown>) => Promise<unknown>, keep?: (value: T) => void): Promise<T> => {
+  // The mutation in the one transaction `open` opens: the administration code's operation writes
+  // (its transaction is that one), and the answer is read in it, after the write.
+  const run = async (open: OpenTransaction<T>): Promise<T> => {
     let out: { value: T } | undefined
-    const transaction = async <R>(work: (tx: Tx) => Promise<R>): Promise<R> => {
+    const transaction: TransactionRunner = async <R>(work: (tx: Tx) => Promise<R>): Promise<R> => {
       if (out !== undefined) throw new Error('A mutation writes in one transaction')
-      return await begin(async (tx) => {
-        const done = await work(tx)
+      let done: { value: R } | undefined
+      await open(async (tx) => {
+        done = { value: await work(tx) }
         // The administration code's operation returns what its transaction returned: W.
-        out = { value: await answer(tx, done as unknown as W) }
-        keep?.(out.value)
-        return done
-      }) as R
+        out = { value: await answer(tx, done.value as unknown as W) }
+        return out.value
+      })
+      return done!.value
     }
     try {
       await write({ schoolId, tenant: db, transaction })
@@ -85,9 +89,8 @@ async function mutate<W, T> (
     return out.value
   }
   const key = idempotencyKeyOf(args.idempotencyKey as string | null | undefined, request.headers[IDEMPOTENCY_HEADER])
-  if (key === undefined) return await run(async (work) => await db.$transaction(work))
-  return await once<T>(ctx.app.db.prisma, callerId(ctx.identity)!, key, fingerprintOf(info, args),
-    async (kept, keep) => await run(async (work) => await db.$transactionKeeping(kept, work), keep))
+  if (key === undefined) return await run(async (inTransaction) => await db.$transaction(inTransaction) as T)
+  return await mutateOnce(ctx.app.db.prisma, db, { callerId: callerId(ctx.identity)!, key, fingerprint: fingerprintOf(info, args) }, run)
 }
 
 /** A record a mutation answers: its id, and the version its write left it at (none for a record it did not write). */
