@@ -74,11 +74,11 @@ function planOf (db: SchoolDb, collection: RecordCollection, query: Pick<Collect
   return { conditions, order, columns: [...columns] }
 }
 
-/** A row as the binding's record: the selected fields that have a value, in the binding's order. */
-function answer (kind: Kind, row: Row, selected: readonly string[], context: AnswerContext): Row {
+/** A row as the binding's record: the selected fields the kind holds that have a value, in the binding's order. */
+export function recordAnswer (kind: Kind, row: Row, selected: readonly string[], context: AnswerContext): Row {
   const out: Row = {}
   for (const name of selected) {
-    const value = kind.fields[name]!.answer?.(row, context)
+    const value = kind.fields[name]?.answer?.(row, context)
     if (value !== undefined && value !== null) out[name] = value
   }
   return out
@@ -97,7 +97,7 @@ export async function pageOfRecords (
     readRows<Row>(db, { model, fields: plan.columns, conditions: plan.conditions, order: plan.order, descending: query.descending, take: query.limit, skip: query.offset }),
     countRows(db, model, plan.conditions)
   ])
-  return { records: rows.map((row) => answer(collection.kind, row, selected, context)), total }
+  return { records: rows.map((row) => recordAnswer(collection.kind, row, selected, context)), total }
 }
 
 /** The record of a collection with this sourcedId (an imported one, or the id of a record without one) that meets the route's conditions, or null. */
@@ -115,5 +115,5 @@ export async function recordBySourcedId (
     take: 1,
     skip: 0
   })
-  return row === undefined ? null : { id: row.id as string, record: answer(collection.kind, row, selected, context) }
+  return row === undefined ? null : { id: row.id as string, record: recordAnswer(collection.kind, row, selected, context) }
 }
