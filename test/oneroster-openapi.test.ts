@@ -60,8 +60,53 @@ const teacher = {
   roles: [{ roleType: 'primary', role: 'teacher', org: orgRef('school-1') }]
 }
 
+const sessionRef = (sourcedId: string): object => ref('academicSession', 'academicSessions', sourcedId)
+const term = {
+  sourcedId: 'term-1',
+  status: 'active',
+  dateLastModified: '2026-08-01T07:30:00.000Z',
+  title: 'Fall',
+  startDate: '2026-08-20',
+  endDate: '2027-01-15',
+  type: 'term',
+  parent: sessionRef('year-2027'),
+  children: [sessionRef('quarter-1'), sessionRef('quarter-2')],
+  schoolYear: '2027'
+}
+const schoolYear = {
+  sourcedId: 'year-2027',
+  status: 'tobedeleted',
+  dateLastModified: '2026-08-01T07:30:00Z',
+  title: '2026-2027',
+  startDate: '2026-08-20',
+  endDate: '2027-06-18',
+  type: 'schoolYear',
+  schoolYear: '2027'
+}
+const course = {
+  sourcedId: 'course-1',
+  status: 'active',
+  dateLastModified: '2026-08-01T07:30:00.000Z',
+  title: 'Algebra I',
+  schoolYear: sessionRef('year-2027'),
+  courseCode: 'MATH-101',
+  grades: ['09', '10'],
+  subjects: ['Mathematics'],
+  org: orgRef('school-1'),
+  subjectCodes: ['02052']
+}
+
 /** The records of a sample answer, by the envelope's property. */
-const RECORDS: Record<string, unknown> = { orgs: [district, school], org: school, users: [student, teacher], user: student }
+const RECORDS: Record<string, unknown> = {
+  orgs: [district, school],
+  org: school,
+  users: [student, teacher],
+  user: student,
+  academicSessions: [schoolYear, term],
+  academicSession: term,
+  courses: [course, { sourcedId: 'course-2', status: 'active', dateLastModified: '2026-08-01T07:30:00.000Z', title: 'Homeroom', courseCode: 'HR', grades: [], subjects: [], org: orgRef('school-1'), subjectCodes: [] }],
+  course
+}
 
 const failure = (codeMinor: string, description: string): object => ({
   imsx_codeMajor: 'failure',
@@ -83,7 +128,7 @@ const FAILURES: Array<[number, object]> = [
 
 const operations = Object.entries(oneRosterDescription.paths).map(([template, item]) => ({
   template,
-  path: basePath + template.replace(/\{[^}]+\}/g, (name) => name === '{schoolSourcedId}' ? 'school-1' : 'student-1'),
+  path: basePath + template.replace(/\{[^}]+\}/g, (name) => name === '{schoolSourcedId}' ? 'school-1' : name === '{termSourcedId}' ? 'term-1' : 'student-1'),
   operation: item!.get!
 }))
 
@@ -121,7 +166,7 @@ t.test('the description is a valid OpenAPI 3.0 document', async (t) => {
 })
 
 t.test('every operation serves its envelope and the binding\'s errors', async (t) => {
-  t.equal(operations.length, 12)
+  t.equal(operations.length, 23)
   for (const { template, path, operation } of operations) {
     t.same(validateAnswer(success(operation, path)), [], `${template} 200`)
     t.same(validateAnswer(success(operation, path + '?limit=2&offset=0&sort=familyName&orderBy=asc')), [], `${template} 200 with paging`)
@@ -161,6 +206,12 @@ const REFUSALS: Refusal[] = [
   { name: 'a user without roles', answer: page([without(teacher, 'roles')]), error: /\/users\/0 lacks the required property "roles"/ },
   { name: 'a user with no role at all', answer: page([{ ...teacher, roles: [] }]), error: /\/users\/0\/roles must NOT have fewer than 1 items/ },
   { name: 'an org without identifier', answer: one(without(school, 'identifier')), error: /\/org lacks the required property "identifier"/ },
+  { name: 'a course without courseCode', answer: { method: 'GET', path: `${basePath}/courses/course-1`, status: 200, headers: { 'content-type': JSON_TYPE }, body: { course: without(course, 'courseCode') } }, error: /\/course lacks the required property "courseCode"/ },
+  { name: 'a session type outside the enumeration', answer: { method: 'GET', path: `${basePath}/terms`, status: 200, headers: { 'content-type': JSON_TYPE, 'x-total-count': '1' }, body: { academicSessions: [{ ...term, type: 'quarter' }] } }, error: /\/academicSessions\/0\/type must be one of "gradingPeriod"/ },
+  { name: 'a session day with a time', answer: { method: 'GET', path: `${basePath}/terms/term-1`, status: 200, headers: { 'content-type': JSON_TYPE }, body: { academicSession: { ...term, endDate: '2027-01-15T00:00:00Z' } } }, error: /\/academicSession\/endDate must match format "date"/ },
+  { name: 'a school year as a number', answer: { method: 'GET', path: `${basePath}/terms/term-1`, status: 200, headers: { 'content-type': JSON_TYPE }, body: { academicSession: { ...term, schoolYear: 2027 } } }, error: /\/academicSession\/schoolYear must be string/ },
+  { name: 'a session with an org (AcademicSessionDType has none)', answer: { method: 'GET', path: `${basePath}/academicSessions/term-1`, status: 200, headers: { 'content-type': JSON_TYPE }, body: { academicSession: { ...term, org: orgRef('school-1') } } }, error: /\/academicSession has the property "org"/ },
+  { name: 'a session reference of another type', answer: { method: 'GET', path: `${basePath}/courses/course-1`, status: 200, headers: { 'content-type': JSON_TYPE }, body: { course: { ...course, schoolYear: { ...sessionRef('year-2027'), type: 'term' } } } }, error: /\/course\/schoolYear\/type must be one of "academicSession"/ },
   { name: 'a single answer without its envelope', answer: one(undefined), error: /the body lacks the required property "org"/ },
   { name: 'an error without imsx_severity', answer: refused(401, without(failure('unauthorisedrequest', 'No token.') as Record<string, unknown>, 'imsx_severity')), error: /lacks the required property "imsx_severity"/ },
   { name: 'dateLastModified as a date alone', answer: page([{ ...student, dateLastModified: '2026-11-02' }]), error: /\/users\/0\/dateLastModified must match format "date-time"/ },

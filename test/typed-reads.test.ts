@@ -9,6 +9,7 @@ import { TenantViolationError } from '../src/db/tenant.js'
 import { COLUMN_TYPES, TYPED_TABLES, columnOf, countRead, listRead, registerStatement, relationRead, assignmentsRead, type ListRead, type StatementReach, type TypedModel } from '../src/db/typed-reads.js'
 import { deniedColumns } from '../src/auth/scopes.js'
 import type { Reach } from '../src/db/reach.js'
+import { calendarBundle, importCalendar } from './fixtures/calendar.js'
 import { createTestDatabase, gql, testDatabase, type TestDatabaseOptions } from './helper.js'
 import { mirror, type MirrorSchool } from './isolation/mirror.js'
 
@@ -223,4 +224,41 @@ t.test('OneRoster\'s statements (a filter predicate, an offset, a count) take th
   await t.rejects(core.$queryRawUnsafe(byEmail.statement.sql, ...byEmail.values), { name: 'TenantViolationError', message: /Student\.email/ },
     'a core client\'s count filtering by a column outside its scopes is refused before it runs')
   t.ok(byEmail.statement.sql.includes('s.school_id = $1'), 'the count takes the school where wall 1 puts it')
+})
+
+t.test('a session\'s parent and children and a course\'s school year are subqueries that take the school, and a teacher\'s reach (the whole calendar)', async (t) => {
+  const db = await testDatabase()
+  const m = await mirror(t, db)
+  // Both schools: the same sourcedIds.
+  for (const school of [m.a, m.b]) {
+    await importCalendar(db, school.schoolId, calendarBundle([
+      ['y-1', '', '', 'Year', 'schoolYear', '2026-08-20', '2027-06-18', '', '2027'],
+      ['t-1', '', '', 'Term', 'term', '2026-08-20', '2027-01-15', 'y-1', '2027']
+    ], [['c-1', '', '', 'y-1', 'Course', 'C-1', '09', 'org-1', '', '']]))
+  }
+  const sessions = (reach: StatementReach): ListRead => ({
+    model: 'AcademicSession', fields: ['sourcedId', 'parentKey', 'childKeys'], conditions: [], order: ['sourcedKey', 'id'], descending: false, take: 10, reach
+  })
+  const rows = async (client: ReturnType<typeof db.forSchool>, read: ListRead): Promise<unknown[]> => {
+    const { statement, values } = listRead(read)
+    return (await client.$queryRawUnsafe<Array<Record<string, unknown>>>(statement.sql, ...values)).map(({ sourcedId, parentKey, childKeys }) => [sourcedId, parentKey, childKeys])
+  }
+  const expected = [['t-1', 'y-1', []], ['y-1', null, ['t-1']]]
+  t.same(await rows(db.forSchool(m.a.schoolId), sessions('school')), expected, 'an administrator: the school\'s sessions, each reference its own school\'s')
+  const teacher = db.forSchool(m.a.schoolId, { teacherId: m.a.teacherIds[2] })
+  t.same(await rows(teacher, sessions('teacher')), expected, 'a teacher of no classroom: the whole calendar too')
+  const course = listRead({ model: 'Course', fields: ['sourcedId', 'schoolYearKey'], conditions: [], order: ['id'], descending: false, take: 10, reach: 'teacher' })
+  t.same(await teacher.$queryRawUnsafe(course.statement.sql, ...course.values), [{ id: (await db.forSchool(m.a.schoolId).course.findFirstOrThrow({ select: { id: true } })).id, sourcedId: 'c-1', schoolYearKey: 'y-1' }],
+    'a course\'s school year by its sourcedId')
+
+  const built = listRead(sessions('teacher'))
+  const withoutSchool = registerStatement({ ...built.statement, sql: built.statement.sql.replace('ap.school_id = $1 AND ', '') })
+  t.not(withoutSchool.sql, built.statement.sql)
+  await t.rejects(teacher.$queryRawUnsafe(withoutSchool.sql, ...built.values), { name: 'TenantViolationError', message: /academic_sessions ap does not take the school/ },
+    'a parent\'s subquery without the school is refused before it runs')
+  const withoutReach = registerStatement({ ...built.statement, sql: built.statement.sql.replace('ac.school_id IS NOT NULL AND $2::uuid IS NOT NULL', 'TRUE') })
+  t.not(withoutReach.sql, built.statement.sql)
+  await t.rejects(teacher.$queryRawUnsafe(withoutReach.sql, ...built.values), { name: 'TenantViolationError', message: /academic_sessions ac is not confined to the teacher's reach/ },
+    'and on a teacher\'s client, a children\'s subquery without the teacher\'s reach')
+  t.throws(() => listRead({ ...sessions('school'), model: 'Course' }), /Course has no parentKey/, 'a key of another model is not read')
 })

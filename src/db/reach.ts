@@ -4,7 +4,8 @@
 //
 // - A teacher reads what surrounds them (docs/api/access.md): the classrooms they are assigned to
 //   (any role), the students of those classrooms, the assignments of those classrooms, the teachers
-//   of those classrooms and their own record, and the school. Every operation gets the reach of its
+//   of those classrooms and their own record, and the school with its calendar and courses (academic
+//   sessions and courses: no one's personal data). Every operation gets the reach of its
 //   model added to its `where`; every to-many relation read below it (select, include, _count) gets
 //   the reach of the model it leads to; relation filters (`some`, `none`, `every`) consider only
 //   rows in reach. A to-one relation needs nothing: from a row in reach it leads to a row in reach
@@ -111,6 +112,9 @@ function reachOf (model: string, rules: Rules): Record<string, unknown> | null {
   const inMine = rooms === undefined ? { classroom: { is: mine } } : { classroomId: { in: rooms } }
   switch (model) {
     case 'School': return null
+    // The school's calendar and courses, no one's personal data: the whole school's (typed-reads.ts teacherReach).
+    case 'AcademicSession':
+    case 'Course': return null
     case 'Classroom': return mine
     case 'Student': return inMine
     case 'TeacherClassroom': return inMine

@@ -31,7 +31,9 @@ import type { Prisma } from '../generated/prisma/client.js'
 export const TYPED_TABLES = {
   Student: 'students',
   Teacher: 'teachers',
-  Classroom: 'classrooms'
+  Classroom: 'classrooms',
+  AcademicSession: 'academic_sessions',
+  Course: 'courses'
 } as const
 
 export type TypedModel = keyof typeof TYPED_TABLES
@@ -83,19 +85,52 @@ export const COLUMN_TYPES = {
     createdAt: 'timestamptz',
     updatedAt: 'timestamptz',
     version: 'int4'
+  },
+  AcademicSession: {
+    schoolId: 'uuid',
+    id: 'uuid',
+    sourcedId: 'text',
+    title: 'text',
+    type: 'AcademicSessionType',
+    startDate: 'date',
+    endDate: 'date',
+    schoolYear: 'int4',
+    parentId: 'uuid',
+    version: 'int4',
+    createdAt: 'timestamptz',
+    updatedAt: 'timestamptz'
+  },
+  Course: {
+    schoolId: 'uuid',
+    id: 'uuid',
+    sourcedId: 'text',
+    title: 'text',
+    courseCode: 'text',
+    grades: '_text',
+    subjects: '_text',
+    subjectCodes: '_text',
+    schoolYearId: 'uuid',
+    version: 'int4',
+    createdAt: 'timestamptz',
+    updatedAt: 'timestamptz'
   }
 } as const satisfies {
   Student: Record<Prisma.StudentScalarFieldEnum, string>
   Teacher: Record<Prisma.TeacherScalarFieldEnum, string>
   Classroom: Record<Prisma.ClassroomScalarFieldEnum, string>
+  AcademicSession: Record<Prisma.AcademicSessionScalarFieldEnum, string>
+  Course: Record<Prisma.CourseScalarFieldEnum, string>
 }
+
+/** The enumerations among the column types: read, compared and ordered by their names (as text). */
+const ENUM_TYPES: ReadonlySet<string> = new Set(['GradeLevel', 'StudentStatus', 'TeacherStatus', 'AcademicSessionType'])
 
 /** The column of a field: its name in snake case (schema.prisma maps every field so). */
 export function columnOf (field: string): string {
   return field.replace(/[A-Z]/g, (c) => '_' + c.toLowerCase())
 }
 
-const ALIAS: Readonly<Record<TypedModel, string>> = { Student: 's', Teacher: 't', Classroom: 'c' }
+const ALIAS: Readonly<Record<TypedModel, string>> = { Student: 's', Teacher: 't', Classroom: 'c', AcademicSession: 'a', Course: 'k' }
 
 /**
  * What a registered statement does, as the model operation it stands for: a read (`findMany`, the
@@ -165,7 +200,7 @@ export function registerStatement (statement: TypedStatement): TypedStatement {
   return statement
 }
 
-const TENANT_TABLES: ReadonlySet<string> = new Set(['students', 'teachers', 'classrooms', 'teacher_classrooms'])
+const TENANT_TABLES: ReadonlySet<string> = new Set(['students', 'teachers', 'classrooms', 'teacher_classrooms', 'academic_sessions', 'courses'])
 const SCHOOL_CONDITION = /\b([a-z_]+)\.school_id = \$1\b/g
 const TABLE_REFERENCE = /\b(?:FROM|JOIN)\s+([a-z_]+)\s+([a-z_]+)\b/gi
 const placements = new LRUCache<string, { error: string | null }>({ max: KEPT })
@@ -244,6 +279,10 @@ export function teacherReach (table: string, alias: string): string | null {
     case 'classrooms': return `EXISTS (SELECT 1 ${mine(r)} AND ${r}.classroom_id = ${alias}.id)`
     case 'students':
     case 'teacher_classrooms': return `EXISTS (SELECT 1 ${mine(r)} AND ${r}.classroom_id = ${alias}.classroom_id)`
+    // The school's calendar and courses: no one's personal data, read whole by a teacher (their
+    // policies have no teacher clause either, migration academic_sessions_and_courses).
+    case 'academic_sessions':
+    case 'courses': return `${alias}.school_id IS NOT NULL AND $2::uuid IS NOT NULL`
     case 'teachers': {
       const q = `q${alias}`
       return `(${alias}.id = $2::uuid OR EXISTS (SELECT 1 FROM teacher_classrooms ${r} JOIN teacher_classrooms ${q} ON ${q}.school_id = $1 AND ${q}.school_id = ${r}.school_id AND ${q}.classroom_id = ${r}.classroom_id ` +
@@ -367,34 +406,61 @@ export type Predicate =
   | { readonly kind: 'constant', readonly value: boolean }
   | { readonly kind: 'all' | 'any', readonly parts: readonly Predicate[] }
 
+/** A value that is not one column: its model (any when undefined), the columns it reads, its SQL. */
+interface Key {
+  readonly model?: TypedModel
+  readonly columns: readonly string[]
+  readonly sql: (alias: string, reach: StatementReach) => string
+}
+
+/** A record's sourcedId, or its id when it has none, read as `alias`. */
+const sourcedSql = (a: string): string => `COALESCE(${a}.sourced_id, ${a}.id::text)`
+
+/** The sourcedKey of the academic session `id` names (a column of the record read as `a`), by a subquery aliased `alias`. */
+const sessionKey = (alias: string, reach: StatementReach, a: string, id: string): string =>
+  `(SELECT ${sourcedSql(alias)} FROM academic_sessions ${alias} WHERE ${confined('academic_sessions', alias, reach)} AND ${alias}.school_id = ${a}.school_id AND ${alias}.id = ${a}.${id})`
+
 /**
  * Values a statement reads, filters or orders by that are not one column: `sourcedKey` is a
  * record's sourcedId, or its id when it has none (OneRoster's sourcedId of a record entered by hand,
- * docs/api/oneroster.md).
+ * docs/api/oneroster.md); the others are the sourcedKeys of the academic sessions a record refers
+ * to (a session's parent and children, a course's school year), each read by a subquery that takes
+ * the school, and a teacher's reach, as every table does.
  */
-const KEYS: Readonly<Record<string, { readonly columns: readonly string[], readonly sql: (alias: string) => string }>> = {
-  sourcedKey: { columns: ['sourcedId', 'id'], sql: (a) => `COALESCE(${a}.sourced_id, ${a}.id::text)` }
+const KEYS: Readonly<Record<string, Key>> = {
+  sourcedKey: { columns: ['sourcedId', 'id'], sql: (a) => sourcedSql(a) },
+  parentKey: { model: 'AcademicSession', columns: ['parentId'], sql: (a, reach) => sessionKey('ap', reach, a, 'parent_id') },
+  childKeys: {
+    model: 'AcademicSession',
+    columns: ['id'],
+    sql: (a, reach) => `ARRAY(SELECT ${sourcedSql('ac')} FROM academic_sessions ac WHERE ${confined('academic_sessions', 'ac', reach)} ` +
+      `AND ac.school_id = ${a}.school_id AND ac.parent_id = ${a}.id ORDER BY 1)`
+  },
+  schoolYearKey: { model: 'Course', columns: ['schoolYearId'], sql: (a, reach) => sessionKey('ay', reach, a, 'school_year_id') }
 }
 
 /** Whether `field` names one of KEYS (not a column). */
 export const isKey = (field: string): boolean => Object.hasOwn(KEYS, field)
 
 /** The columns a field or key reads. */
-const columnsOfValue = (field: string): readonly string[] => isKey(field) ? KEYS[field]!.columns : [field]
+export const columnsOfValue = (field: string): readonly string[] => isKey(field) ? KEYS[field]!.columns : [field]
 
 /** The SQL of a field or key of `model` read as `alias`. */
-function valueSql (model: TypedModel, alias: string, field: string): string {
-  if (isKey(field)) return KEYS[field]!.sql(alias)
+function valueSql (model: TypedModel, alias: string, field: string, reach: StatementReach): string {
+  if (isKey(field)) {
+    const key = KEYS[field]!
+    if (key.model !== undefined && key.model !== model) throw new Error(`${model} has no ${field}`)
+    return key.sql(alias, reach)
+  }
   columnType(model, field)
   return `${alias}.${columnOf(field)}`
 }
 
 /** The SQL a field or key orders by: an enum by its name (as text), as a caller merging two lists compares it. */
-function orderSql (model: TypedModel, alias: string, field: string): string {
-  const value = valueSql(model, alias, field)
+function orderSql (model: TypedModel, alias: string, field: string, reach: StatementReach): string {
+  const value = valueSql(model, alias, field, reach)
   if (isKey(field)) return value
-  const type = columnType(model, field)
-  return type === 'GradeLevel' || type.endsWith('Status') ? `${value}::text` : value
+  return ENUM_TYPES.has(columnType(model, field)) ? `${value}::text` : value
 }
 
 /** The fields (and keys' columns) a predicate reads. */
@@ -417,19 +483,25 @@ function predicateShape (predicate: Predicate): unknown {
 
 /**
  * The SQL of a predicate, its values as parameters: a date column compared as a timestamp (the
- * caller has checked the value is one), any other as text (an enum by its name, a uuid by its text);
+ * caller has checked the value is one), a list (text[]) by whether it holds the value (= and !=
+ * only), any other as text (an enum by its name, a uuid by its text, a day as YYYY-MM-DD);
  * `!=` keeps the records without a value; `~` is ILIKE with the wildcards escaped.
  */
-function predicateSql (model: TypedModel, alias: string, predicate: Predicate, next: (value: unknown) => string): string {
+function predicateSql (model: TypedModel, alias: string, predicate: Predicate, next: (value: unknown) => string, reach: StatementReach): string {
   switch (predicate.kind) {
     case 'constant': return predicate.value ? 'TRUE' : 'FALSE'
     case 'all':
     case 'any': {
       if (predicate.parts.length === 0) return predicate.kind === 'all' ? 'TRUE' : 'FALSE'
-      return `(${predicate.parts.map((part) => predicateSql(model, alias, part, next)).join(predicate.kind === 'all' ? ' AND ' : ' OR ')})`
+      return `(${predicate.parts.map((part) => predicateSql(model, alias, part, next, reach)).join(predicate.kind === 'all' ? ' AND ' : ' OR ')})`
     }
     case 'compare': {
-      const value = valueSql(model, alias, predicate.field)
+      const value = valueSql(model, alias, predicate.field, reach)
+      if (!isKey(predicate.field) && columnType(model, predicate.field) === '_text') {
+        if (predicate.op !== '=' && predicate.op !== '!=') throw new Error(`${model}.${predicate.field} is a list: compared with = or != only`)
+        const holds = `${next(predicate.value)} = ANY(${value})`
+        return predicate.op === '=' ? `COALESCE(${holds}, FALSE)` : `NOT COALESCE(${holds}, FALSE)`
+      }
       if (predicate.op === '~') return `${value}::text ILIKE ${next(`%${predicate.value.replace(/[\\%_]/g, (c) => '\\' + c)}%`)}`
       const date = !isKey(predicate.field) && columnType(model, predicate.field) === 'timestamptz'
       const left = date ? value : `${value}::text`
@@ -487,12 +559,16 @@ function joinedFields (fields: readonly string[]): string[] {
   return fields.some((field) => NOT_NULL.has(field)) ? [...new Set(fields)] : withId(fields)
 }
 
-/** `alias.column AS "field"` for each field (`id` first, once), a joined record's (joinedFields) as `"<name>.<field>"`. */
-function selectList (model: TypedModel, alias: string, fields: readonly string[], prefix = ''): string[] {
+/**
+ * `alias.column AS "field"` for each field (`id` first, once), a joined record's (joinedFields) as
+ * `"<name>.<field>"`; a key of the record (KEYS) as its SQL, for a caller of `reach`.
+ */
+function selectList (model: TypedModel, alias: string, fields: readonly string[], prefix = '', reach: StatementReach = 'school'): string[] {
   return (prefix === '' ? withId(fields) : joinedFields(fields)).map((field) => {
+    if (prefix === '' && isKey(field)) return `${valueSql(model, alias, field, reach)} AS "${field}"`
     const type = columnType(model, field)
     // Enums as text: the answer's strings, whatever the driver makes of a type it does not know.
-    const column = type === 'GradeLevel' || type.endsWith('Status') ? `${alias}.${columnOf(field)}::text` : `${alias}.${columnOf(field)}`
+    const column = ENUM_TYPES.has(type) ? `${alias}.${columnOf(field)}::text` : `${alias}.${columnOf(field)}`
     return `${column} AS "${prefix}${field}"`
   })
 }
@@ -557,7 +633,7 @@ function conditionsSql (model: TypedModel, alias: string, conditions: readonly L
         parts.push(`EXISTS (SELECT 1 FROM teacher_classrooms tc WHERE ${confined('teacher_classrooms', 'tc', reach)} AND tc.school_id = ${a}.school_id AND tc.teacher_id = ${a}.id AND tc.classroom_id = ${next(condition.classroomId)}::uuid)`)
         break
       case 'predicate':
-        parts.push(predicateSql(model, a, condition.predicate, next))
+        parts.push(predicateSql(model, a, condition.predicate, next, reach))
         break
     }
   }
@@ -593,7 +669,7 @@ export function listRead (read: ListRead): Read {
   const shape = JSON.stringify(['list', read.reach, read.model, read.fields, classroom, conditionsShape(read.conditions), read.order, read.descending, read.after !== undefined, skip !== undefined])
   const statement = kept(shape, () => {
     const table = TYPED_TABLES[read.model]
-    const select = selectList(read.model, a, read.fields)
+    const select = selectList(read.model, a, read.fields, '', read.reach)
     let from = `${table} ${a}`
     const joined: Joined[] = []
     if (classroom !== undefined) {
@@ -603,13 +679,13 @@ export function listRead (read: ListRead): Read {
     }
     const direction = read.descending ? 'DESC' : 'ASC'
     const sql = `SELECT ${select.join(', ')} FROM ${from} WHERE ${[confined(table, a, read.reach), ...parts].join(' AND ')} ` +
-      `ORDER BY ${read.order.map((field) => `${orderSql(read.model, a, field)} ${direction}`).join(', ')} LIMIT ${limit}${skip === undefined ? '' : ` OFFSET ${skip}`}`
+      `ORDER BY ${read.order.map((field) => `${orderSql(read.model, a, field, read.reach)} ${direction}`).join(', ')} LIMIT ${limit}${skip === undefined ? '' : ` OFFSET ${skip}`}`
     return {
       sql,
       model: read.model,
       joined,
       reach: read.reach,
-      columns: [...qualified(read.model, [...withId(read.fields), ...conditionsFields(read.conditions), ...read.order.flatMap(columnsOfValue)]), ...qualified('Classroom', classroom === undefined ? [] : joinedFields(classroom))]
+      columns: [...qualified(read.model, [...withId(read.fields).flatMap(columnsOfValue), ...conditionsFields(read.conditions), ...read.order.flatMap(columnsOfValue)]), ...qualified('Classroom', classroom === undefined ? [] : joinedFields(classroom))]
     }
   })
   return { statement, values }

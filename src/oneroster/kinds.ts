@@ -24,6 +24,8 @@ export interface OrgRef { readonly href: string, readonly sourcedId: string, rea
 export interface AnswerContext {
   readonly schoolId: string
   readonly school: OrgRef
+  /** The binding's URL as the request reached it (scheme, host, base path): what a reference's href starts with. */
+  readonly base: string
 }
 
 /** One field of the binding (or a dotted path of one, for filters only). */
@@ -163,3 +165,112 @@ export const ORG_FIELDS: Readonly<Record<string, { answer: (school: SchoolRow) =
   type: { answer: () => 'school' },
   identifier: { answer: (school) => school.id }
 }
+
+// ---- Academic sessions and courses (AcademicSessionDType, CourseDType) -------------------------
+
+/** The sourcedId of a record: its imported one, or its id (one entered by hand). */
+const sourcedId: BindingField = { columns: ['sourcedId', 'id'], answer: (row) => row.sourcedId ?? row.id, compare: compare('sourcedKey'), sort: 'sourcedKey' }
+
+/** A reference to an academic session (AcadSessionGUIDRefDType) by its sourcedKey. */
+const sessionRef = (key: string, context: AnswerContext): Row =>
+  ({ href: `${context.base}/academicSessions/${encodeURIComponent(key)}`, sourcedId: key, type: 'academicSession' })
+
+/** The reference to the session a key of the row names (`parentKey`, `schoolYearKey`); left out without one. */
+function sessionReference (key: string): BindingField {
+  return { columns: [key], answer: (row, context) => row[key] == null ? undefined : sessionRef(row[key] as string, context), compare: compare(key), sort: key }
+}
+
+const DAY = /^\d{4}-\d{2}-\d{2}$/
+
+/** A day (YYYY-MM-DD, as the binding writes dates): compared as that text, which orders as the days do. */
+function day (field: string, name: string): BindingField {
+  return {
+    columns: [field],
+    answer: (row) => {
+      const value = row[field]
+      return value instanceof Date ? value.toISOString().slice(0, 10) : typeof value === 'string' ? value.slice(0, 10) : undefined
+    },
+    compare (op, value) {
+      if (op !== '~' && !DAY.test(value)) throw badValue(name, `is a date: compare it with a day such as 2026-09-01 (got '${value}')`)
+      return { kind: 'compare', field, op, value }
+    },
+    sort: field
+  }
+}
+
+/** A list of texts kept as given (a course's grades, subjects, subject codes); a filter asks whether it holds the value. */
+function texts (field: string): BindingField {
+  return {
+    columns: [field],
+    answer: (row) => row[field] ?? [],
+    compare (op, value) {
+      if (op !== '=' && op !== '!=') throw badValue(field, `is a list: compared with = or != (got ${op})`)
+      return { kind: 'compare', field, op, value }
+    },
+    sort: field
+  }
+}
+
+/**
+ * Academic sessions (school years, terms, grading periods, semesters) as the import keeps them: the
+ * type in 1EdTech's spelling, the school year as its four digits, the parent and children by their
+ * sourcedIds. AcademicSessionDType has no org: the school is not sent.
+ */
+export const ACADEMIC_SESSIONS: Kind = {
+  model: 'AcademicSession',
+  fields: {
+    sourcedId,
+    status: constant(() => 'active'),
+    dateLastModified,
+    title: text('title'),
+    startDate: day('startDate', 'startDate'),
+    endDate: day('endDate', 'endDate'),
+    type: text('type'),
+    parent: sessionReference('parentKey'),
+    'parent.sourcedId': { columns: ['parentKey'], compare: compare('parentKey'), sort: 'parentKey' },
+    children: {
+      columns: ['childKeys'],
+      answer: (row, context) => (row.childKeys as string[] | null ?? []).map((key) => sessionRef(key, context)),
+      compare: () => { throw badValue('children', 'is a list of references: filter by parent.sourcedId instead') },
+      sort: 'id'
+    },
+    schoolYear: {
+      columns: ['schoolYear'],
+      answer: (row) => String(row.schoolYear),
+      compare (op, value) {
+        if (op !== '~' && !/^\d{4}$/.test(value)) throw badValue('schoolYear', `is a year: compare it with four digits such as 2027 (got '${value}')`)
+        return { kind: 'compare', field: 'schoolYear', op, value }
+      },
+      sort: 'schoolYear'
+    }
+  }
+}
+
+/** The fields of AcademicSessionDType this service answers, in the binding's order: what `fields` may name. */
+export const ACADEMIC_SESSION_FIELDS: readonly string[] = ['sourcedId', 'status', 'dateLastModified', 'title', 'startDate', 'endDate', 'type', 'parent', 'children', 'schoolYear']
+
+/**
+ * Courses as the import keeps them: the school year by its sourcedId, grades as the CEDS codes of the
+ * file, subjects and subject codes as given; the org is the caller's school (a course is one
+ * school's). A course without a code is sent without courseCode (docs/api/oneroster.md).
+ */
+export const COURSES: Kind = {
+  model: 'Course',
+  fields: {
+    sourcedId,
+    status: constant(() => 'active'),
+    dateLastModified,
+    title: text('title'),
+    schoolYear: sessionReference('schoolYearKey'),
+    'schoolYear.sourcedId': { columns: ['schoolYearKey'], compare: compare('schoolYearKey'), sort: 'schoolYearKey' },
+    courseCode: text('courseCode'),
+    grades: texts('grades'),
+    subjects: texts('subjects'),
+    org: { ...constant((context) => context.schoolId, false), answer: (_row, context) => context.school },
+    'org.sourcedId': constant((context) => context.schoolId, false),
+    subjectCodes: texts('subjectCodes')
+  }
+}
+
+/** The fields of CourseDType this service answers, in the binding's order: what `fields` may name. */
+export const COURSE_FIELDS: readonly string[] = ['sourcedId', 'status', 'dateLastModified', 'title', 'schoolYear', 'courseCode', 'grades', 'subjects', 'org', 'subjectCodes']

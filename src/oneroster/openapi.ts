@@ -148,6 +148,7 @@ const single = ({ operationId, tag, kind, schema }: Single): OpenAPIV3.PathItemO
 })
 
 const school = pathParameter('schoolSourcedId', 'The sourcedId of the school.')
+const term = pathParameter('termSourcedId', 'The sourcedId of the term.')
 
 const PATHS: OpenAPIV3.PathsObject = {
   '/orgs': collection({ operationId: 'getAllOrgs', tag: 'OrgsManagement', description: 'Reads the orgs this caller may read.', schema: 'OrgSetDType', security: CORE_READ }),
@@ -175,7 +176,43 @@ const PATHS: OpenAPIV3.PathsObject = {
   '/teachers': collection({ operationId: 'getAllTeachers', tag: 'TeachersManagement', description: 'Reads the users whose role is teacher.', schema: 'UserSetDType', security: CORE_READ }),
   '/teachers/{sourcedId}': single({ operationId: 'getTeacher', tag: 'TeachersManagement', kind: 'teacher', schema: 'SingleUserDType' }),
   '/users': collection({ operationId: 'getAllUsers', tag: 'UsersManagement', description: 'Reads the users: students and teachers.', schema: 'UserSetDType', security: CORE_READ }),
-  '/users/{sourcedId}': single({ operationId: 'getUser', tag: 'UsersManagement', kind: 'user', schema: 'SingleUserDType' })
+  '/users/{sourcedId}': single({ operationId: 'getUser', tag: 'UsersManagement', kind: 'user', schema: 'SingleUserDType' }),
+  '/academicSessions': collection({
+    operationId: 'getAllAcademicSessions', tag: 'AcademicSessionsManagement', description: 'Reads the academic sessions: school years, terms, grading periods, semesters.', schema: 'AcademicSessionSetDType', security: CORE_READ
+  }),
+  '/academicSessions/{sourcedId}': single({ operationId: 'getAcademicSession', tag: 'AcademicSessionsManagement', kind: 'academic session', schema: 'SingleAcademicSessionDType' }),
+  '/terms': collection({ operationId: 'getAllTerms', tag: 'TermsManagement', description: 'Reads the academic sessions of type term.', schema: 'AcademicSessionSetDType', security: CORE_READ }),
+  '/terms/{sourcedId}': single({ operationId: 'getTerm', tag: 'TermsManagement', kind: 'term', schema: 'SingleAcademicSessionDType' }),
+  '/terms/{termSourcedId}/gradingPeriods': collection({
+    operationId: 'getGradingPeriodsForTerm',
+    tag: 'TermsManagement',
+    schema: 'AcademicSessionSetDType',
+    security: ROSTER_READ,
+    parent: term,
+    description: 'Reads the grading periods whose parent is the term; a term this caller cannot read answers 404 unknownobject.'
+  }),
+  '/gradingPeriods': collection({
+    operationId: 'getAllGradingPeriods', tag: 'GradingPeriodsManagement', description: 'Reads the academic sessions of type gradingPeriod.', schema: 'AcademicSessionSetDType', security: CORE_READ
+  }),
+  '/gradingPeriods/{sourcedId}': single({ operationId: 'getGradingPeriod', tag: 'GradingPeriodsManagement', kind: 'grading period', schema: 'SingleAcademicSessionDType' }),
+  '/courses': collection({ operationId: 'getAllCourses', tag: 'CoursesManagement', description: 'Reads the courses.', schema: 'CourseSetDType', security: CORE_READ }),
+  '/courses/{sourcedId}': single({ operationId: 'getCourse', tag: 'CoursesManagement', kind: 'course', schema: 'SingleCourseDType' }),
+  '/schools/{schoolSourcedId}/courses': collection({
+    operationId: 'getCoursesForSchool',
+    tag: 'SchoolsManagement',
+    schema: 'CourseSetDType',
+    security: ROSTER_READ,
+    parent: school,
+    description: 'Reads the courses of a school; a school this caller cannot read answers 404 unknownobject.'
+  }),
+  '/schools/{schoolSourcedId}/terms': collection({
+    operationId: 'getTermsForSchool',
+    tag: 'SchoolsManagement',
+    schema: 'AcademicSessionSetDType',
+    security: ROSTER_READ,
+    parent: school,
+    description: 'Reads the terms of a school; a school this caller cannot read answers 404 unknownobject.'
+  })
 }
 
 // ---- Component schemas: 1EdTech's, keyword for keyword.
@@ -334,6 +371,66 @@ const SCHEMAS: Record<string, Schema> = {
     required: ['user'],
     additionalProperties: false
   },
+  AcadSessionGUIDRefDType: guidRef('academicSession'),
+  AcademicSessionDType: {
+    description: 'An academic session: a school year, a term, a grading period or a semester.',
+    type: 'object',
+    properties: {
+      ...BASE,
+      title: string,
+      startDate: { ...date, description: 'The day the session starts (in it), YYYY-MM-DD.' },
+      endDate: { ...date, description: 'The day the session ends, YYYY-MM-DD, as the school gave it.' },
+      type: extensible(['gradingPeriod', 'semester', 'schoolYear', 'term']),
+      parent: schemaRef('AcadSessionGUIDRefDType'),
+      children: listOf(schemaRef('AcadSessionGUIDRefDType')),
+      schoolYear: { type: 'string', description: 'The school year the session belongs to, by the year it ends in: YYYY.' }
+    },
+    required: ['sourcedId', 'status', 'dateLastModified', 'title', 'startDate', 'endDate', 'type', 'schoolYear'],
+    additionalProperties: false
+  },
+  AcademicSessionSetDType: {
+    description: 'A page of academic sessions.',
+    type: 'object',
+    properties: { academicSessions: listOf(schemaRef('AcademicSessionDType')) },
+    additionalProperties: false
+  },
+  SingleAcademicSessionDType: {
+    description: 'One academic session.',
+    type: 'object',
+    properties: { academicSession: schemaRef('AcademicSessionDType') },
+    required: ['academicSession'],
+    additionalProperties: false
+  },
+  CourseDType: {
+    description: 'A course: what a school teaches, of which classes are sections.',
+    type: 'object',
+    properties: {
+      ...BASE,
+      title: string,
+      schoolYear: schemaRef('AcadSessionGUIDRefDType'),
+      courseCode: string,
+      grades: listOf(string),
+      subjects: listOf(string),
+      org: schemaRef('OrgGUIDRefDType'),
+      subjectCodes: listOf(string),
+      resources: listOf(schemaRef('ResourceGUIDRefDType'))
+    },
+    required: ['sourcedId', 'status', 'dateLastModified', 'title', 'courseCode'],
+    additionalProperties: false
+  },
+  CourseSetDType: {
+    description: 'A page of courses.',
+    type: 'object',
+    properties: { courses: listOf(schemaRef('CourseDType')) },
+    additionalProperties: false
+  },
+  SingleCourseDType: {
+    description: 'One course.',
+    type: 'object',
+    properties: { course: schemaRef('CourseDType') },
+    required: ['course'],
+    additionalProperties: false
+  },
   imsx_StatusInfoDType: {
     description: 'Why a request failed.',
     type: 'object',
@@ -386,10 +483,14 @@ export const oneRosterDescription: OpenAPIV3.Document = {
   },
   servers: [{ url: ONEROSTER_PATH, description: 'Relative to the service.' }],
   tags: [
+    { name: 'AcademicSessionsManagement', description: 'Academic sessions: school years, terms, grading periods, semesters.' },
+    { name: 'CoursesManagement', description: 'Courses.' },
+    { name: 'GradingPeriodsManagement', description: 'Grading periods (academic sessions of type gradingPeriod).' },
     { name: 'OrgsManagement', description: 'Orgs: schools and the bodies above them.' },
-    { name: 'SchoolsManagement', description: 'Schools (orgs of type school), and their students and teachers.' },
+    { name: 'SchoolsManagement', description: 'Schools (orgs of type school), and their students, teachers, courses and terms.' },
     { name: 'StudentsManagement', description: 'Students (users whose role is student).' },
     { name: 'TeachersManagement', description: 'Teachers (users whose role is teacher).' },
+    { name: 'TermsManagement', description: 'Terms (academic sessions of type term), and their grading periods.' },
     { name: 'UsersManagement', description: 'Users: students and teachers.' }
   ],
   paths: PATHS,
@@ -403,7 +504,7 @@ export const oneRosterDescription: OpenAPIV3.Document = {
             tokenUrl: TOKEN_PATH,
             scopes: {
               [fullScopeName('roster.readonly')]: 'Every read of the roster (but demographics).',
-              [fullScopeName('roster-core.readonly')]: 'The core reads: orgs, schools, users, students, teachers.',
+              [fullScopeName('roster-core.readonly')]: 'The core reads: orgs, schools, users, students, teachers, academic sessions, terms, grading periods, courses.',
               [fullScopeName('roster-demographics.readonly')]: 'Demographics.'
             }
           }

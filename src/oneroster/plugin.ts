@@ -1,8 +1,9 @@
 // OneRoster 1.2's rostering REST binding, read-only, under /ims/oneroster/rostering/v1p2: the
-// caller's school as an org, and its students and teachers as users (docs/api/oneroster.md). The
+// caller's school as an org, its students and teachers as users, its academic sessions (terms and
+// grading periods among them) and its courses (docs/api/oneroster.md). The
 // same access tokens, scopes, rate limits and access audit as the GraphQL endpoint, and the same
 // read path: each route asks src/auth/school-access.ts for the caller's school client and reads
-// through the record kinds (users.ts, orgs.ts).
+// through the record kinds (users.ts, orgs.ts, records.ts).
 //
 // Every hook of these routes lives in this plugin's encapsulated context, in the order they run:
 // the rate limits (onRequest), the access audit's tally around the handler (preHandler), and every
@@ -15,11 +16,15 @@ import { schoolScopeOf } from '../auth/school-access.js'
 import { holds, type Scope } from '../auth/scopes.js'
 import type { SchoolDb } from '../db/school-client.js'
 import { DATABASE_RETRY_AFTER, DATABASE_UNAVAILABLE_MESSAGE, databaseUnavailable } from '../db/unavailable.js'
-import { STUDENT_USERS, TEACHER_USERS, type AnswerContext, type Kind } from './kinds.js'
+import type { ListCondition } from '../db/typed-reads.js'
+import {
+  ACADEMIC_SESSION_FIELDS, ACADEMIC_SESSIONS, COURSE_FIELDS, COURSES, STUDENT_USERS, TEACHER_USERS, type AnswerContext, type Kind
+} from './kinds.js'
 import { orgAnswer, orgsPage, schoolRow } from './orgs.js'
 import { DESCRIPTION_PATH, ONEROSTER_PATH, oneRosterDescription, scopesOf } from './openapi.js'
 import { collectionQuery, fieldsOf, linkHeader, type CollectionQuery } from './query.js'
 import { codeMinorOfStatus, OneRosterError, statusInfo } from './status-info.js'
+import { pageOfRecords, recordBySourcedId, type RecordCollection } from './records.js'
 import { pageOfUsers, userBySourcedId } from './users.js'
 
 /** The caller of a route: its school client and what its answers' references need. */
@@ -33,6 +38,14 @@ type Params = Readonly<Record<string, string>>
 type Handler = (request: FastifyRequest, reply: FastifyReply, caller: Caller) => Promise<unknown>
 
 const USERS: readonly Kind[] = [STUDENT_USERS, TEACHER_USERS]
+
+const SESSIONS: RecordCollection = { kind: ACADEMIC_SESSIONS, names: ACADEMIC_SESSION_FIELDS, noun: 'academic sessions' }
+const COURSE_RECORDS: RecordCollection = { kind: COURSES, names: COURSE_FIELDS, noun: 'courses' }
+
+/** The academic sessions of one type (1EdTech's spelling): /terms, /gradingPeriods. */
+const ofType = (type: 'term' | 'gradingPeriod'): ListCondition[] => [{ kind: 'equals', field: 'type', value: type }]
+const TERMS = ofType('term')
+const GRADING_PERIODS = ofType('gradingPeriod')
 
 export default fp(async (app) => {
   await app.register(async (routes) => { registerRoutes(app, routes) }, { prefix: ONEROSTER_PATH })
@@ -118,6 +131,31 @@ function registerRoutes (app: FastifyInstance, routes: FastifyInstance): void {
     requireSchool(request, caller)
     return await users(request, reply, caller, [TEACHER_USERS])
   })
+
+  get('/academicSessions', 'getAllAcademicSessions', async (request, reply, caller) => await records(request, reply, caller, SESSIONS, 'academicSessions'))
+  get('/academicSessions/:sourcedId', 'getAcademicSession', async (request, _reply, caller) => await record(request, caller, SESSIONS, 'academicSession', 'academic session'))
+  get('/terms', 'getAllTerms', async (request, reply, caller) => await records(request, reply, caller, SESSIONS, 'academicSessions', TERMS))
+  get('/terms/:sourcedId', 'getTerm', async (request, _reply, caller) => await record(request, caller, SESSIONS, 'academicSession', 'term', TERMS))
+  get('/gradingPeriods', 'getAllGradingPeriods', async (request, reply, caller) => await records(request, reply, caller, SESSIONS, 'academicSessions', GRADING_PERIODS))
+  get('/gradingPeriods/:sourcedId', 'getGradingPeriod', async (request, _reply, caller) =>
+    await record(request, caller, SESSIONS, 'academicSession', 'grading period', GRADING_PERIODS))
+  get('/courses', 'getAllCourses', async (request, reply, caller) => await records(request, reply, caller, COURSE_RECORDS, 'courses'))
+  get('/courses/:sourcedId', 'getCourse', async (request, _reply, caller) => await record(request, caller, COURSE_RECORDS, 'course', 'course'))
+  get('/schools/:schoolSourcedId/courses', 'getCoursesForSchool', async (request, reply, caller) => {
+    requireSchool(request, caller)
+    return await records(request, reply, caller, COURSE_RECORDS, 'courses')
+  })
+  get('/schools/:schoolSourcedId/terms', 'getTermsForSchool', async (request, reply, caller) => {
+    requireSchool(request, caller)
+    return await records(request, reply, caller, SESSIONS, 'academicSessions', TERMS)
+  })
+  get('/terms/:termSourcedId/gradingPeriods', 'getGradingPeriodsForTerm', async (request, reply, caller) => {
+    const query = collectionQuery(request.query as Record<string, unknown>)
+    const { termSourcedId } = request.params as Params
+    const term = await recordBySourcedId(caller.db, SESSIONS, termSourcedId!, ['sourcedId'], caller.context, TERMS)
+    if (term === null) throw unknownObject('term', termSourcedId!)
+    return await records(request, reply, caller, SESSIONS, 'academicSessions', [...GRADING_PERIODS, { kind: 'equals', field: 'parentId', value: term.id }], query)
+  })
 }
 
 /** The scheme and host the request came to (behind a proxy TRUST_PROXY names, what it forwarded), as a URL writes them. */
@@ -140,7 +178,11 @@ function callerOf (app: FastifyInstance, request: FastifyRequest, scopes: readon
   return {
     db: scope.db,
     schoolId: scope.schoolId,
-    context: { schoolId: scope.schoolId, school: { href: `${origin}${ONEROSTER_PATH}/orgs/${encodeURIComponent(scope.schoolId)}`, sourcedId: scope.schoolId, type: 'org' } }
+    context: {
+      schoolId: scope.schoolId,
+      school: { href: `${origin}${ONEROSTER_PATH}/orgs/${encodeURIComponent(scope.schoolId)}`, sourcedId: scope.schoolId, type: 'org' },
+      base: `${origin}${ONEROSTER_PATH}`
+    }
   }
 }
 
@@ -184,4 +226,23 @@ async function user (request: FastifyRequest, { db, context }: Caller, kinds: re
   const found = await userBySourcedId(db, kinds, sourcedId!, fieldsOf(request.query as Record<string, unknown>), context)
   if (found === null) throw unknownObject(what, sourcedId!)
   return { user: found }
+}
+
+/** A page of a one-table collection: the route's conditions (a type, a parent) and the request's. */
+async function records (
+  request: FastifyRequest, reply: FastifyReply, { db, context }: Caller, collection: RecordCollection, envelope: string,
+  route: readonly ListCondition[] = [], query = collectionQuery(request.query as Record<string, unknown>)
+): Promise<Record<string, unknown>> {
+  const { records, total } = await pageOfRecords(db, collection, query, context, route)
+  return page(request, reply, envelope, records, total, query)
+}
+
+/** One record of a one-table collection by sourcedId, when it meets the route's conditions (a term is a session of type term). */
+async function record (
+  request: FastifyRequest, { db, context }: Caller, collection: RecordCollection, envelope: string, what: string, route: readonly ListCondition[] = []
+): Promise<Record<string, unknown>> {
+  const { sourcedId } = request.params as Params
+  const found = await recordBySourcedId(db, collection, sourcedId!, fieldsOf(request.query as Record<string, unknown>), context, route)
+  if (found === null) throw unknownObject(what, sourcedId!)
+  return { [envelope]: found.record }
 }

@@ -7,6 +7,7 @@ import type { SchoolDb } from '../db/school-client.js'
 import type { ListCondition, Predicate } from '../db/typed-reads.js'
 import { countRows, readRows } from '../records/lists.js'
 import { mapComparisons, simplify } from './filter.js'
+import { recordAnswer } from './records.js'
 import { USER_FIELDS, type AnswerContext, type BindingField, type Kind } from './kinds.js'
 import type { CollectionQuery } from './query.js'
 import { OneRosterError } from './status-info.js'
@@ -83,16 +84,6 @@ export function selectedUserFields (db: SchoolDb, kinds: readonly Kind[], fields
   return USER_FIELDS.filter((name) => fields.includes(name))
 }
 
-/** A row as the binding's user: the selected fields the kind holds, in the binding's order. */
-export function userAnswer (kind: Kind, row: Row, selected: readonly string[], context: AnswerContext): Row {
-  const out: Row = {}
-  for (const name of selected) {
-    const value = kind.fields[name]?.answer?.(row, context)
-    if (value !== undefined && value !== null) out[name] = value
-  }
-  return out
-}
-
 /** A row of a merge: its sort value (null without one, or for a kind ordered by id alone) and id. */
 interface Sorted { readonly value: string | number | null, readonly id: string, readonly row: Row }
 
@@ -123,7 +114,7 @@ export async function pageOfUsers (db: SchoolDb, kinds: readonly Kind[], query: 
     // One table: the page and its total at once.
     const plan = plans[0]!
     const [rows, total] = await Promise.all([read(plan, query.limit, query.offset), count(plan)])
-    return { users: rows.map((row) => userAnswer(plan.kind, row, selected, context)), total }
+    return { users: rows.map((row) => recordAnswer(plan.kind, row, selected, context)), total }
   }
   const total = (await Promise.all(plans.map(count))).reduce((sum, n) => sum + n, 0)
   if (query.offset >= total) return { users: [], total }
@@ -140,7 +131,7 @@ export async function pageOfUsers (db: SchoolDb, kinds: readonly Kind[], query: 
     }
     if (best === -1) break
     const { row } = lists[best]![at[best]!++]!
-    if (n >= query.offset) users.push(userAnswer(plans[best]!.kind, row, selected, context))
+    if (n >= query.offset) users.push(recordAnswer(plans[best]!.kind, row, selected, context))
   }
   return { users, total }
 }
@@ -159,7 +150,7 @@ export async function userBySourcedId (db: SchoolDb, kinds: readonly Kind[], sou
       take: 1,
       skip: 0
     })
-    if (row !== undefined) return userAnswer(kind, row, selected, context)
+    if (row !== undefined) return recordAnswer(kind, row, selected, context)
   }
   return null
 }

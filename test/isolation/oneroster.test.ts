@@ -1,6 +1,7 @@
 // The OneRoster REST routes (src/oneroster/) behind the same two walls, each alone enough: two
 // mirrored schools whose students and teachers have the same sourcedIds (one student of each
-// without one, answered by its id), probed by sourcedId, by filter, by nested path and by offset
+// without one, answered by its id), and whose academic sessions and courses (imported) have the
+// same sourcedIds too, probed by sourcedId, by filter, by nested path and by offset
 // past the end, by an administrator, a teacher and a roster-core.readonly client of each school;
 // with both walls, with wall 1 alone (a role that bypasses row-level security), with wall 2 alone
 // (the school and reach conditions taken out of the statements) and, as the control that shows the
@@ -8,6 +9,7 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import type { Database } from '../../src/db/client.js'
+import { calendarBundle, importCalendar } from '../fixtures/calendar.js'
 import { createTestDatabase, type TestDatabaseOptions } from '../helper.js'
 import { idsIn, mirror, type MirrorSchool } from './mirror.js'
 
@@ -15,8 +17,27 @@ const BASE = '/ims/oneroster/rostering/v1p2'
 /** Every record's preferred name is `mark:<its id>`, so that an answer names the records it holds whatever fields it shows. */
 const MARK = /mark:([0-9a-f-]{36})/g
 
+/**
+ * The same calendar in both schools, each record's title marked with its school (`mark:<school id>`):
+ * a school year, two terms, a grading period, two courses.
+ */
+const SESSIONS = (mark: string): string[][] => [
+  ['y-1', '', '', mark, 'schoolYear', '2026-08-20', '2027-06-18', '', '2027'],
+  ['t-1', '', '', mark, 'term', '2026-08-20', '2027-01-15', 'y-1', '2027'],
+  ['t-2', '', '', mark, 'term', '2027-01-19', '2027-06-18', 'y-1', '2027'],
+  ['gp-1', '', '', mark, 'gradingPeriod', '2026-08-20', '2026-10-23', 't-1', '2027']
+]
+const COURSES = (mark: string): string[][] => [
+  ['c-1', '', '', 'y-1', mark, 'C-1', '09', 'org-1', 'Mathematics', ''],
+  ['c-2', '', '', '', mark, 'C-2', '', 'org-1', '', '']
+]
+const SESSION_COUNT = 4
+const COURSE_COUNT = 2
+
 /** Gives both schools' records the same sourcedIds (but one student each) and marks every record. */
 async function collide (db: Database, school: MirrorSchool): Promise<void> {
+  const mark = `mark:${school.schoolId}`
+  await importCalendar(db, school.schoolId, calendarBundle(SESSIONS(mark), COURSES(mark)))
   const tenant = db.forSchool(school.schoolId)
   for (const [i, id] of school.studentIds.entries()) {
     await tenant.student.updateMany({ where: { id }, data: { preferredName: `mark:${id}`, sourcedId: i === 0 ? null : `stu-${i}` } })
@@ -34,8 +55,8 @@ function recordsIn (body: unknown): string[] {
 
 interface Caller { token: string, allowed: ReadonlySet<string>, name: string }
 
-/** The probes of `caller` of school `own`, naming the other school's keys: how many answers hold a record the caller may not read. */
-async function leaks (app: FastifyInstance, caller: Caller, own: MirrorSchool, other: MirrorSchool): Promise<number> {
+/** The probes of `caller` of school `own`, naming the other school's keys: those whose answers hold a record the caller may not read (or count one). */
+async function leaks (app: FastifyInstance, caller: Caller, own: MirrorSchool, other: MirrorSchool): Promise<string[]> {
   const sourcedIds = [...other.studentIds.map((_, i) => `stu-${i}`), ...other.teacherIds.map((_, i) => `tea-${i}`), other.studentIds[0]!]
   const filter = (text: string): string => 'filter=' + encodeURIComponent(text)
   const probes = [
@@ -53,18 +74,32 @@ async function leaks (app: FastifyInstance, caller: Caller, own: MirrorSchool, o
     `/users?${filter("dateLastModified>'2000-01-01T00:00:00Z'")}`,
     // By offset past the end of the caller's own records, and pages of one.
     '/users?offset=6&limit=1000', '/users?offset=9&limit=1000', '/users?offset=20', '/students?offset=6', '/teachers?offset=3',
-    ...Array.from({ length: 10 }, (_, i) => `/users?limit=1&offset=${i}&sort=sourcedId`)
+    ...Array.from({ length: 10 }, (_, i) => `/users?limit=1&offset=${i}&sort=sourcedId`),
+    // The calendar and courses: every collection, by the colliding sourcedIds, by nested path, by filter, by offset.
+    '/academicSessions?limit=1000', '/terms', '/gradingPeriods', '/courses',
+    `/schools/${own.schoolId}/courses`, `/schools/${own.schoolId}/terms`, `/schools/${other.schoolId}/courses`, `/schools/${other.schoolId}/terms`,
+    '/academicSessions/y-1', '/academicSessions/t-1', '/terms/t-2', '/gradingPeriods/gp-1', '/courses/c-1', '/courses/c-2',
+    '/terms/t-1/gradingPeriods', '/terms/t-2/gradingPeriods?offset=1',
+    `/academicSessions?${filter("sourcedId='t-1' OR title~'mark'")}`, `/academicSessions?${filter("parent.sourcedId='t-1'")}`,
+    `/academicSessions?${filter(`title='mark:${other.schoolId}'`)}`, `/courses?${filter(`title~'${other.schoolId}' OR grades='09'`)}`,
+    `/courses?${filter("schoolYear.sourcedId='y-1'")}`, `/courses?${filter("dateLastModified>'2000-01-01T00:00:00Z'")}&sort=title&orderBy=desc`,
+    `/academicSessions?offset=${SESSION_COUNT}&limit=1000`, `/academicSessions?offset=${SESSION_COUNT + 2}`, `/courses?offset=${COURSE_COUNT}`, '/terms?offset=2',
+    ...Array.from({ length: 2 * SESSION_COUNT }, (_, i) => `/academicSessions?limit=1&offset=${i}&sort=sourcedId`),
+    ...Array.from({ length: 2 * COURSE_COUNT }, (_, i) => `/courses?limit=1&offset=${i}&sort=title`)
   ]
-  let leaked = 0
+  /** The most records of each collection the caller's school has: X-Total-Count above it counts another school's. */
+  const most: Array<[RegExp, number]> = [[/^\/academicSessions\?/, SESSION_COUNT], [/^\/courses\?/, COURSE_COUNT], [/^\/terms\?/, 2]]
+  const leaked = new Set<string>()
   for (const probe of probes) {
     const res = await app.inject({ method: 'GET', url: BASE + probe, headers: { authorization: `Bearer ${caller.token}` } })
     if (res.statusCode >= 500) throw new Error(`${caller.name} ${probe}: ${res.statusCode} ${res.body}`)
-    if (recordsIn(res.json()).some((id) => !caller.allowed.has(id))) leaked += 1
+    if (recordsIn(res.json()).some((id) => !caller.allowed.has(id))) leaked.add(probe)
     // X-Total-Count counts what the caller reaches only.
     const total = Number(res.headers['x-total-count'] ?? 0)
-    if (probe.startsWith('/users?offset') && total > caller.allowed.size) leaked += 1
+    if (probe.startsWith('/users?offset') && total > caller.allowed.size) leaked.add(probe)
+    if (most.some(([path, n]) => path.test(probe) && total > n)) leaked.add(probe)
   }
-  return leaked
+  return [...leaked]
 }
 
 const CONFIGURATIONS: Array<{ name: string, options: TestDatabaseOptions, leaks: boolean }> = [
@@ -80,7 +115,7 @@ for (const config of CONFIGURATIONS) {
     const m = await mirror(t, db)
     await collide(db, m.a)
     await collide(db, m.b)
-    let found = 0
+    const found: string[] = []
     for (const [own, other] of [[m.a, m.b], [m.b, m.a]] as const) {
       const callers: Caller[] = [
         { name: 'administrator', token: own.token, allowed: own.ids },
@@ -88,12 +123,17 @@ for (const config of CONFIGURATIONS) {
         { name: 'roster-core.readonly client', token: own.coreClientToken, allowed: own.ids }
       ]
       for (const caller of callers) {
-        const n = await leaks(m.app, caller, own, other)
-        if (!config.leaks) t.equal(n, 0, `${caller.name}: no answer holds a record outside its reach`)
-        found += n
+        const leaked = await leaks(m.app, caller, own, other)
+        if (!config.leaks) t.same(leaked, [], `${caller.name}: no answer holds a record outside its reach`)
+        found.push(...leaked)
       }
     }
-    if (config.leaks) t.ok(found > 0, `without either wall, the probes find the other school's records (${found} answers)`)
+    if (config.leaks) {
+      t.ok(found.length > 0, `without either wall, the probes find the other school's records (${found.length} answers)`)
+      for (const path of ['/academicSessions', '/terms', '/gradingPeriods', '/courses']) {
+        t.ok(found.some((probe) => probe.startsWith(path)), `and the probes of ${path} find them too`)
+      }
+    }
     if (!config.leaks) {
       // Positive controls: each caller reads all of its own, by sourcedId too.
       const users = await m.app.inject({ url: `${BASE}/users?limit=1000`, headers: { authorization: `Bearer ${m.a.token}` } })
@@ -102,6 +142,14 @@ for (const config of CONFIGURATIONS) {
       t.equal(mine.json().user.preferredFirstName, `mark:${m.a.studentIds[1]}`, 'a colliding sourcedId finds the caller\'s own record')
       const reach = await m.app.inject({ url: `${BASE}/users?limit=1000`, headers: { authorization: `Bearer ${m.a.teacherToken}` } })
       t.equal(reach.json().users.length, m.a.teacherReach.size - 1 - m.a.classroomIds.filter((id) => m.a.teacherReach.has(id)).length, 'the teacher reads every user of her reach')
+      for (const token of [m.a.token, m.a.teacherToken, m.a.coreClientToken]) {
+        const sessions = await m.app.inject({ url: `${BASE}/academicSessions`, headers: { authorization: `Bearer ${token}` } })
+        t.same(sessions.json().academicSessions.map((s: { title: string }) => s.title), Array(SESSION_COUNT).fill(`mark:${m.a.schoolId}`), 'every caller of A reads A\'s whole calendar')
+      }
+      const term = await m.app.inject({ url: `${BASE}/terms/t-1`, headers: { authorization: `Bearer ${m.a.teacherToken}` } })
+      t.same([term.json().academicSession.title, term.json().academicSession.children.map((c: { sourcedId: string }) => c.sourcedId)], [`mark:${m.a.schoolId}`, ['gp-1']], 'a colliding sourcedId finds the caller\'s own term, with its own children')
+      const periods = await m.app.inject({ url: `${BASE}/terms/t-1/gradingPeriods`, headers: { authorization: `Bearer ${m.b.token}` } })
+      t.same(periods.json().academicSessions.map((s: { title: string }) => s.title), [`mark:${m.b.schoolId}`], 'B\'s term\'s grading periods are B\'s')
     }
   })
 }

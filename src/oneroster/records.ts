@@ -1,0 +1,119 @@
+// The binding's collections of one table (academic sessions, terms, grading periods, courses): the
+// filter, sort and fields of a request turned into the kind's columns (kinds.ts), a page by offset
+// with its total, and one record by sourcedId, read through the record kinds' one read path
+// (src/records/lists.ts: typed statements on the caller's school client, both walls). A route's own
+// conditions (a session's type, a term's grading periods) are added to the request's filter.
+import type { SchoolDb } from '../db/school-client.js'
+import { columnsOfValue, type ListCondition, type Predicate } from '../db/typed-reads.js'
+import { countRows, readRows } from '../records/lists.js'
+import { mapComparisons, simplify } from './filter.js'
+import type { AnswerContext, BindingField, Kind } from './kinds.js'
+import type { CollectionQuery } from './query.js'
+import { OneRosterError } from './status-info.js'
+
+type Row = Record<string, unknown>
+
+/** A kind of record as one collection serves it: its fields in the binding's order, and its name in refusals. */
+export interface RecordCollection {
+  readonly kind: Kind
+  /** The fields of its schema this service answers, in the binding's order: what `fields` may name. */
+  readonly names: readonly string[]
+  /** Its records, in a refusal's words: "academic sessions", "courses". */
+  readonly noun: string
+}
+
+/** Whether the caller may read every column of `field` (each of these kinds' columns needs the core scope today). */
+function readable (db: SchoolDb, kind: Kind, field: BindingField): boolean {
+  const columns = db.$readableColumns(kind.model)
+  return field.columns.flatMap(columnsOfValue).every((column) => columns.includes(column))
+}
+
+const outOfScope = (what: string, name: string): OneRosterError =>
+  new OneRosterError('forbidden', `${what}: ${name} is outside the scopes of this access token (it needs roster.readonly)`)
+
+/** The fields a request answers: those `fields` names (each one of `names`, else invalid_selection_field), or every one the caller may read. */
+function selectedFields (db: SchoolDb, { kind, names, noun }: RecordCollection, fields: readonly string[] | undefined): string[] {
+  if (fields === undefined) return names.filter((name) => readable(db, kind, kind.fields[name]!))
+  for (const name of fields) {
+    if (!names.includes(name)) throw new OneRosterError('invalid_selection_field', `fields: ${name} is not a field of ${noun} this service answers (${names.join(', ')})`)
+    if (!readable(db, kind, kind.fields[name]!)) throw outOfScope('fields', name)
+  }
+  return names.filter((name) => fields.includes(name))
+}
+
+interface Plan {
+  /** The conditions; null when the filter holds for no record. */
+  readonly conditions: ListCondition[] | null
+  readonly order: string[]
+  readonly columns: string[]
+}
+
+/** How to read a request: its conditions (the route's and the filter's), order and columns. */
+function planOf (db: SchoolDb, collection: RecordCollection, query: Pick<CollectionQuery, 'filter' | 'sort'>, selected: readonly string[], context: AnswerContext, route: readonly ListCondition[]): Plan {
+  const { kind, noun } = collection
+  const known = Object.keys(kind.fields)
+  let conditions: ListCondition[] | null = [...route]
+  if (query.filter !== undefined) {
+    const predicate = simplify(mapComparisons(query.filter, ({ field: name, op, value }): Predicate => {
+      const field = kind.fields[name]
+      if (field === undefined) throw new OneRosterError('invalid_filter_field', `filter: ${name} is not a field of ${noun} this service filters by (${known.join(', ')})`)
+      if (!readable(db, kind, field)) throw outOfScope('filter', name)
+      return field.compare(op, value, context)
+    }))
+    conditions = predicate === false ? null : predicate === true ? conditions : [...conditions, { kind: 'predicate', predicate }]
+  }
+  let order = ['id']
+  if (query.sort !== undefined) {
+    const field = kind.fields[query.sort]
+    if (field === undefined) throw new OneRosterError('invalid_filter_field', `sort: ${query.sort} is not a field of ${noun} this service sorts by (${known.join(', ')})`)
+    if (!readable(db, kind, field)) throw outOfScope('sort', query.sort)
+    if (field.sort !== 'id') order = [field.sort, 'id']
+  }
+  const columns = new Set<string>()
+  for (const name of selected) for (const column of kind.fields[name]!.columns) columns.add(column)
+  return { conditions, order, columns: [...columns] }
+}
+
+/** A row as the binding's record: the selected fields the kind holds that have a value, in the binding's order. */
+export function recordAnswer (kind: Kind, row: Row, selected: readonly string[], context: AnswerContext): Row {
+  const out: Row = {}
+  for (const name of selected) {
+    const value = kind.fields[name]?.answer?.(row, context)
+    if (value !== undefined && value !== null) out[name] = value
+  }
+  return out
+}
+
+/** A page of a collection's records (those that meet the route's conditions and the filter) and how many there are in all. */
+export async function pageOfRecords (
+  db: SchoolDb, collection: RecordCollection, query: CollectionQuery, context: AnswerContext, route: readonly ListCondition[] = []
+): Promise<{ records: Row[], total: number }> {
+  const selected = selectedFields(db, collection, query.fields)
+  const plan = planOf(db, collection, query, selected, context, route)
+  if (plan.conditions === null) return { records: [], total: 0 }
+  const model = collection.kind.model
+  // The page and its total at once.
+  const [rows, total] = await Promise.all([
+    readRows<Row>(db, { model, fields: plan.columns, conditions: plan.conditions, order: plan.order, descending: query.descending, take: query.limit, skip: query.offset }),
+    countRows(db, model, plan.conditions)
+  ])
+  return { records: rows.map((row) => recordAnswer(collection.kind, row, selected, context)), total }
+}
+
+/** The record of a collection with this sourcedId (an imported one, or the id of a record without one) that meets the route's conditions, or null. */
+export async function recordBySourcedId (
+  db: SchoolDb, collection: RecordCollection, sourcedId: string, fields: readonly string[] | undefined, context: AnswerContext, route: readonly ListCondition[] = []
+): Promise<{ id: string, record: Row } | null> {
+  const selected = selectedFields(db, collection, fields)
+  const plan = planOf(db, collection, { filter: undefined, sort: undefined }, selected, context, route)
+  const [row] = await readRows<Row>(db, {
+    model: collection.kind.model,
+    fields: plan.columns,
+    conditions: [...plan.conditions!, { kind: 'predicate', predicate: { kind: 'compare', field: 'sourcedKey', op: '=', value: sourcedId } }],
+    order: ['id'],
+    descending: false,
+    take: 1,
+    skip: 0
+  })
+  return row === undefined ? null : { id: row.id as string, record: recordAnswer(collection.kind, row, selected, context) }
+}
