@@ -168,5 +168,21 @@ t.test('a delta answers the users changed and deleted since its bound', async (t
     t.equal(users.headers['x-total-count'], '2')
   })
 
+  await t.test('a sourcedId imported again is no deletion; one deleted twice is one', async (t) => {
+    const [{ now: again }] = await db.prisma.$queryRaw<Array<{ now: Date }>>`SELECT now() AS now`
+    await tenant.student.deleteMany({ where: { id: students['stu-004']! } })
+    await add('stu-004', 'Edsger', 'Dijkstra', { studentNumber: 'N4' }, 'Room 2')
+    for (const givenName of ['Barbara', 'Barbra']) {
+      await add('stu-009', givenName, 'Liskov', {}, 'Room 2')
+      await tenant.student.deleteMany({ where: { id: students['stu-009']! } })
+    }
+    const delta = await get(app, `/students?${since(again)}&sort=sourcedId`, admin)
+    t.same(pairs(delta), ['stu-004:active', 'stu-009:tobedeleted'])
+    t.equal(delta.headers['x-total-count'], '2')
+    t.equal(delta.body.users[1].givenName, 'Barbra', 'the latest deletion')
+    const first = 'filter=' + encodeURIComponent(`dateLastModified>'${again.toISOString()}' AND givenName='Barbara'`)
+    t.same(pairs(await get(app, `/students?${first}`, admin)), [], 'the filter meets the latest deletion only')
+  })
+
   t.same(invalid, [], 'every answer validates against the OpenAPI description')
 })

@@ -9,11 +9,13 @@
 // without that value (only `!=`).
 //
 // The tombstones are read through the caller's school client (the Change model, both walls), all
-// those after the bound at once (the feed keeps 90 days), and filtered and ordered here as the
+// those after the bound at once (the feed keeps 90 days), one per sourcedId that no live record
+// holds again (a typed statement of the kind), and filtered and ordered here as the
 // database orders the live records (users.ts merges them), so that the pages and X-Total-Count
 // count them with the rest.
 import type { SchoolDb } from '../db/school-client.js'
 import type { Comparison, Predicate } from '../db/typed-reads.js'
+import { readRows } from '../records/lists.js'
 import { compareValues } from './filter.js'
 import { parseDateTime, STUDENT_USERS, type AnswerContext, type Kind } from './kinds.js'
 
@@ -129,7 +131,7 @@ export async function deletedUsers (db: SchoolDb, kinds: readonly Kind[], filter
     select: { recordType: true, recordId: true, sourcedId: true, studentNumber, givenName: true, familyName: true, recordStatus: true, at: true },
     orderBy: { seq: 'asc' }
   })
-  return rows
+  const tombstones = rows
     .map((row): Tombstone => ({
       id: row.recordId,
       role: row.recordType === 'STUDENT' ? 'student' : 'teacher',
@@ -141,5 +143,21 @@ export async function deletedUsers (db: SchoolDb, kinds: readonly Kind[], filter
       studentNumber: row.studentNumber ?? null,
       at: row.at
     }))
-    .filter((tombstone) => meets(tombstone, filter!, context))
+  // A sourcedId deleted more than once (deleted, imported again, deleted again) is one deletion, the
+  // latest, if it meets the filter; one a record of the same kind holds now (deleted and imported
+  // again) is no deletion.
+  const latest = new Map<string, Tombstone>()
+  for (const tombstone of tombstones) latest.set(`${tombstone.role} ${tombstone.sourcedId}`, tombstone)
+  for (const [key, tombstone] of latest) if (!meets(tombstone, filter!, context)) latest.delete(key)
+  const live = new Set<string>()
+  for (const kind of kinds) {
+    const role = kind === STUDENT_USERS ? 'student' : 'teacher'
+    const keys = [...latest.values()].filter((tombstone) => tombstone.role === role).map((tombstone) => tombstone.sourcedId)
+    if (keys.length === 0) continue
+    const held = await readRows<{ id: string, sourcedId: string | null }>(db, {
+      model: kind.model, fields: ['sourcedId'], conditions: [{ kind: 'sourcedKeys', keys }], order: ['id'], descending: false, take: keys.length, skip: 0
+    })
+    for (const row of held) live.add(`${role} ${row.sourcedId ?? row.id}`)
+  }
+  return [...latest.entries()].filter(([key]) => !live.has(key)).map(([, tombstone]) => tombstone)
 }
