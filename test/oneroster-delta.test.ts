@@ -161,11 +161,23 @@ t.test('a delta answers the users changed and deleted since its bound', async (t
     t.equal(refused.statusCode, 403, 'a field outside the scopes is refused as ever')
   })
 
-  await t.test('a teacher: her reach\'s changes, and no deletion of the school\'s feed', async (t) => {
-    // Her own feed (teacher_changes) keeps no names: her delta answers no deletions, never the school's.
-    const users = await get(app, `/users?${since(new Date(0))}`, teacher)
-    t.same(pairs(users).sort(), ['stu-001:active', 'tea-001:active'])
+  await t.test('a teacher: her own feed, where what left her reach is deleted for her', async (t) => {
+    const users = await get(app, `/users?${since(bound)}`, teacher)
+    t.same(pairs(users).sort(), ['stu-001:active', 'stu-002:tobedeleted'], 'her student deleted; another classroom\'s deletions and Otto (no colleague) are not hers')
     t.equal(users.headers['x-total-count'], '2')
+    t.same(users.body.users.find((user: { sourcedId: string }) => user.sourcedId === 'stu-002').givenName, 'Alan')
+    // Ada moves to Room 2: out of her reach, a deletion for her, named as she was; the school's feed has none.
+    const room2 = await tenant.classroom.findFirstOrThrow({ where: { name: 'Room 2' }, select: { id: true } })
+    await tenant.student.updateMany({ where: { id: students['stu-001']! }, data: { classroomId: room2.id } })
+    const moved = await get(app, `/users?${since(bound)}&sort=sourcedId`, teacher)
+    t.same(pairs(moved), ['stu-001:tobedeleted', 'stu-002:tobedeleted'])
+    t.same([moved.body.users[0].givenName, moved.body.users[0].familyName, moved.body.users[0].enabledUser], ['Ada', 'Lovelace', 'true'])
+    t.same(pairs(await get(app, `/students?${since(bound)}&sort=sourcedId`, admin)), ['stu-001:active', 'stu-002:tobedeleted', 'stu-003:tobedeleted'], 'for the school Ada is still there')
+    t.same(pairs(await get(app, `/users?${since(new Date(0))}&sort=sourcedId`, teacher)), ['stu-001:tobedeleted', 'stu-002:tobedeleted', 'tea-001:active'], 'herself, live')
+    // Back in Room 1: in her reach again, no deletion.
+    const room1 = await tenant.classroom.findFirstOrThrow({ where: { name: 'Room 1' }, select: { id: true } })
+    await tenant.student.updateMany({ where: { id: students['stu-001']! }, data: { classroomId: room1.id } })
+    t.same(pairs(await get(app, `/users?${since(bound)}&sort=sourcedId`, teacher)), ['stu-001:active', 'stu-002:tobedeleted'], 'back in her reach: live again')
   })
 
   await t.test('a sourcedId imported again is no deletion; one deleted twice is one', async (t) => {

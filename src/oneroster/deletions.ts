@@ -8,7 +8,8 @@
 // kept, so nothing else is sent, and a comparison on a field it does not keep holds as on a record
 // without that value (only `!=`).
 //
-// The tombstones are read through the caller's school client (the Change model, both walls), all
+// The tombstones are read through the caller's school client (the Change model, or a teacher's
+// TeacherChange: her feed, where a record that left her reach is deleted for her; both walls), all
 // those after the bound at once (the feed keeps 90 days), one per sourcedId that no live record
 // holds again (a typed statement of the kind), and filtered and ordered here as the
 // database orders the live records (users.ts merges them), so that the pages and X-Total-Count
@@ -117,20 +118,22 @@ export function tombstoneAnswer (tombstone: Tombstone, selected: readonly string
 
 /**
  * The users of these kinds deleted after the filter's lower bound of dateLastModified that meet the
- * filter, for a caller who reads the school's feed; none without a bound. A teacher reads her own
- * feed (teacher_changes), which keeps no names yet: her delta answers no deletions.
+ * filter (none without a bound): from the school's feed, or for a teacher from her own
+ * (teacher_changes: what left her reach, deleted or not).
  */
 export async function deletedUsers (db: SchoolDb, kinds: readonly Kind[], filter: Predicate | undefined, context: AnswerContext): Promise<Tombstone[]> {
   const bound = deltaBound(filter)
-  if (bound === undefined || db.$statementReach() !== 'school') return []
+  if (bound === undefined) return []
   const recordTypes = kinds.map((kind) => kind === STUDENT_USERS ? 'STUDENT' as const : 'TEACHER' as const)
-  // The student number needs roster.readonly, on the feed as on the record (COLUMN_SCOPES): read only by a caller who holds it.
+  // The student number needs roster.readonly, on the feeds as on the record (COLUMN_SCOPES): read only by a caller who holds it.
   const studentNumber = db.$readableColumns('Student').includes('studentNumber')
-  const rows = await db.change.findMany({
-    where: { type: 'DELETED', recordType: { in: recordTypes }, at: bound.inclusive ? { gte: bound.at } : { gt: bound.at }, givenName: { not: null } },
-    select: { recordType: true, recordId: true, sourcedId: true, studentNumber, givenName: true, familyName: true, recordStatus: true, at: true },
-    orderBy: { seq: 'asc' }
-  })
+  const where = { type: 'DELETED' as const, recordType: { in: recordTypes }, at: bound.inclusive ? { gte: bound.at } : { gt: bound.at }, givenName: { not: null } }
+  const select = { recordType: true, recordId: true, sourcedId: true, studentNumber, givenName: true, familyName: true, recordStatus: true, at: true }
+  // A teacher reads her own feed (the school client's reach step binds her), in which what left her
+  // reach is a deletion too; every other caller the school's.
+  const rows = db.$statementReach() === 'teacher'
+    ? await db.teacherChange.findMany({ where, select, orderBy: { id: 'asc' } })
+    : await db.change.findMany({ where, select, orderBy: { seq: 'asc' } })
   const tombstones = rows
     .map((row): Tombstone => ({
       id: row.recordId,

@@ -1,7 +1,7 @@
 // OneRoster's delta sync behind the same two walls, each alone enough (src/oneroster/deletions.ts):
 // two mirrored schools each delete a student and a teacher with the same sourcedIds (stu-1, tea-2),
 // whose tombstones keep their names, each marked with the record's id; an administrator, a teacher
-// and a roster-core.readonly client of each school probe the deltas of users, students and teachers
+// (whose own feed holds the student, of her classroom) and a roster-core.readonly client of each school probe the deltas of users, students and teachers
 // (alone, ANDed with the colliding sourcedIds or the mark, by offset past the end, a page at a
 // time) and never see the other school's tombstones, nor count them; with both walls, with wall 1
 // alone, with wall 2 alone, and, as the control that shows the probes can fail, with neither.
@@ -99,6 +99,13 @@ for (const config of CONFIGURATIONS) {
         })
         t.same(res.json().users.map((user: { sourcedId: string, givenName: string }) => [user.sourcedId, user.givenName]),
           [['stu-1', `mark:${school.studentIds[1]!}`], ['tea-2', `mark:${school.teacherIds[2]!}`]], 'the school\'s own deletions, and only they')
+        // Its teacher (Ms Same, Rooms 1 and 2) reads her own: the student of Room 1; Dr Same was no colleague.
+        const mine = await m.app.inject({
+          url: `${BASE}/users?filter=${encodeURIComponent(`${SINCE} AND status='tobedeleted'`)}`,
+          headers: { authorization: `Bearer ${school.teacherToken}` }
+        })
+        t.same(mine.json().users.map((user: { sourcedId: string, givenName: string }) => [user.sourcedId, user.givenName]),
+          [['stu-1', `mark:${school.studentIds[1]!}`]], 'the teacher\'s own deletion, and only it')
       }
     }
   })
