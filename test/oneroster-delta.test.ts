@@ -28,6 +28,12 @@ async function get (app: FastifyInstance, path: string, token: string): Promise<
   return answer
 }
 
+/** The database's time now: what a change written after it is later than. */
+async function databaseNow (db: Awaited<ReturnType<typeof testDatabase>>): Promise<Date> {
+  const [row] = await db.prisma.$queryRaw<Array<{ now: Date }>>`SELECT now() AS now`
+  return row!.now
+}
+
 const since = (at: Date, op = '>'): string => 'filter=' + encodeURIComponent(`dateLastModified${op}'${at.toISOString()}'`)
 const pairs = (res: Answer): string[] => (res.body.users as Array<{ sourcedId: string, status: string }>).map((user) => `${user.sourcedId}:${user.status}`)
 
@@ -58,13 +64,13 @@ t.test('a delta answers the users changed and deleted since its bound', async (t
   const full = await clientToken(app, await seedClient(schoolId, ['roster.readonly']))
 
   // The bound: the database's time, after every record above was written.
-  const [{ now: bound }] = await db.prisma.$queryRaw<Array<{ now: Date }>>`SELECT now() AS now`
+  const bound = await databaseNow(db)
   const tenant = db.forSchool(schoolId)
   await tenant.student.updateMany({ where: { id: students['stu-001']! }, data: { preferredName: 'Countess' } })
   await tenant.student.deleteMany({ where: { id: students['stu-002']! } })
   await tenant.student.deleteMany({ where: { id: students['stu-003']! } })
   await tenant.teacher.deleteMany({ where: { id: otto } })
-  const [{ now: deletedBy }] = await db.prisma.$queryRaw<Array<{ now: Date }>>`SELECT now() AS now`
+  const deletedBy = await databaseNow(db)
   const org = { href: `http://localhost${BASE}/orgs/${schoolId}`, sourcedId: schoolId, type: 'org' }
 
   await t.test('an administrator: what changed, and the deletions with status tobedeleted', async (t) => {
@@ -181,7 +187,7 @@ t.test('a delta answers the users changed and deleted since its bound', async (t
   })
 
   await t.test('a sourcedId imported again is no deletion; one deleted twice is one', async (t) => {
-    const [{ now: again }] = await db.prisma.$queryRaw<Array<{ now: Date }>>`SELECT now() AS now`
+    const again = await databaseNow(db)
     await tenant.student.deleteMany({ where: { id: students['stu-004']! } })
     await add('stu-004', 'Edsger', 'Dijkstra', { studentNumber: 'N4' }, 'Room 2')
     for (const givenName of ['Barbara', 'Barbra']) {
