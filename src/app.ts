@@ -5,6 +5,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import auditPlugin from './audit/plugin.js'
 import type { Config } from './config.js'
 import type { Database } from './db/client.js'
+import { frameworkErrors } from './oneroster/malformed.js'
 import oneRosterPlugin from './oneroster/plugin.js'
 import authPlugin from './plugins/auth.js'
 import configPlugin from './plugins/config.js'
@@ -48,6 +49,9 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
     },
     requestIdHeader: false,
+    // The router's refusals (a URL that is not valid percent-encoding): in the OneRoster binding's
+    // form under its prefix, Fastify's elsewhere.
+    frameworkErrors,
     // A request that arrives while the app closes is the shutdown plugin's to refuse (coded).
     return503OnClosing: false,
     // Opening a new embedded database applies every migration: seconds, more on a busy machine.

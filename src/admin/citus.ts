@@ -117,9 +117,13 @@ BEGIN
     DELETE FROM "changes" c WHERE c."school_id" = school AND c."at" < now() - interval '90 days' AND c."seq" < next_seq;
   END IF;
   PERFORM set_config(counter, next_seq::text, true);
-  INSERT INTO "changes" ("school_id", "seq", "type", "record_type", "record_id", "sourced_id", "student_number")
+  -- A deleted student's or teacher's names and status, as record_changes keeps them (migration change_feed_deleted_users).
+  INSERT INTO "changes" ("school_id", "seq", "type", "record_type", "record_id", "sourced_id", "student_number", "given_name", "family_name", "record_status")
   VALUES (school, next_seq, kind, (CASE WHEN TG_ARGV[0] = 'ASSIGNMENT' THEN 'TEACHER' ELSE TG_ARGV[0] END)::"RecordType",
-          record_id, sourced, CASE WHEN TG_ARGV[0] = 'STUDENT' THEN row_json->>'student_number' END);
+          record_id, sourced, CASE WHEN TG_ARGV[0] = 'STUDENT' THEN row_json->>'student_number' END,
+          CASE WHEN kind = 'DELETED' AND TG_ARGV[0] IN ('STUDENT', 'TEACHER') THEN row_json->>'given_name' END,
+          CASE WHEN kind = 'DELETED' AND TG_ARGV[0] IN ('STUDENT', 'TEACHER') THEN row_json->>'family_name' END,
+          CASE WHEN kind = 'DELETED' AND TG_ARGV[0] IN ('STUDENT', 'TEACHER') THEN row_json->>'status' END);
   RETURN NULL;
 END
 $fn$`

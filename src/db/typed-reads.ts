@@ -390,6 +390,8 @@ export type ListCondition =
   | { readonly kind: 'teaches', readonly classroomId: string }
   /** Any of these records (ids). */
   | { readonly kind: 'ids', readonly ids: readonly string[] }
+  /** Any of the records with these sourcedKeys (a sourcedId, or the id of a record without one). */
+  | { readonly kind: 'sourcedKeys', readonly keys: readonly string[] }
   /** A filter of OneRoster's grammar: comparisons of fields, joined by AND and OR (src/oneroster/filter.ts). */
   | { readonly kind: 'predicate', readonly predicate: Predicate }
 
@@ -629,6 +631,9 @@ function conditionsSql (model: TypedModel, alias: string, conditions: readonly L
       case 'ids':
         parts.push(`${a}.id = ANY(${next(condition.ids)}::uuid[])`)
         break
+      case 'sourcedKeys':
+        parts.push(`${KEYS.sourcedKey!.sql(a, reach)} = ANY(${next(condition.keys)}::text[])`)
+        break
       case 'teaches':
         parts.push(`EXISTS (SELECT 1 FROM teacher_classrooms tc WHERE ${confined('teacher_classrooms', 'tc', reach)} AND tc.school_id = ${a}.school_id AND tc.teacher_id = ${a}.id AND tc.classroom_id = ${next(condition.classroomId)}::uuid)`)
         break
@@ -642,11 +647,11 @@ function conditionsSql (model: TypedModel, alias: string, conditions: readonly L
 
 /** The shape of a list's conditions (kinds and fields, not values). */
 const conditionsShape = (conditions: readonly ListCondition[]): unknown[] => conditions.map((c) =>
-  c.kind === 'contains' ? [c.kind, c.fields] : c.kind === 'teaches' || c.kind === 'ids' ? [c.kind] : c.kind === 'predicate' ? [c.kind, predicateShape(c.predicate)] : [c.kind, c.field])
+  c.kind === 'contains' ? [c.kind, c.fields] : c.kind === 'teaches' || c.kind === 'ids' || c.kind === 'sourcedKeys' ? [c.kind] : c.kind === 'predicate' ? [c.kind, predicateShape(c.predicate)] : [c.kind, c.field])
 
 /** The fields a list's conditions read. */
 const conditionsFields = (conditions: readonly ListCondition[]): string[] => conditions.flatMap((c) =>
-  c.kind === 'contains' ? c.fields : c.kind === 'teaches' || c.kind === 'ids' ? [] : c.kind === 'predicate' ? predicateFields(c.predicate) : [c.field])
+  c.kind === 'contains' ? c.fields : c.kind === 'teaches' || c.kind === 'ids' ? [] : c.kind === 'sourcedKeys' ? [...columnsOfValue('sourcedKey')] : c.kind === 'predicate' ? predicateFields(c.predicate) : [c.field])
 
 /** The statement and parameters of one page of a list. */
 export function listRead (read: ListRead): Read {

@@ -6,8 +6,8 @@
 //
 // - sourcedId: the record's imported sourcedId, or its id when it has none (one entered by hand):
 //   the key `sourcedKey` of typed-reads.ts, by which /users/{sourcedId} finds it too.
-// - status: `active` for every record held (a deleted record is gone; the change feed's tombstones
-//   are not served yet).
+// - status: `active` for every record held; a delta's deletions (deletions.ts) answer
+//   `tobedeleted` from the change feed's tombstones.
 // - A student's and a teacher's role is their table's: one role, primary, in the caller's school.
 import type { Comparison, Predicate, TypedModel } from '../db/typed-reads.js'
 import type { GradeLevel } from '../generated/prisma/enums.js'

@@ -6,7 +6,8 @@
 // through the record kinds (users.ts, orgs.ts, records.ts).
 //
 // Every hook of these routes lives in this plugin's encapsulated context, in the order they run:
-// the rate limits (onRequest), the access audit's tally around the handler (preHandler), and every
+// the rate limits and the check of the query string's encoding (onRequest, malformed.ts), the
+// access audit's tally around the handler (preHandler), and every
 // refusal in the binding's imsx_StatusInfo (the error and not-found handlers; onSend for a refusal
 // another plugin made before the routes ran: the shutdown's, the overload's, the timeout's).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
@@ -20,6 +21,7 @@ import type { ListCondition } from '../db/typed-reads.js'
 import {
   ACADEMIC_SESSION_FIELDS, ACADEMIC_SESSIONS, COURSE_FIELDS, COURSES, STUDENT_USERS, TEACHER_USERS, type AnswerContext, type Kind
 } from './kinds.js'
+import { checkQueryString } from './malformed.js'
 import { orgAnswer, orgsPage, schoolRow } from './orgs.js'
 import { DESCRIPTION_PATH, ONEROSTER_PATH, oneRosterDescription, scopesOf } from './openapi.js'
 import { collectionQuery, fieldsOf, linkHeader, type CollectionQuery } from './query.js'
@@ -61,6 +63,8 @@ function registerRoutes (app: FastifyInstance, routes: FastifyInstance): void {
         `Too many requests: the ${refusal.limit} limit of ${refusal.max} requests per minute is reached; retry in ${refusal.retryAfter} s`))
     })
   }
+  // A query string that is not valid percent-encoding: 400 invaliddata, before any route reads it.
+  routes.addHook('onRequest', checkQueryString)
   routes.addHook('preHandler', app.audit.scope)
 
   // A refusal made by another plugin's hook (Fastify's form, or GraphQL's) in the binding's form.

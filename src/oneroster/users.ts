@@ -2,10 +2,12 @@
 // path (src/records/lists.ts: typed statements on the caller's school client, both walls, a
 // teacher's reach): the filter, sort and fields of a request turned into a kind's columns
 // (kinds.ts), a page by offset with its total, and one record by sourcedId. /users holds both
-// tables: students and teachers, each read in the order asked and merged.
+// tables: students and teachers, each read in the order asked and merged; a delta's deletions
+// (deletions.ts) are merged in the same way.
 import type { SchoolDb } from '../db/school-client.js'
 import type { ListCondition, Predicate } from '../db/typed-reads.js'
 import { countRows, readRows } from '../records/lists.js'
+import { deletedUsers, sortValueOf, tombstoneAnswer, type Tombstone } from './deletions.js'
 import { mapComparisons, simplify } from './filter.js'
 import { recordAnswer } from './records.js'
 import { USER_FIELDS, type AnswerContext, type BindingField, type Kind } from './kinds.js'
@@ -102,7 +104,10 @@ function sorted (row: Row, order: readonly string[]): Sorted {
   return { value: value === null || value === undefined ? null : value instanceof Date ? value.getTime() : typeof value === 'string' ? value : JSON.stringify(value), id: row.id as string, row }
 }
 
-/** A page of users of these kinds (one, or students and teachers for /users) and how many there are in all. */
+/**
+ * A page of users of these kinds (one, or students and teachers for /users) and how many there are
+ * in all; with a delta's filter (deletions.ts), the users deleted since its bound among them.
+ */
 export async function pageOfUsers (db: SchoolDb, kinds: readonly Kind[], query: CollectionQuery, context: AnswerContext): Promise<{ users: Row[], total: number }> {
   const selected = selectedUserFields(db, kinds, query.fields)
   const plans = kinds.map((kind) => planOf(db, kind, kinds, query, selected, context))
@@ -110,17 +115,25 @@ export async function pageOfUsers (db: SchoolDb, kinds: readonly Kind[], query: 
   const read = async (plan: Plan, take: number, skip: number): Promise<Row[]> => plan.conditions === null
     ? []
     : await readRows<Row>(db, { model: plan.kind.model, fields: plan.columns, conditions: plan.conditions, order: plan.order, descending: query.descending, take, skip })
-  if (plans.length === 1) {
+  const deleted = await deletedUsers(db, kinds, query.filter, context)
+  if (plans.length === 1 && deleted.length === 0) {
     // One table: the page and its total at once.
     const plan = plans[0]!
     const [rows, total] = await Promise.all([read(plan, query.limit, query.offset), count(plan)])
     return { users: rows.map((row) => recordAnswer(plan.kind, row, selected, context)), total }
   }
-  const total = (await Promise.all(plans.map(count))).reduce((sum, n) => sum + n, 0)
+  const total = (await Promise.all(plans.map(count))).reduce((sum, n) => sum + n, 0) + deleted.length
   if (query.offset >= total) return { users: [], total }
-  // Several tables: the first offset + limit of each, in the order asked, merged; the page is the
-  // merge's slice. Each table's prefix decides the merge's prefix, so pages never overlap or skip.
+  // Several lists: the first offset + limit of each table, in the order asked, and the deletions
+  // (all of them, ordered here as the database orders the tables), merged; the page is the merge's
+  // slice. Each list's prefix decides the merge's prefix, so pages never overlap or skip.
+  const answers: Array<(row: Row) => Row> = plans.map((plan) => (row) => recordAnswer(plan.kind, row, selected, context))
   const lists = await Promise.all(plans.map(async (plan) => (await read(plan, query.offset + query.limit, 0)).map((row) => sorted(row, plan.order))))
+  if (deleted.length > 0) {
+    lists.push(deleted.map((tombstone) => ({ value: sortValueOf(tombstone, query.sort), id: tombstone.id, row: { tombstone } }))
+      .sort((a, b) => compareSorted(a, b, query.descending)))
+    answers.push((row) => tombstoneAnswer(row.tombstone as Tombstone, selected, context))
+  }
   const at = lists.map(() => 0)
   const users: Row[] = []
   for (let n = 0; n < query.offset + query.limit; n++) {
@@ -131,7 +144,7 @@ export async function pageOfUsers (db: SchoolDb, kinds: readonly Kind[], query: 
     }
     if (best === -1) break
     const { row } = lists[best]![at[best]!++]!
-    if (n >= query.offset) users.push(recordAnswer(plans[best]!.kind, row, selected, context))
+    if (n >= query.offset) users.push(answers[best]!(row))
   }
   return { users, total }
 }

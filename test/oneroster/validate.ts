@@ -212,3 +212,9 @@ function linkErrors (answer: Answer, template: string): string[] {
   }
   return errors
 }
+
+/** The errors of a refusal's body against imsx_StatusInfoDType: for an answer no operation of the description names (a path that matches no endpoint). */
+export function validateStatusInfo (body: unknown): string[] {
+  const validate = validatorOf('#/components/schemas/imsx_StatusInfoDType')
+  return validate(body) ? [] : (validate.errors ?? []).map(describe)
+}
