@@ -20,6 +20,7 @@ import type { ListCondition } from '../db/typed-reads.js'
 import {
   ACADEMIC_SESSION_FIELDS, ACADEMIC_SESSIONS, COURSE_FIELDS, COURSES, STUDENT_USERS, TEACHER_USERS, type AnswerContext, type Kind
 } from './kinds.js'
+import { registerClassRoutes } from './classes.js'
 import { orgAnswer, orgsPage, schoolRow } from './orgs.js'
 import { DESCRIPTION_PATH, ONEROSTER_PATH, oneRosterDescription, scopesOf } from './openapi.js'
 import { collectionQuery, fieldsOf, linkHeader, type CollectionQuery } from './query.js'
@@ -28,14 +29,14 @@ import { pageOfRecords, recordBySourcedId, type RecordCollection } from './recor
 import { pageOfUsers, userBySourcedId } from './users.js'
 
 /** The caller of a route: its school client and what its answers' references need. */
-interface Caller {
+export interface Caller {
   readonly db: SchoolDb
   readonly schoolId: string
   readonly context: AnswerContext
 }
 
-type Params = Readonly<Record<string, string>>
-type Handler = (request: FastifyRequest, reply: FastifyReply, caller: Caller) => Promise<unknown>
+export type Params = Readonly<Record<string, string>>
+export type Handler = (request: FastifyRequest, reply: FastifyReply, caller: Caller) => Promise<unknown>
 
 const USERS: readonly Kind[] = [STUDENT_USERS, TEACHER_USERS]
 
@@ -156,6 +157,7 @@ function registerRoutes (app: FastifyInstance, routes: FastifyInstance): void {
     if (term === null) throw unknownObject('term', termSourcedId!)
     return await records(request, reply, caller, SESSIONS, 'academicSessions', [...GRADING_PERIODS, { kind: 'equals', field: 'parentId', value: term.id }], query)
   })
+  registerClassRoutes(get, { requireSchool, unknownObject, records, record })
 }
 
 /** The scheme and host the request came to (behind a proxy TRUST_PROXY names, what it forwarded), as a URL writes them. */
