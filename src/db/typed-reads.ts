@@ -456,11 +456,12 @@ const KEYS: Readonly<Record<string, Key>> = {
     columns: ['courseId'],
     sql: (a, reach) => `(SELECT ${sourcedSql('ck')} FROM courses ck WHERE ${confined('courses', 'ck', reach)} AND ck.school_id = ${a}.school_id AND ck.id = ${a}.course_id)`
   },
-  // Whether the classroom is a OneRoster class: it has a course and terms (ClassDType requires both).
+  // Whether the classroom is a OneRoster class: it has a course and a term that exists (ClassDType requires both).
   classKey: {
     model: 'Classroom',
     columns: ['courseId', 'termIds'],
-    sql: (a) => `(${a}.course_id IS NOT NULL AND COALESCE(cardinality(${a}.term_ids), 0) > 0)`
+    sql: (a, reach) => `(${a}.course_id IS NOT NULL AND EXISTS (SELECT 1 FROM academic_sessions aq WHERE ${confined('academic_sessions', 'aq', reach)} ` +
+      `AND aq.school_id = ${a}.school_id AND aq.id = ANY(${a}.term_ids)))`
   },
   termKeys: {
     model: 'Classroom',
