@@ -164,7 +164,7 @@ t.test('an administrator reads every class endpoint; a classroom without a cours
   t.same(ids(await get(app, '/terms/t-spring/classes', s.admin)).sort(), ['k-alg', 'k-bio'])
   t.same(ids(await get(app, '/courses/c-bio/classes', s.admin)), ['k-bio'], "a course's classes")
   t.same(ids(await get(app, '/students/s-3/classes', s.admin)), ['k-bio'], "a student's class")
-  t.same(ids(await get(app, '/students/s-4/classes', s.admin)), [], "a student of a classroom that is no class: none")
+  t.same(ids(await get(app, '/students/s-4/classes', s.admin)), [], 'a student of a classroom that is no class: none')
   t.same(ids(await get(app, '/teachers/tea-alg/classes', s.admin)), ['k-alg'], "a teacher's classes")
   t.same(ids(await get(app, '/users/s-1/classes', s.admin)), ['k-alg'], "a user's: a student's")
   t.same(ids(await get(app, '/users/tea-bio/classes', s.admin)), ['k-bio'], "a user's: a teacher's")

@@ -171,7 +171,7 @@ const CLASS_PATHS: OpenAPIV3.PathsObject = {
   '/students/{studentSourcedId}/classes': nested('getClassesForStudent', 'StudentsManagement', 'ClassSetDType', [pathParameter('studentSourcedId', 'The sourcedId of the student.')],
     "Reads the student's class (their classroom); a student this caller cannot read answers 404 unknownobject."),
   '/teachers/{teacherSourcedId}/classes': nested('getClassesForTeacher', 'TeachersManagement', 'ClassSetDType', [pathParameter('teacherSourcedId', 'The sourcedId of the teacher.')],
-    "Reads the classes the teacher is assigned to; a teacher this caller cannot read answers 404 unknownobject."),
+    'Reads the classes the teacher is assigned to; a teacher this caller cannot read answers 404 unknownobject.'),
   '/users/{userSourcedId}/classes': nested('getClassesForUser', 'UsersManagement', 'ClassSetDType', [pathParameter('userSourcedId', 'The sourcedId of the user.')],
     "Reads a student's class or a teacher's classes; a user this caller cannot read answers 404 unknownobject."),
   '/classes/{classSourcedId}/students': nested('getStudentsForClass', 'ClassesManagement', 'UserSetDType', [classParent],

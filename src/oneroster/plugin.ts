@@ -1,6 +1,6 @@
 // OneRoster 1.2's rostering REST binding, read-only, under /ims/oneroster/rostering/v1p2: the
 // caller's school as an org, its students and teachers as users, its academic sessions (terms and
-// grading periods among them) and its courses (docs/api/oneroster.md). The
+// grading periods among them), its courses and its classes (classes.ts) (docs/api/oneroster.md). The
 // same access tokens, scopes, rate limits and access audit as the GraphQL endpoint, and the same
 // read path: each route asks src/auth/school-access.ts for the caller's school client and reads
 // through the record kinds (users.ts, orgs.ts, records.ts).
@@ -29,14 +29,14 @@ import { pageOfRecords, recordBySourcedId, type RecordCollection } from './recor
 import { pageOfUsers, userBySourcedId } from './users.js'
 
 /** The caller of a route: its school client and what its answers' references need. */
-export interface Caller {
+interface Caller {
   readonly db: SchoolDb
   readonly schoolId: string
   readonly context: AnswerContext
 }
 
-export type Params = Readonly<Record<string, string>>
-export type Handler = (request: FastifyRequest, reply: FastifyReply, caller: Caller) => Promise<unknown>
+type Params = Readonly<Record<string, string>>
+type Handler = (request: FastifyRequest, reply: FastifyReply, caller: Caller) => Promise<unknown>
 
 const USERS: readonly Kind[] = [STUDENT_USERS, TEACHER_USERS]
 
