@@ -147,3 +147,20 @@ t.test('an unknown course or term sourcedId is refused with its line, bulk and d
   t.equal(await failure(type, school), 'ImportError: classes.csv:2: classType "lab" is not a OneRoster class type (homeroom, scheduled or ext:name)')
   t.equal((await classes(school)).length, 2, 'the school keeps what it had')
 })
+
+t.test('a bundle without courses.csv and academicSessions.csv may name ones the school lacks: not kept, nothing invented', async (t) => {
+  const school = await newSchool()
+  const files = bundle()
+  files.manifest = files.manifest!.map((row) => row[0] === 'file.academicSessions' || row[0] === 'file.courses' ? [row[0], 'absent'] : row)
+  delete files.academicSessions
+  delete files.courses
+  const first = await run(files, school)
+  t.same(first.classrooms, { created: 2, updated: 0, unchanged: 0, removed: 0 }, 'the classes are imported, as before the import kept courses')
+  t.same((await classes(school)).map((c) => [c.sourcedId, c.course, c.terms, c.classCode]), [['k-alg', null, [], 'ALG-1'], ['k-hr', null, [], null]])
+
+  // The school's own calendar, imported before, is found by a bundle that leaves it out.
+  await run(bundle(), school)
+  const again = await run(files, school)
+  t.same(again.classrooms, { created: 0, updated: 0, unchanged: 2, removed: 0 })
+  t.same((await classes(school)).map((c) => [c.course, c.terms]), [['c-alg', ['t-spring', 't-fall']], ['c-hr', ['t-fall']]])
+})

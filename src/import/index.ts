@@ -4,7 +4,7 @@ import cliProgress from 'cli-progress'
 import { readBundle } from './bundle.js'
 import { inSchoolTransaction, type ConnectionOptions } from './connection.js'
 import { planCalendar, type CalendarPlan } from './calendar.js'
-import { planImport, resolveClassReferences, type Removals } from './oneroster.js'
+import { bundleHolds, planImport, resolveClassReferences, type Removals } from './oneroster.js'
 import { readExisting, rowsToWrite, writePlan, type WriteSummary } from './write.js'
 import { calendarRowsToWrite, readExistingCalendar, writeCalendar, type CalendarSummary } from './write-calendar.js'
 import { parseUuid } from '../validators.js'
@@ -48,7 +48,8 @@ export async function importOneRoster (options: ImportOptions): Promise<ImportSu
       const existingCalendar = await readExistingCalendar(sql)
       const calendar = planCalendar(bundle, existingCalendar)
       resolveClassReferences(plan, keptKeys(existingCalendar.courses, calendar.courses, calendar.removed.courses),
-        keptKeys(existingCalendar.academicSessions, calendar.academicSessions, calendar.removed.academicSessions))
+        keptKeys(existingCalendar.academicSessions, calendar.academicSessions, calendar.removed.academicSessions),
+        { courses: bundleHolds(bundle, 'courses.csv'), terms: bundleHolds(bundle, 'academicSessions.csv') })
       bar?.setTotal(rowsToWrite(plan) + calendarRowsToWrite(calendar))
       bar?.update(0, { phase: 'Writing' })
       // Courses and sessions first: removing a classroom or a person never depends on them.

@@ -198,24 +198,35 @@ function listOf (table: Table, row: Row, column: string, max = 200): string[] {
   return values
 }
 
+/** Whether the bundle's manifest gives `file` (e.g. courses.csv) as bulk or delta. */
+export function bundleHolds (bundle: Bundle, file: string): boolean {
+  const property = `file.${file.replace(/\.csv$/i, '')}`.toLowerCase()
+  return [...manifestOf(bundle)].some(([key, mode]) => key.toLowerCase() === property && (mode === 'bulk' || mode === 'delta'))
+}
+
 /**
  * A class's course and terms by id: classes.csv names them by sourcedId, each one the bundle's
  * (`courses`, `sessions`: what the import keeps, its own and the school's) or refused, with its line.
+ * A bundle without courses.csv (or academicSessions.csv) may name ones the school does not have, as
+ * bundles did before the import kept them: such a reference is not kept (the class has no course,
+ * or fewer terms), and nothing is invented (`strict` false for that file).
  */
-export function resolveClassReferences (plan: ImportPlan, courses: ReadonlyMap<string, string>, terms: ReadonlyMap<string, string>): void {
+export function resolveClassReferences (
+  plan: ImportPlan, courses: ReadonlyMap<string, string>, terms: ReadonlyMap<string, string>, strict: { courses: boolean, terms: boolean }
+): void {
   for (const classroom of plan.classrooms) {
     const references = classroom.references
     if (references === undefined) continue
     const { table, line } = references
     if (references.course !== '') {
       const id = courses.get(references.course)
-      if (id === undefined) fail(table, line, `courseSourcedId "${references.course}" is not a course of the school's or of courses.csv`)
-      classroom.courseId = id!
+      if (id === undefined && strict.courses) fail(table, line, `courseSourcedId "${references.course}" is not a course of the school's or of courses.csv`)
+      classroom.courseId = id ?? null
     }
-    classroom.termIds = references.terms.map((term) => {
+    classroom.termIds = references.terms.flatMap((term) => {
       const id = terms.get(term)
-      if (id === undefined) fail(table, line, `termSourcedIds: "${term}" is not an academic session of the school's or of academicSessions.csv`)
-      return id!
+      if (id === undefined && strict.terms) fail(table, line, `termSourcedIds: "${term}" is not an academic session of the school's or of academicSessions.csv`)
+      return id === undefined ? [] : [id]
     })
     delete classroom.references
   }
