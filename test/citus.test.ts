@@ -162,7 +162,7 @@ t.test('the service on a Citus coordinator', { skip: citusUrl === undefined ? 's
   await t.test('the import\'s upserts write and update a school\'s rows', async (t) => {
     const options = { databaseUrl: serviceUrl, dataDir: '.data-test-unused' }
     const id = randomUUID()
-    const plan = (name: string) => ({ ...emptyPlan(), classrooms: [{ id, sourcedId: 'class-1', name, gradeLevel: null, subject: null }] })
+    const plan = (name: string) => ({ ...emptyPlan(), classrooms: [{ id, sourcedId: 'class-1', name, gradeLevel: null, subject: null, classCode: null, classType: null, location: null, periods: [], grades: [], subjects: [], subjectCodes: [], courseId: null, termIds: [] }] })
     const first = await inSchoolTransaction(options, schools[2]!, async (sql) => await writePlan(sql, schools[2]!, plan('Imported'), () => {}))
     t.same(first.classrooms, { created: 1, updated: 0, unchanged: 0, removed: 0 })
     const again = await inSchoolTransaction(options, schools[2]!, async (sql) => await writePlan(sql, schools[2]!, plan('Imported'), () => {}))

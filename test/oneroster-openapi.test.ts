@@ -96,6 +96,23 @@ const course = {
   subjectCodes: ['02052']
 }
 
+const klass = {
+  sourcedId: 'class-1',
+  status: 'active',
+  dateLastModified: '2026-08-01T07:30:00.000Z',
+  title: 'Algebra I - P1',
+  classCode: 'ALG-1',
+  classType: 'scheduled',
+  location: 'Room 19',
+  grades: ['09'],
+  subjects: ['Mathematics'],
+  course: ref('course', 'courses', 'course-1'),
+  school: orgRef('school-1'),
+  terms: [sessionRef('term-1')],
+  subjectCodes: ['02052'],
+  periods: ['1', '3']
+}
+
 /** The records of a sample answer, by the envelope's property. */
 const RECORDS: Record<string, unknown> = {
   orgs: [district, school],
@@ -105,7 +122,9 @@ const RECORDS: Record<string, unknown> = {
   academicSessions: [schoolYear, term],
   academicSession: term,
   courses: [course, { sourcedId: 'course-2', status: 'active', dateLastModified: '2026-08-01T07:30:00.000Z', title: 'Homeroom', courseCode: 'HR', grades: [], subjects: [], org: orgRef('school-1'), subjectCodes: [] }],
-  course
+  course,
+  classes: [klass, { ...klass, sourcedId: 'class-2', classType: 'ext:lab', terms: [sessionRef('term-1'), sessionRef('term-2')] }],
+  class: klass
 }
 
 const failure = (codeMinor: string, description: string): object => ({
@@ -166,7 +185,7 @@ t.test('the description is a valid OpenAPI 3.0 document', async (t) => {
 })
 
 t.test('every operation serves its envelope and the binding\'s errors', async (t) => {
-  t.equal(operations.length, 23)
+  t.equal(operations.length, 35)
   for (const { template, path, operation } of operations) {
     t.same(validateAnswer(success(operation, path)), [], `${template} 200`)
     t.same(validateAnswer(success(operation, path + '?limit=2&offset=0&sort=familyName&orderBy=asc')), [], `${template} 200 with paging`)

@@ -82,6 +82,15 @@ export const COLUMN_TYPES = {
     name: 'text',
     gradeLevel: 'GradeLevel',
     subject: 'text',
+    courseId: 'uuid',
+    termIds: '_uuid',
+    classCode: 'text',
+    classType: 'text',
+    location: 'text',
+    periods: '_text',
+    grades: '_text',
+    subjects: '_text',
+    subjectCodes: '_text',
     createdAt: 'timestamptz',
     updatedAt: 'timestamptz',
     version: 'int4'
@@ -388,6 +397,8 @@ export type ListCondition =
   | { readonly kind: 'contains', readonly fields: readonly string[], readonly pattern: string }
   /** A teacher with an assignment to this classroom. */
   | { readonly kind: 'teaches', readonly classroomId: string }
+  /** A classroom this teacher has an assignment to. */
+  | { readonly kind: 'taughtBy', readonly teacherId: string }
   /** Any of these records (ids). */
   | { readonly kind: 'ids', readonly ids: readonly string[] }
   /** Any of the records with these sourcedKeys (a sourcedId, or the id of a record without one). */
@@ -412,6 +423,8 @@ export type Predicate =
 interface Key {
   readonly model?: TypedModel
   readonly columns: readonly string[]
+  /** A list (text[]): compared by whether it holds the value. */
+  readonly list?: true
   readonly sql: (alias: string, reach: StatementReach) => string
 }
 
@@ -438,7 +451,27 @@ const KEYS: Readonly<Record<string, Key>> = {
     sql: (a, reach) => `ARRAY(SELECT ${sourcedSql('ac')} FROM academic_sessions ac WHERE ${confined('academic_sessions', 'ac', reach)} ` +
       `AND ac.school_id = ${a}.school_id AND ac.parent_id = ${a}.id ORDER BY 1)`
   },
-  schoolYearKey: { model: 'Course', columns: ['schoolYearId'], sql: (a, reach) => sessionKey('ay', reach, a, 'school_year_id') }
+  schoolYearKey: { model: 'Course', columns: ['schoolYearId'], sql: (a, reach) => sessionKey('ay', reach, a, 'school_year_id') },
+  // A classroom's course and terms (OneRoster's class), read as the sessions are.
+  courseKey: {
+    model: 'Classroom',
+    columns: ['courseId'],
+    sql: (a, reach) => `(SELECT ${sourcedSql('ck')} FROM courses ck WHERE ${confined('courses', 'ck', reach)} AND ck.school_id = ${a}.school_id AND ck.id = ${a}.course_id)`
+  },
+  // Whether the classroom is a OneRoster class: it has a course and a term that exists (ClassDType requires both).
+  classKey: {
+    model: 'Classroom',
+    columns: ['courseId', 'termIds'],
+    sql: (a, reach) => `(${a}.course_id IS NOT NULL AND EXISTS (SELECT 1 FROM academic_sessions aq WHERE ${confined('academic_sessions', 'aq', reach)} ` +
+      `AND aq.school_id = ${a}.school_id AND aq.id = ANY(${a}.term_ids)))`
+  },
+  termKeys: {
+    model: 'Classroom',
+    columns: ['termIds'],
+    list: true,
+    sql: (a, reach) => `ARRAY(SELECT ${sourcedSql('at')} FROM academic_sessions at WHERE ${confined('academic_sessions', 'at', reach)} ` +
+      `AND at.school_id = ${a}.school_id AND at.id = ANY(${a}.term_ids) ORDER BY array_position(${a}.term_ids, at.id))`
+  }
 }
 
 /** Whether `field` names one of KEYS (not a column). */
@@ -499,7 +532,7 @@ function predicateSql (model: TypedModel, alias: string, predicate: Predicate, n
     }
     case 'compare': {
       const value = valueSql(model, alias, predicate.field, reach)
-      if (!isKey(predicate.field) && columnType(model, predicate.field) === '_text') {
+      if (isKey(predicate.field) ? KEYS[predicate.field]!.list === true : columnType(model, predicate.field) === '_text') {
         if (predicate.op !== '=' && predicate.op !== '!=') throw new Error(`${model}.${predicate.field} is a list: compared with = or != only`)
         const holds = `${next(predicate.value)} = ANY(${value})`
         return predicate.op === '=' ? `COALESCE(${holds}, FALSE)` : `NOT COALESCE(${holds}, FALSE)`
@@ -637,6 +670,9 @@ function conditionsSql (model: TypedModel, alias: string, conditions: readonly L
       case 'teaches':
         parts.push(`EXISTS (SELECT 1 FROM teacher_classrooms tc WHERE ${confined('teacher_classrooms', 'tc', reach)} AND tc.school_id = ${a}.school_id AND tc.teacher_id = ${a}.id AND tc.classroom_id = ${next(condition.classroomId)}::uuid)`)
         break
+      case 'taughtBy':
+        parts.push(`EXISTS (SELECT 1 FROM teacher_classrooms tc WHERE ${confined('teacher_classrooms', 'tc', reach)} AND tc.school_id = ${a}.school_id AND tc.classroom_id = ${a}.id AND tc.teacher_id = ${next(condition.teacherId)}::uuid)`)
+        break
       case 'predicate':
         parts.push(predicateSql(model, a, condition.predicate, next, reach))
         break
@@ -647,11 +683,11 @@ function conditionsSql (model: TypedModel, alias: string, conditions: readonly L
 
 /** The shape of a list's conditions (kinds and fields, not values). */
 const conditionsShape = (conditions: readonly ListCondition[]): unknown[] => conditions.map((c) =>
-  c.kind === 'contains' ? [c.kind, c.fields] : c.kind === 'teaches' || c.kind === 'ids' || c.kind === 'sourcedKeys' ? [c.kind] : c.kind === 'predicate' ? [c.kind, predicateShape(c.predicate)] : [c.kind, c.field])
+  c.kind === 'contains' ? [c.kind, c.fields] : c.kind === 'teaches' || c.kind === 'taughtBy' || c.kind === 'ids' || c.kind === 'sourcedKeys' ? [c.kind] : c.kind === 'predicate' ? [c.kind, predicateShape(c.predicate)] : [c.kind, c.field])
 
 /** The fields a list's conditions read. */
 const conditionsFields = (conditions: readonly ListCondition[]): string[] => conditions.flatMap((c) =>
-  c.kind === 'contains' ? c.fields : c.kind === 'teaches' || c.kind === 'ids' ? [] : c.kind === 'sourcedKeys' ? [...columnsOfValue('sourcedKey')] : c.kind === 'predicate' ? predicateFields(c.predicate) : [c.field])
+  c.kind === 'contains' ? c.fields : c.kind === 'teaches' || c.kind === 'taughtBy' || c.kind === 'ids' ? [] : c.kind === 'sourcedKeys' ? [...columnsOfValue('sourcedKey')] : c.kind === 'predicate' ? predicateFields(c.predicate) : [c.field])
 
 /** The statement and parameters of one page of a list. */
 export function listRead (read: ListRead): Read {

@@ -4,7 +4,7 @@ import cliProgress from 'cli-progress'
 import { readBundle } from './bundle.js'
 import { inSchoolTransaction, type ConnectionOptions } from './connection.js'
 import { planCalendar, type CalendarPlan } from './calendar.js'
-import { planImport, type Removals } from './oneroster.js'
+import { bundleHolds, planImport, resolveClassReferences, type Removals } from './oneroster.js'
 import { readExisting, rowsToWrite, writePlan, type WriteSummary } from './write.js'
 import { calendarRowsToWrite, readExistingCalendar, writeCalendar, type CalendarSummary } from './write-calendar.js'
 import { parseUuid } from '../validators.js'
@@ -45,7 +45,11 @@ export async function importOneRoster (options: ImportOptions): Promise<ImportSu
     const bundle = await readBundle(options.path)
     return await inSchoolTransaction(options, schoolId, async (sql) => {
       const plan = planImport(bundle, await readExisting(sql))
-      const calendar = planCalendar(bundle, await readExistingCalendar(sql))
+      const existingCalendar = await readExistingCalendar(sql)
+      const calendar = planCalendar(bundle, existingCalendar)
+      resolveClassReferences(plan, keptKeys(existingCalendar.courses, calendar.courses, calendar.removed.courses),
+        keptKeys(existingCalendar.academicSessions, calendar.academicSessions, calendar.removed.academicSessions),
+        { courses: bundleHolds(bundle, 'courses.csv'), terms: bundleHolds(bundle, 'academicSessions.csv') })
       bar?.setTotal(rowsToWrite(plan) + calendarRowsToWrite(calendar))
       bar?.update(0, { phase: 'Writing' })
       // Courses and sessions first: removing a classroom or a person never depends on them.
@@ -59,6 +63,14 @@ export async function importOneRoster (options: ImportOptions): Promise<ImportSu
   } finally {
     bar?.stop()
   }
+}
+
+/** The sourcedIds of the records an import keeps (the school's not removed, and the bundle's), to their ids. */
+function keptKeys (existing: ReadonlyArray<{ id: string, sourcedId: string | null }>, planned: ReadonlyArray<{ id: string, sourcedId: string }>, removed: ReadonlyArray<{ id: string }>): Map<string, string> {
+  const gone = new Set(removed.map((r) => r.id))
+  const keys = new Map(existing.filter((r) => !gone.has(r.id)).map((r) => [r.sourcedId ?? r.id, r.id]))
+  for (const r of planned) keys.set(r.sourcedId, r.id)
+  return keys
 }
 
 /** At most this many lines per kind of removal in a dry run's text (`--json` lists them all). */

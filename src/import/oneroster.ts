@@ -40,6 +40,18 @@ export interface ClassroomRecord {
   name: string
   gradeLevel: GradeLevel | null
   subject: string | null
+  /** OneRoster's class fields, kept as given; the course and terms by id once resolveClassReferences has run. */
+  classCode: string | null
+  classType: string | null
+  location: string | null
+  periods: string[]
+  grades: string[]
+  subjects: string[]
+  subjectCodes: string[]
+  courseId: string | null
+  termIds: string[]
+  /** classes.csv's courseSourcedId and termSourcedIds, and the row's line, for resolveClassReferences. */
+  references?: { table: Table, line: number, course: string, terms: string[] }
 }
 
 export interface StudentRecord {
@@ -177,6 +189,47 @@ function grades (table: Table, row: Row): GradeLevel[] {
     }
     return grade!
   })
+}
+
+/** A comma-separated list of a row, each value trimmed, none empty. */
+function listOf (table: Table, row: Row, column: string, max = 200): string[] {
+  const values = row.get(column).split(',').map((v) => v.trim()).filter((v) => v !== '')
+  for (const v of values) if (v.length > max) fail(table, row.line, `${column} has a value of more than ${max} characters`)
+  return values
+}
+
+/** Whether the bundle's manifest gives `file` (e.g. courses.csv) as bulk or delta. */
+export function bundleHolds (bundle: Bundle, file: string): boolean {
+  const property = `file.${file.replace(/\.csv$/i, '')}`.toLowerCase()
+  return [...manifestOf(bundle)].some(([key, mode]) => key.toLowerCase() === property && (mode === 'bulk' || mode === 'delta'))
+}
+
+/**
+ * A class's course and terms by id: classes.csv names them by sourcedId, each one the bundle's
+ * (`courses`, `sessions`: what the import keeps, its own and the school's) or refused, with its line.
+ * A bundle without courses.csv (or academicSessions.csv) may name ones the school does not have, as
+ * bundles did before the import kept them: such a reference is not kept (the class has no course,
+ * or fewer terms), and nothing is invented (`strict` false for that file).
+ */
+export function resolveClassReferences (
+  plan: ImportPlan, courses: ReadonlyMap<string, string>, terms: ReadonlyMap<string, string>, strict: { courses: boolean, terms: boolean }
+): void {
+  for (const classroom of plan.classrooms) {
+    const references = classroom.references
+    if (references === undefined) continue
+    const { table, line } = references
+    if (references.course !== '') {
+      const id = courses.get(references.course)
+      if (id === undefined && strict.courses) fail(table, line, `courseSourcedId "${references.course}" is not a course of the school's or of courses.csv`)
+      classroom.courseId = id ?? null
+    }
+    classroom.termIds = references.terms.flatMap((term) => {
+      const id = terms.get(term)
+      if (id === undefined && strict.terms) fail(table, line, `termSourcedIds: "${term}" is not an academic session of the school's or of academicSessions.csv`)
+      return id === undefined ? [] : [id]
+    })
+    delete classroom.references
+  }
 }
 
 function bool (table: Table, row: Row, column: string): boolean | null {
@@ -414,13 +467,28 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
       }
     }
     id ??= uuidv7()
-    const subjects = row.get('subjects').split(',').map((s) => s.trim()).filter((s) => s !== '').join(', ')
+    const subjectList = listOf(classes!.table, row, 'subjects')
+    const subjects = subjectList.join(', ')
+    const classType = row.get('classType').trim()
+    if (classType !== '' && !/^(homeroom|scheduled|ext:[a-zA-Z0-9.\-_]+)$/i.test(classType)) {
+      fail(classes!.table, row.line, `classType "${classType}" is not a OneRoster class type (homeroom, scheduled or ext:name)`)
+    }
     classrooms.push({
       id,
       sourcedId,
       name,
       gradeLevel: gradeList.length === 1 ? gradeList[0]! : null,
-      subject: subjects === '' ? null : subjects.slice(0, 200)
+      subject: subjects === '' ? null : subjects.slice(0, 200),
+      classCode: text(classes!.table, row, 'classCode'),
+      classType: classType === '' ? null : classType.startsWith('ext:') ? classType : classType.toLowerCase(),
+      location: text(classes!.table, row, 'location'),
+      periods: listOf(classes!.table, row, 'periods'),
+      grades: row.get('grades').split(',').map((g) => g.trim()).filter((g) => g !== ''),
+      subjects: subjectList,
+      subjectCodes: listOf(classes!.table, row, 'subjectCodes'),
+      courseId: null,
+      termIds: [],
+      references: { table: classes!.table, line: row.line, course: row.get('courseSourcedId').trim(), terms: listOf(classes!.table, row, 'termSourcedIds') }
     })
     classBySourced.set(sourcedId, { id, homeroom: row.get('classType').toLowerCase() === 'homeroom' })
   }

@@ -24,6 +24,11 @@ export function calendarRowsToWrite (plan: CalendarPlan): number {
 }
 
 export async function writeCalendar (sql: Sql, schoolId: string, plan: CalendarPlan, onProgress: (n: number) => void): Promise<CalendarSummary> {
+  // A classroom of a removed course loses it (the classes the import writes name their course again).
+  const removedCourses = plan.removed.courses.map((c) => c.id)
+  if (removedCourses.length > 0) {
+    await sql.query('UPDATE "classrooms" SET "course_id" = NULL WHERE "school_id" = $1::uuid AND "course_id" = ANY($2::uuid[])', [schoolId, removedCourses])
+  }
   const coursesRemoved = await removeById(sql, 'courses', schoolId, plan.removed.courses.map((c) => c.id), onProgress)
   const sessionsRemoved = await removeById(sql, 'academic_sessions', schoolId, plan.removed.academicSessions.map((s) => s.id), onProgress)
   const options = { updatedAt: true, onProgress }

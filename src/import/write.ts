@@ -163,7 +163,16 @@ export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, o
     { name: 'sourced_id', type: 'text', value: (r) => r.sourcedId },
     { name: 'name', type: 'text', value: (r) => r.name },
     { name: 'grade_level', type: '"GradeLevel"', value: (r) => r.gradeLevel },
-    { name: 'subject', type: 'text', value: (r) => r.subject }
+    { name: 'subject', type: 'text', value: (r) => r.subject },
+    { name: 'course_id', type: 'uuid', value: (r) => r.courseId },
+    { name: 'term_ids', type: 'text', cast: 'uuid[]', value: (r) => arrayLiteral(r.termIds) },
+    { name: 'class_code', type: 'text', value: (r) => r.classCode },
+    { name: 'class_type', type: 'text', value: (r) => r.classType },
+    { name: 'location', type: 'text', value: (r) => r.location },
+    { name: 'periods', type: 'text', cast: 'text[]', value: (r) => arrayLiteral(r.periods) },
+    { name: 'grades', type: 'text', cast: 'text[]', value: (r) => arrayLiteral(r.grades) },
+    { name: 'subjects', type: 'text', cast: 'text[]', value: (r) => arrayLiteral(r.subjects) },
+    { name: 'subject_codes', type: 'text', cast: 'text[]', value: (r) => arrayLiteral(r.subjectCodes) }
   ], options)
   // full_name is left to the trigger students_names / teachers_names: derived from the names on
   // insert, renewed on a change of names unless it was set on its own.
@@ -222,3 +231,6 @@ export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, o
     studentEnrollmentsEnded: removed.enrollments.length
   }
 }
+
+/** A list as a PostgreSQL array literal (one text per row): unnest of a text[][] would flatten them. */
+export const arrayLiteral = (values: readonly string[]): string => `{${values.map((v) => `"${v.replace(/["\\]/g, '\\$&')}"`).join(',')}}`

@@ -274,3 +274,61 @@ export const COURSES: Kind = {
 
 /** The fields of CourseDType this service answers, in the binding's order: what `fields` may name. */
 export const COURSE_FIELDS: readonly string[] = ['sourcedId', 'status', 'dateLastModified', 'title', 'schoolYear', 'courseCode', 'grades', 'subjects', 'org', 'subjectCodes']
+
+/** A reference of a record's key (`courseKey`) to a record of the binding (CourseGUIDRefDType ...). */
+function keyReference (key: string, path: string, type: string): BindingField {
+  return {
+    columns: [key],
+    answer: (row, context) => row[key] == null ? undefined : { href: `${context.base}/${path}/${encodeURIComponent(row[key] as string)}`, sourcedId: row[key], type },
+    compare: compare(key),
+    sort: key
+  }
+}
+
+/**
+ * Classrooms as OneRoster classes (ClassDType): those with a course and terms, the import's (a
+ * classroom made by GraphQL or the CLI has neither, and ClassDType requires both: it is not served
+ * as a class, docs/api/oneroster.md). The title is the classroom's name; the school is the caller's.
+ */
+export const CLASSES: Kind = {
+  model: 'Classroom',
+  fields: {
+    sourcedId,
+    status: constant(() => 'active'),
+    dateLastModified,
+    title: text('name'),
+    classCode: text('classCode'),
+    classType: text('classType'),
+    location: text('location'),
+    grades: texts('grades'),
+    subjects: texts('subjects'),
+    course: keyReference('courseKey', 'courses', 'course'),
+    'course.sourcedId': { columns: ['courseKey'], compare: compare('courseKey'), sort: 'courseKey' },
+    school: { ...constant((context) => context.schoolId, false), answer: (_row, context) => context.school },
+    'school.sourcedId': constant((context) => context.schoolId, false),
+    terms: {
+      columns: ['termKeys'],
+      answer: (row, context) => (row.termKeys as string[] | null ?? []).map((key) => sessionRef(key, context)),
+      compare: () => { throw badValue('terms', 'is a list of references: filter by terms.sourcedId instead') },
+      sort: 'id'
+    },
+    'terms.sourcedId': {
+      columns: ['termKeys'],
+      compare (op, value) {
+        if (op !== '=' && op !== '!=') throw badValue('terms.sourcedId', `is a list: compared with = or != (got ${op})`)
+        return { kind: 'compare', field: 'termKeys', op, value }
+      },
+      sort: 'id'
+    },
+    subjectCodes: texts('subjectCodes'),
+    periods: texts('periods')
+  }
+}
+
+/** The fields of ClassDType this service answers, in the binding's order: what `fields` may name. */
+export const CLASS_FIELDS: readonly string[] = [
+  'sourcedId', 'status', 'dateLastModified', 'title', 'classCode', 'classType', 'location', 'grades', 'subjects', 'course', 'school', 'terms', 'subjectCodes', 'periods'
+]
+
+/** The route condition of every class collection: a classroom with a course and terms. */
+export const IS_CLASS = { kind: 'predicate', predicate: { kind: 'compare', field: 'classKey', op: '=', value: 'true' } } as const

@@ -150,6 +150,40 @@ const single = ({ operationId, tag, kind, schema }: Single): OpenAPIV3.PathItemO
 const school = pathParameter('schoolSourcedId', 'The sourcedId of the school.')
 const term = pathParameter('termSourcedId', 'The sourcedId of the term.')
 
+const classParent = pathParameter('classSourcedId', 'The sourcedId of the class.')
+
+/** A nested collection of classes, or of a class's users (roster.readonly alone, as 1EdTech's nested reads). */
+const nested = (operationId: string, tag: string, schema: string, parents: OpenAPIV3.ParameterObject[], description: string): OpenAPIV3.PathItemObject => {
+  const item = collection({ operationId, tag, schema, security: ROSTER_READ, description })
+  return { get: { ...item.get!, parameters: [...parents, ...PAGING] } }
+}
+
+// The classes: classrooms with a course and terms (docs/api/oneroster.md).
+const CLASS_PATHS: OpenAPIV3.PathsObject = {
+  '/classes': collection({ operationId: 'getAllClasses', tag: 'ClassesManagement', description: 'Reads the classes: the classrooms with a course and terms.', schema: 'ClassSetDType', security: CORE_READ }),
+  '/classes/{sourcedId}': single({ operationId: 'getClass', tag: 'ClassesManagement', kind: 'class', schema: 'SingleClassDType' }),
+  '/schools/{schoolSourcedId}/classes': nested('getClassesForSchool', 'SchoolsManagement', 'ClassSetDType', [school],
+    'Reads the classes of a school; a school this caller cannot read answers 404 unknownobject.'),
+  '/terms/{termSourcedId}/classes': nested('getClassesForTerm', 'TermsManagement', 'ClassSetDType', [term],
+    'Reads the classes taught in a term; a term this caller cannot read answers 404 unknownobject.'),
+  '/courses/{courseSourcedId}/classes': nested('getClassesForCourse', 'CoursesManagement', 'ClassSetDType', [pathParameter('courseSourcedId', 'The sourcedId of the course.')],
+    'Reads the classes of a course; a course this caller cannot read answers 404 unknownobject.'),
+  '/students/{studentSourcedId}/classes': nested('getClassesForStudent', 'StudentsManagement', 'ClassSetDType', [pathParameter('studentSourcedId', 'The sourcedId of the student.')],
+    "Reads the student's class (their classroom); a student this caller cannot read answers 404 unknownobject."),
+  '/teachers/{teacherSourcedId}/classes': nested('getClassesForTeacher', 'TeachersManagement', 'ClassSetDType', [pathParameter('teacherSourcedId', 'The sourcedId of the teacher.')],
+    'Reads the classes the teacher is assigned to; a teacher this caller cannot read answers 404 unknownobject.'),
+  '/users/{userSourcedId}/classes': nested('getClassesForUser', 'UsersManagement', 'ClassSetDType', [pathParameter('userSourcedId', 'The sourcedId of the user.')],
+    "Reads a student's class or a teacher's classes; a user this caller cannot read answers 404 unknownobject."),
+  '/classes/{classSourcedId}/students': nested('getStudentsForClass', 'ClassesManagement', 'UserSetDType', [classParent],
+    'Reads the students of a class; a class this caller cannot read answers 404 unknownobject.'),
+  '/classes/{classSourcedId}/teachers': nested('getTeachersForClass', 'ClassesManagement', 'UserSetDType', [classParent],
+    'Reads the teachers of a class; a class this caller cannot read answers 404 unknownobject.'),
+  '/schools/{schoolSourcedId}/classes/{classSourcedId}/students': nested('getStudentsForClassInSchool', 'SchoolsManagement', 'UserSetDType', [school, classParent],
+    'Reads the students of a class of a school; a school or class this caller cannot read answers 404 unknownobject.'),
+  '/schools/{schoolSourcedId}/classes/{classSourcedId}/teachers': nested('getTeachersForClassInSchool', 'SchoolsManagement', 'UserSetDType', [school, classParent],
+    'Reads the teachers of a class of a school; a school or class this caller cannot read answers 404 unknownobject.')
+}
+
 const PATHS: OpenAPIV3.PathsObject = {
   '/orgs': collection({ operationId: 'getAllOrgs', tag: 'OrgsManagement', description: 'Reads the orgs this caller may read.', schema: 'OrgSetDType', security: CORE_READ }),
   '/orgs/{sourcedId}': single({ operationId: 'getOrg', tag: 'OrgsManagement', kind: 'org', schema: 'SingleOrgDType' }),
@@ -212,7 +246,8 @@ const PATHS: OpenAPIV3.PathsObject = {
     security: ROSTER_READ,
     parent: school,
     description: 'Reads the terms of a school; a school this caller cannot read answers 404 unknownobject.'
-  })
+  }),
+  ...CLASS_PATHS
 }
 
 // ---- Component schemas: 1EdTech's, keyword for keyword.
@@ -431,6 +466,41 @@ const SCHEMAS: Record<string, Schema> = {
     required: ['course'],
     additionalProperties: false
   },
+  ClassDType: {
+    description: 'A class: a classroom of the school, a section of a course taught in terms.',
+    type: 'object',
+    properties: {
+      ...BASE,
+      title: string,
+      classCode: string,
+      classType: extensible(['homeroom', 'scheduled']),
+      location: string,
+      grades: listOf(string),
+      subjects: listOf(string),
+      course: schemaRef('CourseGUIDRefDType'),
+      school: schemaRef('OrgGUIDRefDType'),
+      terms: listOf(schemaRef('AcadSessionGUIDRefDType'), 1),
+      subjectCodes: listOf(string),
+      periods: listOf(string),
+      resources: listOf(schemaRef('ResourceGUIDRefDType'))
+    },
+    required: ['sourcedId', 'status', 'dateLastModified', 'title', 'course', 'school', 'terms'],
+    additionalProperties: false
+  },
+  ClassSetDType: {
+    description: 'A page of classes.',
+    type: 'object',
+    properties: { classes: listOf(schemaRef('ClassDType')) },
+    additionalProperties: false
+  },
+  SingleClassDType: {
+    description: 'One class.',
+    type: 'object',
+    properties: { class: schemaRef('ClassDType') },
+    required: ['class'],
+    additionalProperties: false
+  },
+  CourseGUIDRefDType: guidRef('course'),
   imsx_StatusInfoDType: {
     description: 'Why a request failed.',
     type: 'object',

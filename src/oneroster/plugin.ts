@@ -1,6 +1,6 @@
 // OneRoster 1.2's rostering REST binding, read-only, under /ims/oneroster/rostering/v1p2: the
 // caller's school as an org, its students and teachers as users, its academic sessions (terms and
-// grading periods among them) and its courses (docs/api/oneroster.md). The
+// grading periods among them), its courses and its classes (classes.ts) (docs/api/oneroster.md). The
 // same access tokens, scopes, rate limits and access audit as the GraphQL endpoint, and the same
 // read path: each route asks src/auth/school-access.ts for the caller's school client and reads
 // through the record kinds (users.ts, orgs.ts, records.ts).
@@ -22,6 +22,7 @@ import {
   ACADEMIC_SESSION_FIELDS, ACADEMIC_SESSIONS, COURSE_FIELDS, COURSES, STUDENT_USERS, TEACHER_USERS, type AnswerContext, type Kind
 } from './kinds.js'
 import { checkQueryString } from './malformed.js'
+import { registerClassRoutes } from './classes.js'
 import { orgAnswer, orgsPage, schoolRow } from './orgs.js'
 import { DESCRIPTION_PATH, ONEROSTER_PATH, oneRosterDescription, scopesOf } from './openapi.js'
 import { collectionQuery, fieldsOf, linkHeader, type CollectionQuery } from './query.js'
@@ -160,6 +161,7 @@ function registerRoutes (app: FastifyInstance, routes: FastifyInstance): void {
     if (term === null) throw unknownObject('term', termSourcedId!)
     return await records(request, reply, caller, SESSIONS, 'academicSessions', [...GRADING_PERIODS, { kind: 'equals', field: 'parentId', value: term.id }], query)
   })
+  registerClassRoutes(get, { requireSchool, unknownObject, records, record })
 }
 
 /** The scheme and host the request came to (behind a proxy TRUST_PROXY names, what it forwarded), as a URL writes them. */

@@ -1,7 +1,7 @@
 // The OneRoster REST routes (src/oneroster/) behind the same two walls, each alone enough: two
 // mirrored schools whose students and teachers have the same sourcedIds (one student of each
-// without one, answered by its id), and whose academic sessions and courses (imported) have the
-// same sourcedIds too, probed by sourcedId, by filter, by nested path and by offset
+// without one, answered by its id), and whose academic sessions and courses (imported) and classes
+// (their classrooms given a course and a term, one without a sourcedId) have the same sourcedIds too, probed by sourcedId, by filter, by nested path and by offset
 // past the end, by an administrator, a teacher and a roster-core.readonly client of each school;
 // with both walls, with wall 1 alone (a role that bypasses row-level security), with wall 2 alone
 // (the school and reach conditions taken out of the statements) and, as the control that shows the
@@ -45,6 +45,13 @@ async function collide (db: Database, school: MirrorSchool): Promise<void> {
   for (const [i, id] of school.teacherIds.entries()) {
     await tenant.teacher.updateMany({ where: { id }, data: { preferredName: `mark:${id}`, sourcedId: `tea-${i}` } })
   }
+  // Every classroom a class (course c-1, term t-1), named with its mark: a class's title is its classroom's name.
+  // The school named: with a wall taken out, the client's own condition may be gone.
+  const course = await tenant.course.findFirstOrThrow({ where: { schoolId: school.schoolId, sourcedId: 'c-1' }, select: { id: true } })
+  const term = await tenant.academicSession.findFirstOrThrow({ where: { schoolId: school.schoolId, sourcedId: 't-1' }, select: { id: true } })
+  for (const [i, id] of school.classroomIds.entries()) {
+    await tenant.classroom.updateMany({ where: { schoolId: school.schoolId, id }, data: { name: `mark:${id}`, sourcedId: i === 0 ? null : `k-${i}`, courseId: course.id, termIds: [term.id], classType: 'scheduled' } })
+  }
 }
 
 /** The records an answer holds: the marked ones, and any id it names whole (a sourcedId that is an id, an org's). */
@@ -59,6 +66,7 @@ interface Caller { token: string, allowed: ReadonlySet<string>, name: string }
 async function leaks (app: FastifyInstance, caller: Caller, own: MirrorSchool, other: MirrorSchool): Promise<string[]> {
   const sourcedIds = [...other.studentIds.map((_, i) => `stu-${i}`), ...other.teacherIds.map((_, i) => `tea-${i}`), other.studentIds[0]!]
   const filter = (text: string): string => 'filter=' + encodeURIComponent(text)
+  const classKeys = [other.classroomIds[0]!, ...other.classroomIds.slice(1).map((_, i) => `k-${i + 1}`)]
   const probes = [
     '/users?limit=1000', '/students?limit=1000', '/teachers?limit=1000', '/orgs', '/schools',
     `/schools/${own.schoolId}/students`, `/schools/${own.schoolId}/teachers`,
@@ -85,10 +93,20 @@ async function leaks (app: FastifyInstance, caller: Caller, own: MirrorSchool, o
     `/courses?${filter("schoolYear.sourcedId='y-1'")}`, `/courses?${filter("dateLastModified>'2000-01-01T00:00:00Z'")}&sort=title&orderBy=desc`,
     `/academicSessions?offset=${SESSION_COUNT}&limit=1000`, `/academicSessions?offset=${SESSION_COUNT + 2}`, `/courses?offset=${COURSE_COUNT}`, '/terms?offset=2',
     ...Array.from({ length: 2 * SESSION_COUNT }, (_, i) => `/academicSessions?limit=1&offset=${i}&sort=sourcedId`),
-    ...Array.from({ length: 2 * COURSE_COUNT }, (_, i) => `/courses?limit=1&offset=${i}&sort=title`)
+    ...Array.from({ length: 2 * COURSE_COUNT }, (_, i) => `/courses?limit=1&offset=${i}&sort=title`),
+    // The classes: every collection, by the colliding sourcedIds (and the other school's ids), by nested path, by filter, by offset.
+    '/classes?limit=1000', `/schools/${own.schoolId}/classes`, `/schools/${other.schoolId}/classes`, '/terms/t-1/classes', '/courses/c-1/classes',
+    ...classKeys.flatMap((key) => [`/classes/${key}`, `/classes/${key}/students`, `/classes/${key}/teachers`,
+      `/schools/${own.schoolId}/classes/${key}/students`, `/schools/${other.schoolId}/classes/${key}/teachers`]),
+    ...sourcedIds.flatMap((id) => [`/students/${id}/classes`, `/teachers/${id}/classes`, `/users/${id}/classes`]),
+    `/classes?${filter("course.sourcedId='c-1' OR title~'mark'")}`, `/classes?${filter("terms.sourcedId='t-1'")}`,
+    `/classes?${filter(`school.sourcedId='${other.schoolId}'`)}`, `/classes?${filter(`sourcedId='${other.classroomIds[0]!}'`)}`,
+    `/classes?${filter("dateLastModified>'2000-01-01T00:00:00Z'")}&sort=title&orderBy=desc`,
+    `/classes?offset=${own.classroomIds.length}&limit=1000`, `/classes?offset=${own.classroomIds.length + 2}`, `/classes/${classKeys[1]!}/students?offset=50`,
+    ...Array.from({ length: 2 * own.classroomIds.length }, (_, i) => `/classes?limit=1&offset=${i}&sort=sourcedId`)
   ]
   /** The most records of each collection the caller's school has: X-Total-Count above it counts another school's. */
-  const most: Array<[RegExp, number]> = [[/^\/academicSessions\?/, SESSION_COUNT], [/^\/courses\?/, COURSE_COUNT], [/^\/terms\?/, 2]]
+  const most: Array<[RegExp, number]> = [[/^\/academicSessions\?/, SESSION_COUNT], [/^\/courses\?/, COURSE_COUNT], [/^\/terms\?/, 2], [/^\/classes\?/, own.classroomIds.length]]
   const leaked = new Set<string>()
   for (const probe of probes) {
     const res = await app.inject({ method: 'GET', url: BASE + probe, headers: { authorization: `Bearer ${caller.token}` } })
@@ -130,7 +148,7 @@ for (const config of CONFIGURATIONS) {
     }
     if (config.leaks) {
       t.ok(found.length > 0, `without either wall, the probes find the other school's records (${found.length} answers)`)
-      for (const path of ['/academicSessions', '/terms', '/gradingPeriods', '/courses']) {
+      for (const path of ['/academicSessions', '/terms', '/gradingPeriods', '/courses', '/classes']) {
         t.ok(found.some((probe) => probe.startsWith(path)), `and the probes of ${path} find them too`)
       }
     }
@@ -150,6 +168,12 @@ for (const config of CONFIGURATIONS) {
       t.same([term.json().academicSession.title, term.json().academicSession.children.map((c: { sourcedId: string }) => c.sourcedId)], [`mark:${m.a.schoolId}`, ['gp-1']], 'a colliding sourcedId finds the caller\'s own term, with its own children')
       const periods = await m.app.inject({ url: `${BASE}/terms/t-1/gradingPeriods`, headers: { authorization: `Bearer ${m.b.token}` } })
       t.same(periods.json().academicSessions.map((s: { title: string }) => s.title), [`mark:${m.b.schoolId}`], 'B\'s term\'s grading periods are B\'s')
+      const classes = await m.app.inject({ url: `${BASE}/classes?limit=1000`, headers: { authorization: `Bearer ${m.a.token}` } })
+      t.same(classes.json().classes.map((c: { title: string }) => c.title).sort(), m.a.classroomIds.map((id) => `mark:${id}`).sort(), 'A\'s administrator reads every class of A')
+      const own = await m.app.inject({ url: `${BASE}/classes/k-1`, headers: { authorization: `Bearer ${m.b.token}` } })
+      t.equal(own.json().class.title, `mark:${m.b.classroomIds[1]}`, 'a colliding sourcedId finds the caller\'s own class')
+      const taught = await m.app.inject({ url: `${BASE}/classes?limit=1000`, headers: { authorization: `Bearer ${m.a.teacherToken}` } })
+      t.same(taught.json().classes.map((c: { title: string }) => c.title).sort(), m.a.classroomIds.filter((id) => m.a.teacherReach.has(id)).map((id) => `mark:${id}`).sort(), 'the teacher reads her own classes')
     }
   })
 }
