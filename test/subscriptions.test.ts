@@ -190,7 +190,7 @@ t.test('resuming from a cursor during a write storm: nothing lost or twice at th
   last.stop()
 })
 
-t.test("a teacher is pushed only their own feed; leaving a classroom is a deletion for them", async (t) => {
+t.test('a teacher is pushed only their own feed; leaving a classroom is a deletion for them', async (t) => {
   const { app, url } = await serve(t)
   const db = await testDatabase()
   const schoolId = await createSchool(db, unique('Teacher Push School'))
