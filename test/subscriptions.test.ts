@@ -294,3 +294,142 @@ t.test('a revoked client\'s socket closes', async (t) => {
   await subscriber.end()
   t.equal(subscriber.closeCode, SUBSCRIPTION_CLOSE.revoked.code)
 })
+
+/** A raw WebSocket on the endpoint (graphql-transport-ws), open or refused with its HTTP status. */
+async function rawSocket (url: string, options: WebSocket.ClientOptions = {}): Promise<{ socket: WebSocket } | { status: number }> {
+  const socket = new WebSocket(url, 'graphql-transport-ws', options)
+  return await new Promise((resolve, reject) => {
+    socket.once('open', () => { resolve({ socket }) })
+    socket.once('unexpected-response', (_req, res) => {
+      resolve({ status: res.statusCode ?? 0 })
+      socket.terminate()
+    })
+    socket.once('error', reject)
+  })
+}
+
+/** Sends connection_init with `token` and waits for the ack. */
+async function initialised (socket: WebSocket, token: string): Promise<void> {
+  socket.send(JSON.stringify({ type: 'connection_init', payload: { authorization: `Bearer ${token}` } }))
+  await new Promise<void>((resolve) => {
+    socket.on('message', (data: Buffer) => { if ((JSON.parse(data.toString('utf8')) as { type: string }).type === 'connection_ack') resolve() })
+  })
+}
+
+const closeOf = async (socket: WebSocket): Promise<number> => await new Promise((resolve) => socket.once('close', (code) => resolve(code)))
+
+t.test('open subscriptions are bounded per caller and per node, each refusal coded', async (t) => {
+  const { app, url } = await serve(t, { subscriptionsPerCaller: 2, subscriptionsPerNode: 3 })
+  const db = await testDatabase()
+  const school = await seedSchool(unique('Bounded School'))
+  const { accessToken: token } = await login(app, school.username)
+  const since = await latest(app, token)
+  const client = wsClient(t, url, token)
+  const held = [new Subscriber(client, CHANGES, { since }), new Subscriber(client, CHANGES, { since })]
+  await createStudent(db, { schoolId: school.schoolId, fullName: 'Counted' })
+  for (const subscriber of held) await subscriber.count(1)
+  const third = new Subscriber(client, CHANGES, { since })
+  await third.end()
+  t.match(third.errors, [{ extensions: { code: 'TOO_MANY_REQUESTS' }, message: /SUBSCRIPTIONS_PER_CALLER/ }], 'a third of one caller')
+
+  const second = await seedSchool(unique('Second Bounded School'))
+  const { accessToken: token2 } = await login(app, second.username)
+  const client2 = wsClient(t, url, token2)
+  const since2 = await latest(app, token2)
+  const fits = new Subscriber(client2, CHANGES, { since: since2 })
+  await createStudent(db, { schoolId: second.schoolId, fullName: 'Fits' })
+  await fits.count(1)
+  const over = new Subscriber(client2, CHANGES, { since: since2 })
+  await over.end()
+  t.match(over.errors, [{ extensions: { code: 'SERVICE_UNAVAILABLE' }, message: /SUBSCRIPTIONS_PER_NODE/ }], 'a fourth on the node')
+  for (const subscriber of [...held, fits]) subscriber.stop()
+})
+
+t.test('pings keep the socket; a peer that does not answer them is dropped', async (t) => {
+  const { app, url } = await serve(t, { subscriptionKeepaliveMs: 25 })
+  const school = await seedSchool(unique('Keepalive School'))
+  const { accessToken: token } = await login(app, school.username)
+  const answering = await rawSocket(url)
+  if (!('socket' in answering)) throw new Error('refused')
+  await initialised(answering.socket, token)
+  let pings = 0
+  await new Promise<void>((resolve) => answering.socket.on('ping', () => { if (++pings === 3) resolve() }))
+  t.equal(answering.socket.readyState, WebSocket.OPEN, 'three pings answered: still open')
+  answering.socket.close()
+
+  const silent = await rawSocket(url, { autoPong: false })
+  if (!('socket' in silent)) throw new Error('refused')
+  await initialised(silent.socket, token)
+  t.equal(await closeOf(silent.socket), 1006, 'no pong: dropped')
+})
+
+t.test('browsers connect only from the origins of CORS_ORIGINS; the upgrade counts on the rate limits', async (t) => {
+  const { url } = await serve(t, { corsOrigins: ['https://app.example.org'], rateLimitAddressPerMinute: 2 })
+  t.match(await rawSocket(url, { headers: { origin: 'https://evil.example.org' } }), { status: 403 }, 'another origin: 403')
+  const listed = await rawSocket(url, { headers: { origin: 'https://app.example.org' } })
+  t.ok('socket' in listed, 'a listed origin opens')
+  if ('socket' in listed) listed.socket.close()
+  const plain = await rawSocket(url)
+  t.ok('socket' in plain, 'no origin (not a browser) opens')
+  if ('socket' in plain) plain.socket.close()
+  t.match(await rawSocket(url), { status: 429 }, 'over the address limit: 429')
+})
+
+t.test('each subscribe counts on the caller\'s rate limit', async (t) => {
+  const { app, url } = await serve(t, { rateLimitUserPerMinute: 2 })
+  const school = await seedSchool(unique('Rate School'))
+  const { accessToken: token } = await login(app, school.username)
+  // `latest` is the user's first request (login is anonymous), the first subscribe the second.
+  const since = await latest(app, token)
+  const client = wsClient(t, url, token)
+  const first = new Subscriber(client, CHANGES, { since })
+  const second = new Subscriber(client, CHANGES, { since })
+  await second.end()
+  t.match(second.errors, [{ extensions: { code: 'TOO_MANY_REQUESTS', retryAfter: Number } }])
+  first.stop()
+})
+
+t.test('at shutdown, once the drain is over, sockets close with 1001 (going away)', async (t) => {
+  const { app, url } = await serve(t)
+  const school = await seedSchool(unique('Shutdown School'))
+  const { accessToken: token } = await login(app, school.username)
+  const opened = await rawSocket(url)
+  if (!('socket' in opened)) throw new Error('refused')
+  await initialised(opened.socket, token)
+  const closed = closeOf(opened.socket)
+  await app.shutdown.run(0)
+  t.equal(await closed, SUBSCRIPTION_CLOSE.goingAway.code)
+})
+
+t.test('a subscriber that does not read is closed with 4413 once its socket holds too much unsent', async (t) => {
+  const { app, url } = await serve(t, { subscriptionMaxBufferedBytes: 1024, subscriptionsPerCaller: 10 })
+  const db = await testDatabase()
+  const school = await seedSchool(unique('Slow School'))
+  const { accessToken: token } = await login(app, school.username)
+  const since = await latest(app, token)
+  // A feed longer than the kernel's socket buffers hold, in one statement.
+  const long = 'x'.repeat(200)
+  await db.forSchool(school.schoolId).student.createMany({
+    data: Array.from({ length: 5000 }, (_, i) => ({ schoolId: school.schoolId, fullName: `Slow ${i}`, sourcedId: `${long}-${i}` }))
+  })
+  const opened = await rawSocket(url)
+  if (!('socket' in opened)) throw new Error('refused')
+  const socket = opened.socket
+  await initialised(socket, token)
+  const closed = closeOf(socket)
+  socket.pause()
+  for (let i = 0; i < 10; i++) {
+    socket.send(JSON.stringify({ id: String(i), type: 'subscribe', payload: { query: 'subscription ($since: String) { changes(since: $since) { cursor sourcedId } }', variables: { since } } }))
+  }
+  // Unread until the service gives up on it (its metric), then read: the close frame comes behind
+  // what was buffered.
+  const counted = async (): Promise<number> => {
+    const metric = await app.metrics.registry.getSingleMetric('sds_subscription_closes_total')!.get()
+    return metric.values.find((value) => value.labels.reason === 'tooSlow')?.value ?? 0
+  }
+  while (await counted() === 0) await new Promise((resolve) => setTimeout(resolve, 10))
+  socket.resume()
+  t.equal(await closed, SUBSCRIPTION_CLOSE.tooSlow.code)
+  const open = await app.metrics.registry.getSingleMetric('sds_subscriptions_open')!.get()
+  t.equal(open.values[0]?.value, 0, 'its subscriptions stopped')
+})

@@ -21,6 +21,7 @@
 import websocket, { type WebSocket } from '@fastify/websocket'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import { Counter, Gauge } from 'prom-client'
 import { getOperationAST, GraphQLError, NoSchemaIntrospectionCustomRule, OperationTypeNode, parse, specifiedRules, validate, type ExecutionResult, type ValidationRule } from 'graphql'
 import { CloseCode, handleProtocols, makeServer, type Context } from 'graphql-ws'
 import type { MercuriusContext } from 'mercurius'
@@ -101,10 +102,25 @@ export default fp<SubscriptionsPluginOptions>(async (app, { now }) => {
   const perCaller = new Map<string, number>()
   let open = 0
 
+  const openGauge = new Gauge({
+    name: 'sds_subscriptions_open',
+    help: 'GraphQL subscriptions open on this node',
+    registers: [app.metrics.registry],
+    collect () { openGauge.set(open) }
+  })
+  const closes = new Counter({
+    name: 'sds_subscription_closes_total',
+    help: 'Subscription sockets the service closed, by reason (expired, revoked, tooSlow, goingAway, internal)',
+    labelNames: ['reason'],
+    registers: [app.metrics.registry]
+  })
+
   /** Closes a connection (once) and stops its subscriptions at once, whatever the peer does. */
-  function end (connection: Connection, { code, reason }: { code: number, reason: string }): void {
+  function end (connection: Connection, why: keyof typeof SUBSCRIPTION_CLOSE): void {
     if (connection.closing) return
     connection.closing = true
+    const { code, reason } = SUBSCRIPTION_CLOSE[why]
+    closes.inc({ reason: why })
     app.log.info({ code, reason, caller: connection.caller?.id }, 'closing a subscription connection')
     connection.socket.close(code, reason)
     for (const iterator of Object.values(connection.context?.subscriptions ?? {})) {
@@ -118,8 +134,8 @@ export default fp<SubscriptionsPluginOptions>(async (app, { now }) => {
     for (const connection of connections) {
       const caller = connection.caller
       if (caller === undefined || connection.closing) continue
-      if (time >= caller.expiresAt) end(connection, SUBSCRIPTION_CLOSE.expired)
-      else if (app.auth.identify(caller.bearer).kind !== caller.identity.kind) end(connection, SUBSCRIPTION_CLOSE.revoked)
+      if (time >= caller.expiresAt) end(connection, 'expired')
+      else if (app.auth.identify(caller.bearer).kind !== caller.identity.kind) end(connection, 'revoked')
     }
   }
   const rechecks = setInterval(recheck, ACCESS_RECHECK_MS)
@@ -229,7 +245,7 @@ export default fp<SubscriptionsPluginOptions>(async (app, { now }) => {
       },
       // Shutdown closes the sockets (whenRefusing, below); what is left closes as the app closes.
       preClose (done) {
-        for (const connection of connections) end(connection, SUBSCRIPTION_CLOSE.goingAway)
+        for (const connection of connections) end(connection, 'goingAway')
         done()
       }
     })
@@ -261,7 +277,7 @@ export default fp<SubscriptionsPluginOptions>(async (app, { now }) => {
         closing: false
       }
       connections.add(connection)
-      if (app.shutdown.state === 'closing') end(connection, SUBSCRIPTION_CLOSE.goingAway)
+      if (app.shutdown.state === 'closing') end(connection, 'goingAway')
 
       let answered = true
       const pings = config.subscriptionKeepaliveMs > 0
@@ -284,7 +300,7 @@ export default fp<SubscriptionsPluginOptions>(async (app, { now }) => {
         send (data) {
           if (socket.readyState !== socket.OPEN || connection.closing) return
           socket.send(data)
-          if (socket.bufferedAmount > config.subscriptionMaxBufferedBytes) end(connection, SUBSCRIPTION_CLOSE.tooSlow)
+          if (socket.bufferedAmount > config.subscriptionMaxBufferedBytes) end(connection, 'tooSlow')
         },
         close (code, reason) {
           connection.closing = true
@@ -294,7 +310,7 @@ export default fp<SubscriptionsPluginOptions>(async (app, { now }) => {
           socket.on('message', (data) => {
             handle(Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.concat(Array.isArray(data) ? data : [Buffer.from(data)]).toString('utf8')).catch((err: unknown) => {
               request.log.error({ err }, 'a subscription message failed')
-              end(connection, SUBSCRIPTION_CLOSE.internal)
+              end(connection, 'internal')
             })
           })
         }
@@ -310,11 +326,11 @@ export default fp<SubscriptionsPluginOptions>(async (app, { now }) => {
   })
 
   app.shutdown.whenRefusing(() => {
-    for (const connection of connections) end(connection, SUBSCRIPTION_CLOSE.goingAway)
+    for (const connection of connections) end(connection, 'goingAway')
   })
   app.addHook('onClose', async () => {
     clearInterval(rechecks)
     await accessListener.close()
     await live.close()
   })
-}, { name: 'subscriptions', dependencies: ['config', 'database', 'auth', 'rate-limit', 'graphql', 'shutdown'] })
+}, { name: 'subscriptions', dependencies: ['config', 'database', 'metrics', 'auth', 'rate-limit', 'graphql', 'shutdown'] })
