@@ -27,11 +27,11 @@ const FEED = `query ($since: String) {
   changes(since: $since, limit: 1000) { changes { cursor type recordType id sourcedId student { fullName } teacher { id } classroom { id } } nextCursor hasMore }
 }`
 
-interface Pushed { cursor: string, type: string, recordType: string, id: string }
+interface Pushed { cursor: string, type: string, recordType: string, id: string, sourcedId?: string | null }
 
 /** An app listening on a free port, closed when the test ends; its subscriptions' URL. */
 async function serve (
-  t: Tap.Test,
+  t: { teardown: (fn: () => unknown) => void },
   overrides: Partial<Config> = {},
   options: { now?: () => number } = {}
 ): Promise<{ app: FastifyInstance, url: string }> {
@@ -42,7 +42,7 @@ async function serve (
 }
 
 /** A graphql-ws client with `token` in connection_init, no retries, disposed when the test ends. */
-function wsClient (t: Tap.Test, url: string, token: string | undefined, extra: { params?: Record<string, unknown> } = {}): Client {
+function wsClient (t: { teardown: (fn: () => unknown) => void }, url: string, token: string | undefined, extra: { params?: Record<string, unknown> } = {}): Client {
   const client = createClient({
     url,
     webSocketImpl: WebSocket,
@@ -112,7 +112,7 @@ async function latest (app: FastifyInstance, token: string): Promise<string> {
 
 const brief = (changes: Pushed[]) => changes.map((c) => [c.type, c.recordType, c.id])
 /** A change's own fields; the record it names is read as it is when pushed, and may have changed since. */
-const entries = (changes: Array<Pushed & Record<string, unknown>>) =>
+const entries = (changes: Pushed[]) =>
   changes.map(({ cursor, type, recordType, id, sourcedId }) => ({ cursor, type, recordType, id, sourcedId }))
 
 t.test('creations, updates and deletions are pushed as they commit, as the changes query reads them', async (t) => {
