@@ -6,6 +6,7 @@
 import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import { createClient, type Client } from 'graphql-ws'
+import pg from 'pg'
 import t from 'tap'
 import WebSocket from 'ws'
 import { createUser, disableUser } from '../src/admin/users.js'
@@ -17,7 +18,7 @@ import type { Config } from '../src/config.js'
 import { SUBSCRIPTION_CLOSE } from '../src/plugins/subscriptions.js'
 import { createClassroomAssignment } from './fixtures.js'
 import { clientToken, seedClient } from './fixtures/oauth.js'
-import { build, gql, login, PASSWORD, seedSchool, testClock, testDatabase, unique } from './helper.js'
+import { build, gql, login, PASSWORD, seedSchool, serverUrl, testClock, testDatabase, unique } from './helper.js'
 
 const CHANGES = `subscription ($since: String) {
   changes(since: $since) { cursor type recordType id sourcedId student { fullName } teacher { id } classroom { id } }
@@ -432,4 +433,26 @@ t.test('a subscriber that does not read is closed with 4413 once its socket hold
   t.equal(await closed, SUBSCRIPTION_CLOSE.tooSlow.code)
   const open = await app.metrics.registry.getSingleMetric('sds_subscriptions_open')!.get()
   t.equal(open.values[0]?.value, 0, 'its subscriptions stopped')
+})
+
+t.test('a dropped notification connection loses nothing: subscribers read again once it listens again', { skip: serverUrl === undefined ? 'the embedded database listens in process: nothing to drop' : false }, async (t) => {
+  const { app, url } = await serve(t)
+  const db = await testDatabase()
+  const school = await seedSchool(unique('Dropped School'))
+  const { accessToken: token } = await login(app, school.username)
+  const since = await latest(app, token)
+  const subscriber = new Subscriber(wsClient(t, url, token), CHANGES, { since })
+  await createStudent(db, { schoolId: school.schoolId, fullName: 'Before the drop' })
+  await subscriber.count(1)
+  const admin = new pg.Client({ connectionString: db.ownerUrl! })
+  await admin.connect()
+  t.teardown(() => admin.end())
+  // Every LISTEN connection of the database (this node's), dropped; the writes that follow commit
+  // while it opens again.
+  await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query ILIKE 'LISTEN%' AND datname = current_database()")
+  const during: string[] = []
+  for (let i = 0; i < 5; i++) during.push(await createStudent(db, { schoolId: school.schoolId, fullName: `While dropped ${i}` }))
+  await subscriber.until(() => during.every((id) => subscriber.pushed.some((c) => c.id === id)))
+  t.same(entries(subscriber.pushed), entries((await feed(app, token, since)).changes), 'exactly the feed')
+  subscriber.stop()
 })
