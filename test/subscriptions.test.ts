@@ -456,3 +456,32 @@ t.test('a dropped notification connection loses nothing: subscribers read again 
   t.same(entries(subscriber.pushed), entries((await feed(app, token, since)).changes), 'exactly the feed')
   subscriber.stop()
 })
+
+t.test('the records a push hands over are in the access audit, as the caller\'s, under the operation\'s name', async (t) => {
+  const { app, url } = await serve(t)
+  const db = await testDatabase()
+  const school = await seedSchool(unique('Audited Push School'))
+  const { accessToken: token } = await login(app, school.username)
+  const since = await latest(app, token)
+  const subscriber = new Subscriber(wsClient(t, url, token), 'subscription Follow($since: String) { changes(since: $since) { id student { fullName } } }', { since })
+  await createStudent(db, { schoolId: school.schoolId, fullName: 'Audited' })
+  await subscriber.count(1)
+  await app.audit.flush()
+  const sql = 'SELECT operation, record_type, record_count, action, user_id FROM access_audit WHERE school_id = $1'
+  const rows = db.ownerUrl !== undefined
+    ? await (async () => {
+      const client = new pg.Client({ connectionString: db.ownerUrl })
+      await client.connect()
+      try { return (await client.query(sql, [school.schoolId])).rows } finally { await client.end() }
+    })()
+    // The embedded database runs as the service role for the session; its session user may read.
+    : await db.prisma.$transaction(async (tx) => {
+      await tx.$executeRawUnsafe('SET LOCAL ROLE postgres')
+      return await tx.$queryRawUnsafe<unknown[]>(sql, school.schoolId)
+    })
+  const user = await db.prisma.user.findUniqueOrThrow({ where: { username: school.username }, select: { id: true } })
+  // (The count is what the database handed over, as for the same query over HTTP.)
+  t.match(rows, [{ operation: 'Follow', record_type: 'Student', record_count: Number, action: 'read', user_id: user.id }])
+  t.ok((rows as Array<{ record_count: number }>)[0]!.record_count > 0)
+  subscriber.stop()
+})

@@ -18,11 +18,13 @@
 //   not answer the last one is dropped; browsers only from CORS_ORIGINS; the upgrade request counts
 //   on the rate limits as an HTTP request does, and so does each subscribe; at shutdown, once the
 //   drain is over, every socket closes with 1001 (going away).
+// - Audit: each pushed event's reads of student and teacher records are recorded by the access
+//   audit as the caller's, under the operation's name (src/audit/plugin.ts).
 import websocket, { type WebSocket } from '@fastify/websocket'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { Counter, Gauge } from 'prom-client'
-import { getOperationAST, GraphQLError, NoSchemaIntrospectionCustomRule, OperationTypeNode, parse, specifiedRules, validate, type ExecutionResult, type ValidationRule } from 'graphql'
+import { getOperationAST, GraphQLError, NoSchemaIntrospectionCustomRule, OperationTypeNode, parse, specifiedRules, subscribe, validate, type ExecutionArgs, type ExecutionResult, type ValidationRule } from 'graphql'
 import { CloseCode, handleProtocols, makeServer, type Context } from 'graphql-ws'
 import type { MercuriusContext } from 'mercurius'
 import { callerId, accessOf, type Identity } from '../auth/identity.js'
@@ -160,7 +162,26 @@ export default fp<SubscriptionsPluginOptions>(async (app, { now }) => {
   const format = (context: MercuriusContext, result: ExecutionResult & { errors: readonly GraphQLError[] }) =>
     formatter(result, context).response
 
+  /** Who runs each subscription's events (its connection's request) and as which operation, for the access audit. */
+  const audited = new WeakMap<object, { request: FastifyRequest, operation: string }>()
+
+  /**
+   * graphql-js's subscribe, each event's execution (the reads of its records) tallied by the access
+   * audit as one read of the caller: graphql-js executes an event when its iterator's `next` is called.
+   */
+  async function auditedSubscribe (args: ExecutionArgs): Promise<AsyncGenerator<ExecutionResult> | ExecutionResult> {
+    const by = audited.get(args.contextValue as object)
+    if (by === undefined) return await subscribe(args)
+    // The subscribe resolver reads the feed's first page (entries name their records: counted).
+    const result = await app.audit.tallied(by.request, by.operation, async () => await subscribe(args))
+    if (!(Symbol.asyncIterator in result)) return result
+    const next = result.next.bind(result)
+    result.next = async () => await app.audit.tallied(by.request, by.operation, next)
+    return result
+  }
+
   const server = makeServer<Record<string, unknown> | undefined, Extra>({
+    subscribe: auditedSubscribe,
     async onConnect (ctx) {
       const connection = ctx.extra.connection
       const bearer = bearerOf(ctx.connectionParams)
@@ -219,6 +240,7 @@ export default fp<SubscriptionsPluginOptions>(async (app, { now }) => {
         reply: undefined,
         liveChanges: () => live
       } as unknown as MercuriusContext
+      audited.set(context, { request: connection.request, operation: operation.name?.value ?? 'anonymous' })
       return { schema, document, operationName: payload.operationName, variableValues: payload.variables, contextValue: context }
     },
 
@@ -333,4 +355,4 @@ export default fp<SubscriptionsPluginOptions>(async (app, { now }) => {
     await accessListener.close()
     await live.close()
   })
-}, { name: 'subscriptions', dependencies: ['config', 'database', 'metrics', 'auth', 'rate-limit', 'graphql', 'shutdown'] })
+}, { name: 'subscriptions', dependencies: ['config', 'database', 'metrics', 'auth', 'access-audit', 'rate-limit', 'graphql', 'shutdown'] })
