@@ -9,7 +9,7 @@ import { createClient, type Client } from 'graphql-ws'
 import pg from 'pg'
 import t from 'tap'
 import WebSocket from 'ws'
-import { createUser, disableUser } from '../src/admin/users.js'
+import { assignUser, createUser, disableUser } from '../src/admin/users.js'
 import { revokeClient } from '../src/admin/clients.js'
 import { createSchool } from '../src/admin/schools.js'
 import { createStudent } from '../src/records/students.js'
@@ -484,4 +484,22 @@ t.test('the records a push hands over are in the access audit, as the caller\'s,
   t.match(rows, [{ operation: 'Follow', record_type: 'Student', record_count: Number, action: 'read', user_id: user.id }])
   t.ok((rows as Array<{ record_count: number }>)[0]!.record_count > 0)
   subscriber.stop()
+})
+
+t.test('a user moved to another school, or unassigned, has their socket closed', async (t) => {
+  const { app, url } = await serve(t)
+  const db = await testDatabase()
+  for (const [what, change] of [
+    ['moved', async (username: string) => { await assignUser(db, username, await createSchool(db, unique('Elsewhere'))) }],
+    ['unassigned', async (username: string) => { await db.prisma.user.update({ where: { username }, data: { schoolId: null } }) }]
+  ] as const) {
+    const school = await seedSchool(unique(`${what} School`))
+    const { accessToken: token } = await login(app, school.username)
+    const subscriber = new Subscriber(wsClient(t, url, token), CHANGES, { since: await latest(app, token) })
+    await createStudent(db, { schoolId: school.schoolId, fullName: `Before ${what}` })
+    await subscriber.count(1)
+    await change(school.username)
+    await subscriber.end()
+    t.equal(subscriber.closeCode, SUBSCRIPTION_CLOSE.revoked.code, what)
+  }
 })
