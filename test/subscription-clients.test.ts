@@ -5,118 +5,13 @@
 // closes with 4440 when the app's clock passes the token's expiry; what each client applied is the
 // feed exactly, nothing lost or twice across the reconnect, during writes.
 import type { AddressInfo } from 'node:net'
-import { ApolloClient, gql as apolloGql, InMemoryCache } from '@apollo/client'
-import { GraphQLWsLink } from '@apollo/client/link/subscriptions'
-import { Client as UrqlClient, fetchExchange, subscriptionExchange } from '@urql/core'
 import type { FastifyInstance } from 'fastify'
-import { createClient, type Client } from 'graphql-ws'
 import t from 'tap'
-import { pipe, subscribe } from 'wonka'
-import WebSocket from 'ws'
 import { createStudent } from '../src/records/students.js'
+import { Applied, followers, type Change } from './fixtures/subscription-clients.js'
 import { build, gql, login, seedSchool, testClock, testDatabase, unique } from './helper.js'
 
-const FOLLOW = 'subscription ($since: String) { changes(since: $since) { cursor type recordType id } }'
 const REFRESH = 'mutation ($t: String!) { refreshToken(refreshToken: $t) { accessToken } }'
-
-interface Change { cursor: string, id: string }
-
-/** What a follower applied, and a way to wait for a condition on it. */
-class Applied {
-  readonly changes: Change[] = []
-  private readonly waiters: Array<() => void> = []
-  add (change: Change): void {
-    this.changes.push(change)
-    for (const wake of this.waiters.splice(0)) wake()
-  }
-
-  async until (n: number): Promise<void> {
-    while (this.changes.length < n) await new Promise<void>((resolve) => { this.waiters.push(resolve) })
-  }
-}
-
-interface Follow {
-  /** Starts following from `since`, applying each change; the returned function stops. */
-  (options: { url: string, connectionParams: () => Promise<Record<string, unknown>>, since: string, applied: Applied }): () => void
-}
-
-const followers: Record<string, Follow> = {
-  'plain graphql-ws': ({ url, connectionParams, since, applied }) => {
-    // No wait between retries in the test (the library's default waits with a random back-off).
-    const client = createClient({ url, webSocketImpl: WebSocket, connectionParams, retryAttempts: 5, retryWait: async () => {} })
-    const payload = { query: FOLLOW, variables: { since } }
-    const stop = client.subscribe<{ changes: Change }>(payload, {
-      next ({ data }) {
-        applied.add(data!.changes)
-        payload.variables.since = data!.changes.cursor
-      },
-      error () {},
-      complete () {}
-    })
-    return () => {
-      stop()
-      void client.dispose()
-    }
-  },
-
-  'Apollo Client (GraphQLWsLink)': ({ url, connectionParams, since, applied }) => {
-    const ws: Client = createClient({ url, webSocketImpl: WebSocket, connectionParams, retryAttempts: 0 })
-    const apollo = new ApolloClient({ link: new GraphQLWsLink(ws), cache: new InMemoryCache() })
-    const query = apolloGql(FOLLOW)
-    let stopped = false
-    let current: { unsubscribe: () => void } | undefined
-    let last = since
-    const follow = (): void => {
-      current = apollo.subscribe<{ changes: Change }>({ query, variables: { since: last }, fetchPolicy: 'no-cache' }).subscribe({
-        next (result) {
-          if (result.data != null) {
-            applied.add(result.data.changes)
-            last = result.data.changes.cursor
-          }
-          if (result.error !== undefined && !stopped) follow()
-        },
-        error () { if (!stopped) follow() }
-      })
-    }
-    follow()
-    return () => {
-      stopped = true
-      current?.unsubscribe()
-      void ws.dispose()
-    }
-  },
-
-  'urql (subscriptionExchange)': ({ url, connectionParams, since, applied }) => {
-    const ws: Client = createClient({ url, webSocketImpl: WebSocket, connectionParams, retryAttempts: 0 })
-    const urql = new UrqlClient({
-      url: url.replace(/^ws/, 'http').replace(/subscriptions$/, ''),
-      exchanges: [fetchExchange, subscriptionExchange({
-        forwardSubscription: (request) => ({
-          subscribe: (sink) => ({ unsubscribe: ws.subscribe({ ...request, query: request.query ?? '' }, sink) })
-        })
-      })]
-    })
-    let stopped = false
-    let current: { unsubscribe: () => void } | undefined
-    let last = since
-    const follow = (): void => {
-      current = pipe(urql.subscription<{ changes: Change }>(FOLLOW, { since: last }), subscribe((result) => {
-        if (result.error !== undefined) {
-          if (!stopped) follow()
-          return
-        }
-        applied.add(result.data!.changes)
-        last = result.data!.changes.cursor
-      }))
-    }
-    follow()
-    return () => {
-      stopped = true
-      current?.unsubscribe()
-      void ws.dispose()
-    }
-  }
-}
 
 async function serve (t: { teardown: (fn: () => unknown) => void }, now: () => number): Promise<{ app: FastifyInstance, url: string }> {
   const app = await build(t, {}, { now })
