@@ -21,6 +21,7 @@ import { summaryMarkdown } from './profile-summary.mjs'
 import { renderMarkdown, renderSvg } from './report.mjs'
 import { formatSpread, laneRow, roundRatios } from './rounds.mjs'
 import { layerCosts } from './layers.mjs'
+import { runSubscriptions } from './subscriptions.mjs'
 import { runWrites } from './writes.mjs'
 import { LOGIN_MUTATION, ONEROSTER_STUDENTS_PATH, REST_MAX_LIMIT, WALK_PAGE_QUERY, WORKLOADS, accessTokenOf, checkClientToken, checkRead, checkRest, checkTokens, requestBody } from './workloads.mjs'
 
@@ -113,7 +114,10 @@ function readSettings () {
 // `--writes`: the write workload alone (bench/writes.mjs); without it, it runs after the reads
 // unless BENCH_WRITES=0.
 const writesOnly = process.argv.includes('--writes')
-process.argv = process.argv.filter((arg) => arg !== '--writes')
+// `--subscriptions`: the subscriptions row alone (bench/subscriptions.mjs); without it, it runs
+// after the writes unless BENCH_SUBSCRIPTIONS=0.
+const subscriptionsOnly = process.argv.includes('--subscriptions')
+process.argv = process.argv.filter((arg) => arg !== '--writes' && arg !== '--subscriptions')
 
 let settings
 try {
@@ -152,6 +156,37 @@ async function writes () {
   process.stdout.write('\n' + markdown)
   if (result.failures.length > 0) {
     log(`FAILED: ${result.failures.length} wrong write answer(s); first: ${result.failures[0]}`)
+    process.exitCode = 1
+  }
+}
+
+/** The subscriptions row: its figures into bench/results/subscriptions.{json,md}; a wrong push fails the run. */
+async function subscriptions () {
+  log('subscriptions: idle subscribers held, push latency at 1, 100 and 1,000 subscribers, beside polling')
+  const result = await runSubscriptions({
+    adminUrl: settings.adminUrl,
+    projectDir,
+    subscribers: intSetting('BENCH_SUBSCRIBERS', 1000),
+    writes: intSetting('BENCH_PUSH_WRITES', 20),
+    log
+  })
+  const { figures } = result
+  const markdown = [
+    `Subscriptions (${new Date().toISOString()}, ${os.availableParallelism()} CPUs): one school, each subscriber on its own socket; ${result.writes} writes per level.`,
+    '',
+    '| Subscribers | Push median ms | Push p99 ms | Write round trip median ms |',
+    '|---|---|---|---|',
+    ...figures.levels.map((l) => `| ${l.subscribers} | ${l.medianMs.toFixed(1)} | ${l.p99Ms.toFixed(1)} | ${l.writeMedianMs.toFixed(1)} |`),
+    '',
+    `Memory per idle subscriber (server RSS): ${(figures.rssPerSubscriberBytes / 1024).toFixed(1)} KiB. Polling instead: one \`changes(since)\` with nothing new, median ${figures.poll.medianMs.toFixed(2)} ms and ${figures.poll.serverCpuUs.toFixed(0)} µs of server CPU per poll, per poller.`,
+    ''
+  ].join('\n')
+  mkdirSync(resultsDir, { recursive: true })
+  writeFileSync(join(resultsDir, 'subscriptions.json'), JSON.stringify(result, null, 2) + '\n')
+  writeFileSync(join(resultsDir, 'subscriptions.md'), markdown)
+  process.stdout.write('\n' + markdown)
+  if (result.failures.length > 0) {
+    log(`FAILED: ${result.failures.length} wrong push(es); first: ${result.failures[0]}`)
     process.exitCode = 1
   }
 }
@@ -1165,8 +1200,9 @@ async function main () {
 }
 
 try {
-  if (!writesOnly) await main()
-  if (writesOnly || process.env.BENCH_WRITES !== '0') await writes()
+  if (!writesOnly && !subscriptionsOnly) await main()
+  if (writesOnly || (!subscriptionsOnly && process.env.BENCH_WRITES !== '0')) await writes()
+  if (subscriptionsOnly || (!writesOnly && process.env.BENCH_SUBSCRIPTIONS !== '0')) await subscriptions()
 } catch (err) {
   log(`the benchmark could not run: ${err.stack ?? err}`)
   process.exitCode = 2

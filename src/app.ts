@@ -23,6 +23,7 @@ import rateLimitPlugin from './plugins/rate-limit.js'
 import redisPlugin from './plugins/redis.js'
 import schemaSdlPlugin from './plugins/schema-sdl.js'
 import shutdownPlugin from './plugins/shutdown.js'
+import subscriptionsPlugin from './plugins/subscriptions.js'
 
 export interface BuildOptions {
   /** An open database owned by the caller; by default the app opens (and closes) its own. */
@@ -103,6 +104,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   await app.register(auditPlugin)
   await app.register(rateLimitPlugin)
   await app.register(graphqlPlugin)
+  await app.register(subscriptionsPlugin, { now: options.now ?? Date.now })
   await app.register(oneRosterPlugin)
   await app.register(oauthPlugin)
   await app.register(schemaSdlPlugin)

@@ -109,6 +109,13 @@ export const ENV_SCHEMA = {
     PRESSURE_MAX_HEAP_MB: integer(0, 1048576, 0),
     PRESSURE_MAX_RSS_MB: integer(0, 1048576, 0),
     PRESSURE_RETRY_AFTER: integer(1, 3600, 10),
+    // GraphQL subscriptions over WebSocket (src/plugins/subscriptions.ts): open subscriptions per API
+    // node and per caller on a node; bytes a socket may hold unsent before it is closed (a
+    // subscriber that does not read); milliseconds between WebSocket pings (0: none).
+    SUBSCRIPTIONS_PER_NODE: integer(0, 1000000, 10000),
+    SUBSCRIPTIONS_PER_CALLER: integer(0, 10000, 20),
+    SUBSCRIPTION_MAX_BUFFERED_BYTES: integer(1024, 1073741824, 1048576),
+    SUBSCRIPTION_KEEPALIVE_MS: integer(0, 3600000, 30000),
     LOG_LEVEL: { type: 'string', enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' }
   }
 } as const

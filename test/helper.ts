@@ -95,6 +95,10 @@ export function testConfig (overrides: Partial<Config> = {}): Config {
     pressureMaxHeapMb: 0,
     pressureMaxRssMb: 0,
     pressureRetryAfter: 10,
+    subscriptionsPerNode: 10_000,
+    subscriptionsPerCaller: 20,
+    subscriptionMaxBufferedBytes: 1_048_576,
+    subscriptionKeepaliveMs: 30_000,
     ...overrides
   }
 }

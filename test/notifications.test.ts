@@ -27,8 +27,8 @@ function recorder (name: string, heard: string[]): Subscriber & { listened: numb
   return handlers
 }
 
-t.test('a school\'s change reaches the read routing of the replicas first, then the teachers\' classrooms, then the response cache', async (t) => {
-  t.same(SUBSCRIBERS[DATA_CHANGED_CHANNEL], ['readRouting', 'teacherRooms', 'responseCache'])
+t.test('a school\'s change reaches the read routing of the replicas first, then the teachers\' classrooms, then the response cache, then the subscriptions', async (t) => {
+  t.same(SUBSCRIBERS[DATA_CHANGED_CHANNEL], ['readRouting', 'teacherRooms', 'responseCache', 'subscriptions'])
   const db = await testDatabase()
   const heard: string[] = []
   // Subscribed in the reverse order.

@@ -13,6 +13,8 @@
 //   answer serves. The GraphQL plugin runs `audit.scope` after the cache's lookup: a hit needs no
 //   tally, and a miss's tally is handed to the cache's slot there, before any resolver counts into
 //   it (no order of onSend hooks matters).
+// - A subscription's pushes (src/plugins/subscriptions.ts) are tallied one event at a time
+//   (`tallied`), each recorded under the connection's upgrade request and the operation's name.
 // - Written in batches (writer.ts); the queue is written out when the app closes.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
@@ -30,6 +32,12 @@ declare module 'fastify' {
       stats (): AuditStats
       /** The GraphQL endpoint's preHandler that sets up the request's tally (src/plugins/graphql.ts). */
       scope: (request: FastifyRequest, reply: FastifyReply, done: () => void) => void
+      /**
+       * Runs `run` under a tally of its own and records it for `request`'s caller as `operation`:
+       * one pushed event of a subscription (src/plugins/subscriptions.ts), whose connection's
+       * upgrade request holds the caller.
+       */
+      tallied: <T>(request: FastifyRequest, operation: string, run: () => Promise<T>) => Promise<T>
     }
   }
 }
@@ -49,14 +57,22 @@ export default fp(async (app: FastifyInstance) => {
   app.decorate('audit', {
     flush: () => writer.flush(),
     stats: () => writer.stats(),
-    scope
+    scope,
+    async tallied (request, operation, run) {
+      const access = new RequestAccess()
+      try {
+        return await operationObserver.run(access, run)
+      } finally {
+        if (access.counts.length > 0) enqueue(request, access.at, access.counts, operation)
+      }
+    }
   })
   // After the server has closed (Fastify closes it first) and before the database closes: Fastify
   // runs onClose hooks in the reverse order of registration, and this plugin depends on 'database'
   // (test/contracts/fastify-close-order.test.ts, test/plugin-order.test.ts).
   app.addHook('onClose', async () => { await writer.close() })
 
-  function enqueue (request: FastifyRequest, at: Date, counts: readonly AccessCount[]): void {
+  function enqueue (request: FastifyRequest, at: Date, counts: readonly AccessCount[], operation = operationOf(request)): void {
     const identity = request.identity
     if (identity.kind !== 'user' && identity.kind !== 'client') {
       // Records were handed over to a caller whose token was revoked while the request ran.
@@ -65,7 +81,6 @@ export default fp(async (app: FastifyInstance) => {
     }
     const userId = identity.kind === 'user' ? identity.userId : null
     const clientId = identity.kind === 'client' ? identity.clientId : null
-    const operation = operationOf(request)
     for (const { schoolId, recordType, action, count } of counts) {
       writer.push({ at, schoolId, userId, clientId, requestId: request.id, operation, recordType, recordCount: count, action })
     }

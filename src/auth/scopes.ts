@@ -130,6 +130,7 @@ export const FIELD_SCOPES: Readonly<Record<string, Fields>> = {
   Query: same(CORE,
     'school', 'students', 'studentsPage', 'student', 'teachers', 'teachersPage', 'teacher',
     'classrooms', 'classroomsPage', 'classroom', 'changes', 'latestChangeCursor'),
+  Subscription: same(CORE, 'changes'),
   Mutation: {
     login: 'none',
     refreshToken: 'none',

@@ -181,6 +181,15 @@ export async function createAccessTokens (
   }
 }
 
+/**
+ * When a token that `verify` accepted expires, in milliseconds since the epoch (its `exp`): a
+ * connection it opened (a GraphQL subscription's WebSocket) closes then.
+ */
+export function accessTokenExpiry (token: string): number {
+  const claims = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8')) as { exp: number }
+  return claims.exp * 1000
+}
+
 /** A token's `scope` claim: known scopes, space-separated, at least one; null otherwise. */
 function parseScope (value: unknown): Scope[] | null {
   if (typeof value !== 'string') return null

@@ -18,8 +18,10 @@ export const ACCESS_CHANGED_CHANNEL = 'user_access_changed'
 
 /** Each channel's subscribers, in the order a notification reaches them. */
 export const SUBSCRIBERS = {
-  [DATA_CHANGED_CHANNEL]: ['readRouting', 'teacherRooms', 'responseCache'],
-  [ACCESS_CHANGED_CHANNEL]: ['accessChanges']
+  // GraphQL subscriptions (src/plugins/subscriptions.ts) last: their readers read from the primary
+  // (readRouting), and a subscriber's access is checked again once the access changes are in.
+  [DATA_CHANGED_CHANNEL]: ['readRouting', 'teacherRooms', 'responseCache', 'subscriptions'],
+  [ACCESS_CHANGED_CHANNEL]: ['accessChanges', 'subscriptions']
 } as const
 
 export type Channel = keyof typeof SUBSCRIBERS

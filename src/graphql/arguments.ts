@@ -13,7 +13,7 @@ type FieldResolver = GraphQLFieldResolver<unknown, unknown, Record<string, unkno
  * Throws BAD_USER_INPUT when a text of `args` (graphql-js's coerced arguments) holds a NUL; each
  * path begins with the argument's name (`["items", 3, "fullName"]`).
  */
-function refuseUnstorableArguments (args: Record<string, unknown>): void {
+export function refuseUnstorableArguments (args: Record<string, unknown>): void {
   const [first, ...rest] = unstorableTexts(args).map((path) => ({ path, message: `${path.join('.')} ${NUL_REFUSED}` }))
   if (first !== undefined) throw invalidInput([first, ...rest])
 }
@@ -25,7 +25,8 @@ function refuseUnstorableArguments (args: Record<string, unknown>): void {
 export function checkingArguments<R extends object> (schema: GraphQLSchema, resolvers: R): R {
   const checked: Record<string, unknown> = { ...resolvers as Record<string, unknown> }
   for (const type of Object.values(schema.getTypeMap())) {
-    if (!isObjectType(type) || type.name.startsWith('__')) continue
+    // The subscription fields' arguments are checked by their `subscribe` (subscriptions.ts).
+    if (!isObjectType(type) || type.name.startsWith('__') || type === schema.getSubscriptionType()) continue
     for (const field of Object.values(type.getFields())) {
       if (field.args.length === 0) continue
       const own = (checked[type.name] ?? {}) as Record<string, FieldResolver | undefined>

@@ -4,7 +4,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { AuthService } from '../auth/auth-service.js'
 import type { Identity } from '../auth/identity.js'
 import { schoolScopeOf, type SchoolScope } from '../auth/school-access.js'
-import { forbidden, unauthenticated } from './errors.js'
+import { forbidden, subscriptionsOverWebSocket, unauthenticated } from './errors.js'
+import type { LiveChanges } from './live-changes.js'
 
 export type { SchoolScope }
 
@@ -16,6 +17,8 @@ declare module 'mercurius' {
     userId (): string
     /** The caller's school and the client confined to it and to their reach; throws UNAUTHENTICATED or FORBIDDEN. */
     school (): SchoolScope
+    /** What wakes a subscription (src/plugins/subscriptions.ts); throws over HTTP, which serves no subscription. */
+    liveChanges (): LiveChanges
   }
 }
 
@@ -35,6 +38,9 @@ export function buildContext (app: FastifyInstance, request: FastifyRequest) {
       if (scope === 'unauthenticated') throw unauthenticated()
       if (scope === 'no-school') throw forbidden()
       return scope
+    },
+    liveChanges (): LiveChanges {
+      throw subscriptionsOverWebSocket()
     }
   }
 }

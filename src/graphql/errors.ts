@@ -2,7 +2,7 @@
 // decides what a client sees. Every `extensions.code` the service sends is a member of ErrorCode.
 import { GraphQLError, type ExecutionResult, type FormattedExecutionResult, type GraphQLFormattedError } from 'graphql'
 import mercurius, { type MercuriusContext } from 'mercurius'
-import { documentErrorStatus } from './http.js'
+import { documentErrorStatus, SUBSCRIPTIONS_PATH } from './http.js'
 import { QUERY_LIMIT_EXCEEDED, tokenLimitError } from './limits.js'
 import type { AdminError, AdminErrorCode, InvalidField } from '../records/errors.js'
 import { DATABASE_RETRY_AFTER, DATABASE_UNAVAILABLE_MESSAGE, databaseUnavailable } from '../db/unavailable.js'
@@ -69,6 +69,10 @@ export function outOfScope (fields: readonly OutOfScopeField[]): Error {
   const list = fields.map(({ field, needs }) => `${field} needs ${NEEDS[needs]}`).join('; ')
   return new ErrorWithProps(`Not allowed for this access token: ${list}`, { code: 'FORBIDDEN' satisfies ErrorCode, fields })
 }
+/** A subscription sent over HTTP: the endpoint serves them over WebSocket only (src/plugins/subscriptions.ts). */
+export const subscriptionsOverWebSocket = (): Error =>
+  codedError('BAD_REQUEST', `Subscriptions are served over WebSocket at ${SUBSCRIPTIONS_PATH} (protocol graphql-transport-ws), not over HTTP`)
+
 export const invalidCredentials = (): Error => codedError('INVALID_CREDENTIALS', 'Invalid credentials')
 export const invalidRefreshToken = (): Error =>
   codedError('INVALID_REFRESH_TOKEN', 'Invalid or expired refresh token')

@@ -958,6 +958,31 @@ export type StudentUpsertResult = {
   unchanged: Scalars['Int']['output'];
 };
 
+/**
+ * Live pushes over WebSocket (GET /subscriptions, protocol `graphql-transport-ws`; see
+ * docs/api/subscriptions.md). Subscriptions are not served over HTTP.
+ */
+export type Subscription = {
+  __typename?: 'Subscription';
+  /**
+   * The caller's change feed (the one `changes` reads), pushed as each change commits. With `since`,
+   * the changes after that cursor come first, then the live ones, in the feed's order with none lost
+   * or twice; without it, from the current end. Each change is read under the caller's access, as the
+   * `changes` query reads it (an administrator: the school's; a teacher: their own feed; a client:
+   * the fields of its scopes).
+   */
+  changes: Change;
+};
+
+
+/**
+ * Live pushes over WebSocket (GET /subscriptions, protocol `graphql-transport-ws`; see
+ * docs/api/subscriptions.md). Subscriptions are not served over HTTP.
+ */
+export type SubscriptionChangesArgs = {
+  since?: InputMaybe<Scalars['String']['input']>;
+};
+
 /** A teacher (staff) record of the caller's school (after OneRoster 1.2's user with role teacher, and Clever's teacher). */
 export type Teacher = {
   __typename?: 'Teacher';
@@ -1218,6 +1243,7 @@ export type ResolversTypes = {
   StudentUpsert: StudentUpsert;
   StudentUpsertItem: ResolverTypeWrapper<StudentUpsertItem>;
   StudentUpsertResult: ResolverTypeWrapper<StudentUpsertResult>;
+  Subscription: ResolverTypeWrapper<Record<PropertyKey, never>>;
   Teacher: ResolverTypeWrapper<TeacherRowModel>;
   TeacherChange: TeacherChange;
   TeacherFilter: TeacherFilter;
@@ -1266,6 +1292,7 @@ export type ResolversParentTypes = {
   StudentUpsert: StudentUpsert;
   StudentUpsertItem: StudentUpsertItem;
   StudentUpsertResult: StudentUpsertResult;
+  Subscription: Record<PropertyKey, never>;
   Teacher: TeacherRowModel;
   TeacherChange: TeacherChange;
   TeacherFilter: TeacherFilter;
@@ -1436,6 +1463,10 @@ export type StudentUpsertResultResolvers<ContextType = MercuriusContext, ParentT
   unchanged?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
 };
 
+export type SubscriptionResolvers<ContextType = MercuriusContext, ParentType extends ResolversParentTypes['Subscription'] = ResolversParentTypes['Subscription']> = {
+  changes?: SubscriptionResolver<ResolversTypes['Change'], "changes", ParentType, ContextType, Partial<SubscriptionChangesArgs>>;
+};
+
 export type TeacherResolvers<ContextType = MercuriusContext, ParentType extends ResolversParentTypes['Teacher'] = ResolversParentTypes['Teacher']> = {
   classroomAssignments?: Resolver<Array<ResolversTypes['ClassroomAssignment']>, ParentType, ContextType>;
   classrooms?: Resolver<Array<ResolversTypes['Classroom']>, ParentType, ContextType>;
@@ -1477,6 +1508,7 @@ export type Resolvers<ContextType = MercuriusContext> = {
   StudentPage?: StudentPageResolvers<ContextType>;
   StudentUpsertItem?: StudentUpsertItemResolvers<ContextType>;
   StudentUpsertResult?: StudentUpsertResultResolvers<ContextType>;
+  Subscription?: SubscriptionResolvers<ContextType>;
   Teacher?: TeacherResolvers<ContextType>;
   TeacherPage?: TeacherPageResolvers<ContextType>;
 };

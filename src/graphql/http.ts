@@ -8,6 +8,8 @@ import Negotiator from 'negotiator'
 
 /** The GraphQL endpoint: its hooks live in its plugin's context (src/plugins/graphql.ts). */
 export const GRAPHQL_PATH = '/'
+/** Where GraphQL subscriptions are served, over WebSocket (src/plugins/subscriptions.ts). */
+export const SUBSCRIPTIONS_PATH = '/subscriptions'
 
 /** Whether a request is for the GraphQL endpoint: for what every route does (logs, load shedding). */
 export function isGraphQLRoute (request: Pick<FastifyRequest, 'routeOptions'>): boolean {

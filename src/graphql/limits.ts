@@ -6,6 +6,7 @@
 // A refusal is a validation error (HTTP 400, `message` and `locations`) that, unlike the errors of
 // the GraphQL language itself, carries `extensions.code` QUERY_LIMIT_EXCEEDED and `extensions.limit`
 // (which limit), so that a client can tell "make the query smaller" from "fix the query".
+import type { Config } from '../config.js'
 import { costLimitRule } from '@escape.tech/graphql-armor-cost-limit'
 import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases'
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth'
@@ -76,6 +77,18 @@ function armorRule (limit: LimitName, rule: ArmorRule): ValidationRule {
 }
 
 /** Validation rules for depth, aliases, directives and cost. */
+/** The query limits of the configuration: the HTTP endpoint and subscriptions apply the same. */
+export function queryLimitsOf (config: Pick<Config, 'queryMaxDepth' | 'queryMaxAliases' | 'queryMaxDirectives' | 'queryMaxTokens' | 'queryMaxCost' | 'queryMaxBytes'>): QueryLimits {
+  return {
+    maxDepth: config.queryMaxDepth,
+    maxAliases: config.queryMaxAliases,
+    maxDirectives: config.queryMaxDirectives,
+    maxTokens: config.queryMaxTokens,
+    maxCost: config.queryMaxCost,
+    maxBytes: config.queryMaxBytes
+  }
+}
+
 export function limitRules (limits: QueryLimits): ValidationRule[] {
   return [
     armorRule('depth', (o) => maxDepthRule({ ...o, n: limits.maxDepth, flattenFragments: true })),

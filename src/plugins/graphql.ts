@@ -13,13 +13,13 @@
 // runs queries only.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { GraphQLError, Kind, NoSchemaIntrospectionCustomRule, parse, type OperationDefinitionNode, type ValidationRule } from 'graphql'
+import { GraphQLError, Kind, NoSchemaIntrospectionCustomRule, OperationTypeNode, parse, type OperationDefinitionNode, type ValidationRule } from 'graphql'
 import mercurius from 'mercurius'
 import { accessOf } from '../auth/identity.js'
 import { buildContext } from '../graphql/context.js'
-import { createErrorFormatter, outOfScope, refusals } from '../graphql/errors.js'
+import { createErrorFormatter, outOfScope, refusals, subscriptionsOverWebSocket } from '../graphql/errors.js'
 import { documentErrorStatus, GRAPHQL_PATH, invalidParameters, responseMediaType } from '../graphql/http.js'
-import { limitRules, sizeLimitError, type QueryLimits } from '../graphql/limits.js'
+import { limitRules, queryLimitsOf, sizeLimitError, type QueryLimits } from '../graphql/limits.js'
 import { persistedQueryProvider } from '../graphql/persisted-documents.js'
 import { registerResponseCache } from '../graphql/response-cache.js'
 import { buildResolvers } from '../graphql/resolvers/index.js'
@@ -65,14 +65,7 @@ export default fp(async (app) => {
 async function registerEndpoint (app: FastifyInstance): Promise<void> {
   const config = app.config
   const production = config.env === 'production'
-  const limits: QueryLimits = {
-    maxDepth: config.queryMaxDepth,
-    maxAliases: config.queryMaxAliases,
-    maxDirectives: config.queryMaxDirectives,
-    maxTokens: config.queryMaxTokens,
-    maxCost: config.queryMaxCost,
-    maxBytes: config.queryMaxBytes
-  }
+  const limits: QueryLimits = queryLimitsOf(config)
   const validationRules: ValidationRule[] = limitRules(limits)
   if (production) validationRules.push(NoSchemaIntrospectionCustomRule)
 
@@ -202,6 +195,8 @@ async function registerEndpoint (app: FastifyInstance): Promise<void> {
     }
     if (operation === undefined) return // graphql-js answers it
     executing(request, operation)
+    // graphql-js would run a subscription over HTTP as a query of its fields' resolvers.
+    if (operation.operation === OperationTypeNode.SUBSCRIPTION) throw subscriptionsOverWebSocket()
     // Without a valid token the resolvers answer (login, refreshToken; UNAUTHENTICATED elsewhere).
     const access = accessOf(request.identity)
     if (access === null) return

@@ -40,6 +40,12 @@ export interface Shutdown {
   readonly state: ShutdownState
   /** The three steps in order: drain for `drainMs`, refuse with the listener open, close the app. */
   run (drainMs: number): Promise<void>
+  /**
+   * Calls `listener` when refusals begin (after the drain, or when the app closes without `run`):
+   * long-lived connections (GraphQL subscriptions' WebSockets) close then, so that the connections
+   * step 2 waits for end.
+   */
+  whenRefusing (listener: () => void): void
 }
 
 declare module 'fastify' {
@@ -52,10 +58,12 @@ const SHUTTING_DOWN = JSON.stringify(refusals.shuttingDown())
 
 export default fp(async (app) => {
   let state: ShutdownState = 'serving'
+  const refusing: Array<() => void> = []
   const refuse = (): void => {
     if (state === 'closing') return
     state = 'closing'
     app.log.info({ graceMs: CLOSE_GRACE_MS }, 'refusing new requests')
+    for (const listener of refusing) listener()
   }
   app.decorate('shutdown', {
     get state () { return state },
@@ -68,7 +76,8 @@ export default fp(async (app) => {
       await sleep(CLOSE_GRACE_MS)
       await stopListening()
       await app.close()
-    }
+    },
+    whenRefusing (listener) { refusing.push(listener) }
   } satisfies Shutdown)
 
   // The connections the server holds: Node keeps one that has sent nothing open after the listener

@@ -7,8 +7,10 @@
 // older than 90 days stays as the mark of how far their feed was pruned. Each feed has cursors of
 // its own, and a teacher's cursor names the teacher.
 import type { MercuriusContext } from 'mercurius'
-import type { QueryResolvers } from '../generated.js'
+import type { QueryResolvers, SubscriptionResolvers } from '../generated.js'
+import type { Wakeups } from '../live-changes.js'
 import type { ChangeRow, ClassroomRow, StudentRow, TeacherRow } from '../models.js'
+import type { SchoolScope } from '../context.js'
 import { batched } from '../batches.js'
 import { badUserInput } from '../errors.js'
 import { pageSize } from '../paging.js'
@@ -48,6 +50,11 @@ async function latestSeq (db: ReturnType<MercuriusContext['school']>['db']): Pro
   return newest !== null && newest.seq > school.changeSeq ? newest.seq : school.changeSeq
 }
 
+/** Whether the change right after `after` is still kept. */
+async function nextIsKept (db: SchoolScope['db'], after: bigint): Promise<boolean> {
+  return await db.change.findFirst({ where: { seq: after + 1n }, select: { seq: true } }) !== null
+}
+
 const notAFeedCursor = (): Error =>
   badUserInput('since is not a cursor of the change feed (pass nextCursor or a change\'s cursor as returned)')
 
@@ -79,48 +86,113 @@ const expired = (): Error => badUserInput(
   'since is older than the change feed keeps (90 days): read the lists again, then follow changes from latestChangeCursor'
 )
 
-export const changeQueries: Pick<QueryResolvers, 'changes' | 'latestChangeCursor'> = {
-  async changes (_parent, { since, limit }, ctx) {
-    const take = pageSize(limit)
-    // A teacher follows their own feed; an administrator or a client, the school's.
-    const { db, teacherId } = ctx.school()
-    const cursor = parseSince(since, teacherId)
-    const after = cursor ?? 0n
-    if (teacherId !== null) {
-      const rows = await db.teacherChange.findMany({ where: { teacherId, id: { gt: after } }, orderBy: { id: 'asc' }, take: take + 1 })
-      if (cursor !== null) {
-        // Pruned rows all lie below the teacher's newest row older than 90 days (the mark): a row
-        // after the cursor that old means rows after it may be gone.
-        const old = await db.teacherChange.findFirst({
-          where: { teacherId, id: { gt: after }, at: { lt: new Date(Date.now() - KEPT_MS) } }, select: { id: true }
-        })
-        if (old !== null) throw expired()
-      }
-      const changes = rows.slice(0, take)
-      const last = changes[changes.length - 1]
-      return { changes, nextCursor: teacherChangeCursor(teacherId, last?.id ?? after), hasMore: rows.length > take }
-    }
-    const rows = await db.change.findMany({ where: { seq: { gt: after } }, orderBy: { seq: 'asc' }, take: take + 1 })
+/** A run of the caller's feed and where to continue. */
+export interface FeedPage { changes: ChangeRow[], nextCursor: string, hasMore: boolean }
+
+/** The caller's school client and whose feed it follows (a teacher's, or the school's). */
+type FeedReader = Pick<SchoolScope, 'db' | 'teacherId'>
+
+/**
+ * Up to `take` changes of the caller's feed after `since` (null: from the oldest kept), read through
+ * the caller's school client: the `changes` query and the `changes` subscription both read here.
+ */
+export async function readFeed ({ db, teacherId }: FeedReader, since: string | null | undefined, take: number): Promise<FeedPage> {
+  const cursor = parseSince(since, teacherId)
+  const after = cursor ?? 0n
+  if (teacherId !== null) {
+    const rows = await db.teacherChange.findMany({ where: { teacherId, id: { gt: after } }, orderBy: { id: 'asc' }, take: take + 1 })
     if (cursor !== null) {
-      // Numbers are dense: a first change above after + 1, or none while the school has counted
-      // further, means the changes after the cursor were pruned.
-      const first = rows[0]
-      if (first !== undefined ? first.seq > after + 1n : await latestSeq(db) > after) {
-        throw expired()
-      }
+      // Pruned rows all lie below the teacher's newest row older than 90 days (the mark): a row
+      // after the cursor that old means rows after it may be gone.
+      const old = await db.teacherChange.findFirst({
+        where: { teacherId, id: { gt: after }, at: { lt: new Date(Date.now() - KEPT_MS) } }, select: { id: true }
+      })
+      if (old !== null) throw expired()
     }
     const changes = rows.slice(0, take)
     const last = changes[changes.length - 1]
-    return { changes, nextCursor: changeCursor(last?.seq ?? after), hasMore: rows.length > take }
-  },
-
-  async latestChangeCursor (_parent, _args, ctx) {
-    const { db, teacherId } = ctx.school()
-    if (teacherId !== null) {
-      const latest = await db.teacherChange.findFirst({ where: { teacherId }, orderBy: { id: 'desc' }, select: { id: true } })
-      return teacherChangeCursor(teacherId, latest?.id ?? 0n)
+    return { changes, nextCursor: teacherChangeCursor(teacherId, last?.id ?? after), hasMore: rows.length > take }
+  }
+  const rows = await db.change.findMany({ where: { seq: { gt: after } }, orderBy: { seq: 'asc' }, take: take + 1 })
+  if (cursor !== null) {
+    // Numbers are dense: a first change above after + 1, or none while the school has counted
+    // further, means the changes after the cursor were pruned. The count is read after the rows:
+    // a change committed in between is counted but was not read, so the first change after the
+    // cursor is read again once the count is known (everything it counts has committed).
+    const first = rows[0]
+    if (first !== undefined ? first.seq > after + 1n : await latestSeq(db) > after && !await nextIsKept(db, after)) {
+      throw expired()
     }
-    return changeCursor(await latestSeq(db))
+  }
+  const changes = rows.slice(0, take)
+  const last = changes[changes.length - 1]
+  return { changes, nextCursor: changeCursor(last?.seq ?? after), hasMore: rows.length > take }
+}
+
+/** The cursor of the caller's feed's latest change (the query `latestChangeCursor`, a subscription's start). */
+export async function latestFeedCursor ({ db, teacherId }: FeedReader): Promise<string> {
+  if (teacherId !== null) {
+    const latest = await db.teacherChange.findFirst({ where: { teacherId }, orderBy: { id: 'desc' }, select: { id: true } })
+    return teacherChangeCursor(teacherId, latest?.id ?? 0n)
+  }
+  return changeCursor(await latestSeq(db))
+}
+
+export const changeQueries: Pick<QueryResolvers, 'changes' | 'latestChangeCursor'> = {
+  // A teacher follows their own feed; an administrator or a client, the school's.
+  changes: async (_parent, { since, limit }, ctx) => await readFeed(ctx.school(), since, pageSize(limit)),
+  latestChangeCursor: async (_parent, _args, ctx) => await latestFeedCursor(ctx.school())
+}
+
+/** Changes a subscriber reads per statement while it catches up. */
+const FOLLOW_PAGE = 100
+
+/**
+ * The feed after `page` (already read), then each page read when `wakeups` says something may have
+ * changed, one change at a time, until closed. `return()` closes the wake-ups first: a subscriber
+ * waiting for one ends at once instead of at the next change.
+ */
+function follow (reader: FeedReader, page: FeedPage, wakeups: Wakeups): AsyncGenerator<ChangeRow> {
+  async function * changes (): AsyncGenerator<ChangeRow> {
+    try {
+      let current = page
+      for (;;) {
+        for (const change of current.changes) yield change
+        // More than a page behind: read on at once; else wait for a notification first (the one
+        // that came while reading is kept: `next` resolves at once then).
+        if (!current.hasMore && !await wakeups.next()) return
+        current = await readFeed(reader, current.nextCursor, FOLLOW_PAGE)
+      }
+    } finally {
+      wakeups.close()
+    }
+  }
+  const iterator = changes()
+  const end = iterator.return.bind(iterator)
+  iterator.return = async (value) => {
+    wakeups.close()
+    return await end(value)
+  }
+  return iterator
+}
+
+export const changeSubscription: Required<Pick<SubscriptionResolvers, 'changes'>> = {
+  changes: {
+    // Wake-ups open before the first read, so a change committed after it is heard; the first page
+    // is read here, so a bad or expired `since` is refused as the query refuses it.
+    async subscribe (_parent, { since }, ctx) {
+      const scope = ctx.school()
+      const wakeups = ctx.liveChanges().watch(scope.schoolId)
+      try {
+        await wakeups.next()
+        const first = await readFeed(scope, since ?? await latestFeedCursor(scope), FOLLOW_PAGE)
+        return follow(scope, first, wakeups)
+      } catch (err) {
+        wakeups.close()
+        throw err
+      }
+    },
+    resolve: (change: ChangeRow) => change
   }
 }
 
