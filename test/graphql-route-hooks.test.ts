@@ -1,5 +1,6 @@
 // The GraphQL endpoint's hooks live in its plugin's encapsulated context (src/plugins/graphql.ts):
-// its route runs them, in the order written there; no other route does.
+// its route runs them, in the order written there; no other route does (the OneRoster routes and
+// the subscriptions' WebSocket route take the rate limits by hooks of their own plugins).
 import t from 'tap'
 import { routeHooks } from './fixtures/route-hooks.js'
 import { build } from './helper.js'
@@ -21,6 +22,15 @@ t.test("the GraphQL endpoint's hooks run on its route only", async (t) => {
       oneRoster += 1
       t.same(hooks.get('preHandler'), ['scope'], `${route}: the audit scope alone`)
       t.notOk(hooks.has('preValidation') || hooks.get('onRequest')?.includes('checkRequest'), `${route}: none of the GraphQL endpoint's own hooks`)
+      continue
+    }
+    if (route.endsWith(' subscriptions')) {
+      // The WebSocket endpoint (src/plugins/subscriptions.ts): the upgrade counts on the same rate
+      // limits, by hooks of its own plugin; its one preHandler keeps the reply for each subscribe's
+      // rate-limit check; the endpoint's debug log, cache and audit scope are not there.
+      t.ok(hooks.get('onRequest')?.includes('checkRequest'), `${route}: the rate limits`)
+      t.same(hooks.get('preHandler'), ['anonymous'], `${route}: its own preHandler only`)
+      t.notOk(hooks.has('preValidation'), `${route}: no parameters check`)
       continue
     }
     t.notOk(hooks.has('preValidation'), `${route}: no parameters check`)

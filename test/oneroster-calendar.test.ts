@@ -3,7 +3,7 @@
 // clients, on a calendar made by the OneRoster import (test/fixtures/calendar.ts); the filter
 // grammar on their fields, sort, fields, paging by offset, a delta by dateLastModified, every
 // refusal in imsx_StatusInfo; every answer validated against the served OpenAPI description.
-import t, { type Test } from 'tap'
+import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { createSchool } from '../src/admin/schools.js'
 import { createUser } from '../src/admin/users.js'
@@ -11,9 +11,9 @@ import { createTeacher } from '../src/records/teachers.js'
 import { calendarBundle, importCalendar } from './fixtures/calendar.js'
 import { clientToken, seedClient } from './fixtures/oauth.js'
 import { build, login, PASSWORD, testDatabase, unique } from './helper.js'
+import { type Answer, answeredByScope, BASE, checkedAnswers, type Endpoint, refused } from './oneroster/answers.js'
 import { validateAnswer } from './oneroster/validate.js'
 
-const BASE = '/ims/oneroster/rostering/v1p2'
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
 /** A school year, two terms, three grading periods and a semester: what a SIS exports. */
@@ -62,33 +62,12 @@ async function calendar (app: FastifyInstance, courses = COURSES): Promise<Calen
   }
 }
 
-interface Answer { statusCode: number, headers: Record<string, unknown>, body: any }
-
-/** Every answer of this file that does not validate against the service's OpenAPI description, with why. */
-const invalid: string[] = []
-let answers = 0
-
-async function get (app: FastifyInstance, path: string, token?: string): Promise<Answer> {
-  const res = await app.inject({ method: 'GET', url: BASE + path, headers: token === undefined ? {} : { authorization: `Bearer ${token}` } })
-  const answer = { statusCode: res.statusCode, headers: res.headers, body: res.json() }
-  answers += 1
-  const problems = validateAnswer({ method: 'GET', path: BASE + path, status: res.statusCode, headers: res.headers, body: answer.body })
-  if (problems.length > 0) invalid.push(`GET ${path} ${res.statusCode}: ${problems.join('; ')}`)
-  return answer
-}
+/** Every answer of this file is validated against the service's OpenAPI description. */
+const answers = checkedAnswers()
+const { get, invalid } = answers
 
 /** The sourcedIds of a collection's records, in order. */
 const ids = (res: Answer, envelope = 'academicSessions'): string[] => (res.body[envelope] as Array<{ sourcedId: string }>).map((record) => record.sourcedId)
-
-function refused (t: Test, res: Answer, status: number, codeMinor: string, what: string): void {
-  t.equal(res.statusCode, status, `${what}: ${status}`)
-  t.match(res.body, {
-    imsx_codeMajor: 'failure',
-    imsx_severity: 'error',
-    imsx_description: String,
-    imsx_CodeMinor: { imsx_codeMinorField: [{ imsx_codeMinorFieldName: 'TargetEndSystem', imsx_codeMinorFieldValue: codeMinor }] }
-  }, `${what}: imsx_StatusInfo with ${codeMinor}`)
-}
 
 const sessionRef = (sourcedId: string): object => ({ href: `http://localhost${BASE}/academicSessions/${sourcedId}`, sourcedId, type: 'academicSession' })
 
@@ -174,8 +153,7 @@ t.test('a teacher reads the school\'s whole calendar and courses (no one\'s pers
 t.test('every calendar endpoint answers each caller with its scope (1EdTech\'s: the nested ones need roster.readonly), and no other', async (t) => {
   const app = await build(t)
   const c = await calendar(app)
-  // The path, its envelope, and whether 1EdTech's security asks roster.readonly (not roster-core.readonly).
-  const endpoints: Array<[string, string, boolean]> = [
+  const endpoints: Endpoint[] = [
     ['/academicSessions', 'academicSessions', false], ['/academicSessions/gp-1', 'academicSession', false],
     ['/terms', 'academicSessions', false], ['/terms/t-fall', 'academicSession', false],
     ['/gradingPeriods', 'academicSessions', false], ['/gradingPeriods/gp-1', 'academicSession', false],
@@ -183,21 +161,7 @@ t.test('every calendar endpoint answers each caller with its scope (1EdTech\'s: 
     [`/schools/${c.schoolId}/courses`, 'courses', true], [`/schools/${c.schoolId}/terms`, 'academicSessions', true],
     ['/terms/t-fall/gradingPeriods', 'academicSessions', true]
   ]
-  for (const [caller, token] of [['administrator', c.admin], ['teacher', c.teacher], ['roster-core.readonly', c.core], ['roster.readonly', c.full]] as const) {
-    for (const [path, envelope, roster] of endpoints) {
-      const res = await get(app, path, token)
-      if (roster && caller === 'roster-core.readonly') {
-        refused(t, res, 403, 'forbidden', `${caller}: ${path} needs roster.readonly`)
-        continue
-      }
-      t.equal(res.statusCode, 200, `${caller}: ${path}`)
-      t.same(Object.keys(res.body), [envelope], `${caller}: ${path} in {"${envelope}": ...}`)
-      if (Array.isArray(res.body[envelope])) {
-        t.ok(res.body[envelope].length > 0 && res.headers['x-total-count'] === String(res.body[envelope].length), `${caller}: ${path}: X-Total-Count`)
-        t.match(String(res.headers.link), /rel="first".*rel="last"/, `${caller}: ${path}: Link`)
-      }
-    }
-  }
+  await answeredByScope(t, answers, app, endpoints, c)
   for (const [path] of endpoints) refused(t, await get(app, path, c.demographics), 403, 'forbidden', `roster-demographics.readonly alone: ${path}`)
   for (const path of ['/academicSessions', '/courses/c-alg', '/terms/t-fall/gradingPeriods']) {
     refused(t, await get(app, path), 401, 'unauthorisedrequest', `no token: ${path}`)
@@ -316,6 +280,6 @@ t.test('the rate limits apply to these routes too: 429 server_busy with Retry-Af
 })
 
 t.test('every answer of this file validates against the OpenAPI description (src/oneroster/openapi.ts)', async (t) => {
-  t.ok(answers > 100, `${answers} answers`)
+  t.ok(answers.count() > 100, `${answers.count()} answers`)
   t.same(invalid, [], 'collections, single records, nested paths and refusals')
 })

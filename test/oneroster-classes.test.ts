@@ -5,7 +5,7 @@
 // unknown parent); every answer validated against the served OpenAPI description. The calendar is
 // the import's (test/fixtures/calendar.ts); the classes are classrooms given a course and terms as
 // the import writes them (test/import-classes.test.ts tests the import's side).
-import t, { type Test } from 'tap'
+import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { createSchool } from '../src/admin/schools.js'
 import { createUser } from '../src/admin/users.js'
@@ -15,9 +15,7 @@ import { assignTeacher, createTeacher } from '../src/records/teachers.js'
 import { calendarBundle, importCalendar } from './fixtures/calendar.js'
 import { clientToken, seedClient } from './fixtures/oauth.js'
 import { build, login, PASSWORD, testDatabase, unique } from './helper.js'
-import { validateAnswer } from './oneroster/validate.js'
-
-const BASE = '/ims/oneroster/rostering/v1p2'
+import { type Answer, answeredByScope, BASE, checkedAnswers, type Endpoint, refused } from './oneroster/answers.js'
 
 const SESSIONS = [
   ['y-2027', '', '', '2026-2027', 'schoolYear', '2026-08-20', '2027-06-18', '', '2027'],
@@ -101,31 +99,11 @@ async function school (app: FastifyInstance): Promise<School> {
   }
 }
 
-interface Answer { statusCode: number, headers: Record<string, unknown>, body: any }
-
-/** Every answer of this file that does not validate against the service's OpenAPI description, with why. */
-const invalid: string[] = []
-let answers = 0
-
-async function get (app: FastifyInstance, path: string, token?: string): Promise<Answer> {
-  const res = await app.inject({ method: 'GET', url: BASE + path, headers: token === undefined ? {} : { authorization: `Bearer ${token}` } })
-  const answer = { statusCode: res.statusCode, headers: res.headers, body: res.json() }
-  answers += 1
-  const problems = validateAnswer({ method: 'GET', path: BASE + path, status: res.statusCode, headers: res.headers, body: answer.body })
-  if (problems.length > 0) invalid.push(`GET ${path} ${res.statusCode}: ${problems.join('; ')}`)
-  return answer
-}
+/** Every answer of this file is validated against the service's OpenAPI description. */
+const answers = checkedAnswers()
+const { get, invalid } = answers
 
 const ids = (res: Answer, envelope = 'classes'): string[] => (res.body[envelope] as Array<{ sourcedId: string }>).map((record) => record.sourcedId)
-
-function refused (t: Test, res: Answer, status: number, codeMinor: string, what: string): void {
-  t.equal(res.statusCode, status, `${what}: ${status}`)
-  t.match(res.body, {
-    imsx_codeMajor: 'failure',
-    imsx_severity: 'error',
-    imsx_CodeMinor: { imsx_codeMinorField: [{ imsx_codeMinorFieldName: 'TargetEndSystem', imsx_codeMinorFieldValue: codeMinor }] }
-  }, `${what}: imsx_StatusInfo with ${codeMinor}`)
-}
 
 const ref = (path: string, sourcedId: string, type: string): object => ({ href: `http://localhost${BASE}/${path}/${sourcedId}`, sourcedId, type })
 
@@ -231,33 +209,19 @@ t.test("a teacher reads her own classes and their students and teachers, and no 
 t.test("every class endpoint answers each caller with 1EdTech's scopes (the nested ones need roster.readonly), and no other", async (t) => {
   const app = await build(t)
   const s = await school(app)
-  const endpoints: Array<[string, string, boolean]> = [
+  const endpoints: Endpoint[] = [
     ['/classes', 'classes', false], ['/classes/k-alg', 'class', false],
     [`/schools/${s.schoolId}/classes`, 'classes', true], ['/terms/t-fall/classes', 'classes', true], ['/courses/c-alg/classes', 'classes', true],
     ['/students/s-1/classes', 'classes', true], ['/teachers/tea-alg/classes', 'classes', true], ['/users/tea-alg/classes', 'classes', true],
     ['/classes/k-alg/students', 'users', true], ['/classes/k-alg/teachers', 'users', true],
     [`/schools/${s.schoolId}/classes/k-alg/students`, 'users', true], [`/schools/${s.schoolId}/classes/k-alg/teachers`, 'users', true]
   ]
-  for (const [caller, token] of [['administrator', s.admin], ['teacher', s.teacher], ['roster-core.readonly', s.core], ['roster.readonly', s.full]] as const) {
-    for (const [path, envelope, roster] of endpoints) {
-      const res = await get(app, path, token)
-      if (roster && caller === 'roster-core.readonly') {
-        refused(t, res, 403, 'forbidden', `${caller}: ${path} needs roster.readonly`)
-        continue
-      }
-      t.equal(res.statusCode, 200, `${caller}: ${path}`)
-      t.same(Object.keys(res.body), [envelope], `${caller}: ${path} in {"${envelope}": ...}`)
-      if (Array.isArray(res.body[envelope])) {
-        t.ok(res.body[envelope].length > 0 && res.headers['x-total-count'] === String(res.body[envelope].length), `${caller}: ${path}: X-Total-Count`)
-        t.match(String(res.headers.link), /rel="first".*rel="last"/, `${caller}: ${path}: Link`)
-      }
-    }
-  }
+  await answeredByScope(t, answers, app, endpoints, s)
   for (const [path] of endpoints) refused(t, await get(app, path, s.demographics), 403, 'forbidden', `roster-demographics.readonly alone: ${path}`)
   for (const path of ['/classes', '/classes/k-alg', '/classes/k-alg/students']) refused(t, await get(app, path), 401, 'unauthorisedrequest', `no token: ${path}`)
 })
 
 t.test('every answer of this file validates against the OpenAPI description (src/oneroster/openapi.ts)', async (t) => {
-  t.ok(answers > 100, `${answers} answers checked`)
+  t.ok(answers.count() > 100, `${answers.count()} answers checked`)
   t.same(invalid, [], 'none invalid')
 })

@@ -4,7 +4,6 @@
 // ordered, paged and counted with the rest; only the fields the tombstone keeps and the caller's
 // scopes allow; every answer valid against the service's OpenAPI description.
 import t from 'tap'
-import type { FastifyInstance } from 'fastify'
 import { createSchool } from '../src/admin/schools.js'
 import { createUser } from '../src/admin/users.js'
 import { createStudent } from '../src/records/students.js'
@@ -12,21 +11,11 @@ import { createTeacher } from '../src/records/teachers.js'
 import { createClassroomAssignment } from './fixtures.js'
 import { clientToken, seedClient } from './fixtures/oauth.js'
 import { build, login, PASSWORD, testDatabase, unique } from './helper.js'
-import { validateAnswer } from './oneroster/validate.js'
+import { type Answer, BASE, checkedAnswers } from './oneroster/answers.js'
 
-const BASE = '/ims/oneroster/rostering/v1p2'
-
-interface Answer { statusCode: number, headers: Record<string, unknown>, body: any }
-
-const invalid: string[] = []
-
-async function get (app: FastifyInstance, path: string, token: string): Promise<Answer> {
-  const res = await app.inject({ method: 'GET', url: BASE + path, headers: { authorization: `Bearer ${token}` } })
-  const answer = { statusCode: res.statusCode, headers: res.headers, body: res.json() }
-  const problems = validateAnswer({ method: 'GET', path: BASE + path, status: res.statusCode, headers: res.headers, body: answer.body })
-  if (problems.length > 0) invalid.push(`GET ${path} ${res.statusCode}: ${problems.join('; ')}`)
-  return answer
-}
+/** Every answer of this file is validated against the service's OpenAPI description. */
+const answers = checkedAnswers()
+const { get, invalid } = answers
 
 /** The database's time now: what a change written after it is later than. */
 async function databaseNow (db: Awaited<ReturnType<typeof testDatabase>>): Promise<Date> {

@@ -3,7 +3,7 @@
 // sort, fields and paging by offset with X-Total-Count and Link; every refusal in imsx_StatusInfo;
 // the rate limits and the access audit of the GraphQL endpoint on these routes too.
 import pg from 'pg'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { createSchool } from '../src/admin/schools.js'
 import { createUser } from '../src/admin/users.js'
@@ -12,10 +12,9 @@ import { createTeacher } from '../src/records/teachers.js'
 import { createClassroomAssignment } from './fixtures.js'
 import { clientToken, seedClient } from './fixtures/oauth.js'
 import { build, login, PASSWORD, testDatabase, unique, type TestDatabase } from './helper.js'
-import { validateAnswer } from './oneroster/validate.js'
+import { type Answer, answeredByScope, BASE, checkedAnswers, type Endpoint, refused } from './oneroster/answers.js'
 import { DESCRIPTION_PATH, oneRosterDescription } from '../src/oneroster/openapi.js'
 
-const BASE = '/ims/oneroster/rostering/v1p2'
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
 interface Roster {
@@ -69,36 +68,12 @@ async function roster (app: FastifyInstance): Promise<Roster> {
   }
 }
 
-interface Answer { statusCode: number, headers: Record<string, unknown>, body: any }
-
-/** Every answer of this file that does not validate against the service's OpenAPI description, with why. */
-const invalid: string[] = []
-let answers = 0
-
-async function get (app: FastifyInstance, path: string, token?: string): Promise<Answer> {
-  const res = await app.inject({ method: 'GET', url: BASE + path, headers: token === undefined ? {} : { authorization: `Bearer ${token}` } })
-  const answer = { statusCode: res.statusCode, headers: res.headers, body: res.json() }
-  answers += 1
-  // Not the routes the slice does not serve (their 404 is the not-found handler's).
-  if (!path.startsWith('/enrollments')) {
-    const problems = validateAnswer({ method: 'GET', path: BASE + path, status: res.statusCode, headers: res.headers, body: answer.body })
-    if (problems.length > 0) invalid.push(`GET ${path} ${res.statusCode}: ${problems.join('; ')}`)
-  }
-  return answer
-}
+/** Every answer of this file is validated against the service's OpenAPI description. */
+const answers = checkedAnswers((path) => path.startsWith('/enrollments'))
+const { get, invalid } = answers
 
 /** The sourcedIds of a collection's users, in order. */
 const ids = (res: Answer): string[] => (res.body.users as Array<{ sourcedId: string }>).map((user) => user.sourcedId)
-
-function refused (t: Test, res: Answer, status: number, codeMinor: string, what: string): void {
-  t.equal(res.statusCode, status, `${what}: ${status}`)
-  t.match(res.body, {
-    imsx_codeMajor: 'failure',
-    imsx_severity: 'error',
-    imsx_description: String,
-    imsx_CodeMinor: { imsx_codeMinorField: [{ imsx_codeMinorFieldName: 'TargetEndSystem', imsx_codeMinorFieldValue: codeMinor }] }
-  }, `${what}: imsx_StatusInfo with ${codeMinor}`)
-}
 
 t.test('an administrator reads every endpoint of the slice in the binding\'s envelopes and fields', async (t) => {
   const app = await build(t)
@@ -194,28 +169,13 @@ t.test('clients: roster-core.readonly never sees a field outside its scope; rost
 t.test('every endpoint answers every caller with its scope (1EdTech\'s: a school\'s students and teachers need roster.readonly), and no other', async (t) => {
   const app = await build(t)
   const r = await roster(app)
-  // The path, its envelope, and whether 1EdTech's security asks roster.readonly (not roster-core.readonly).
-  const endpoints: Array<[string, string, boolean]> = [
+  const endpoints: Endpoint[] = [
     ['/orgs', 'orgs', false], ['/schools', 'orgs', false], [`/orgs/${r.schoolId}`, 'org', false], [`/schools/${r.schoolId}`, 'org', false],
     ['/users', 'users', false], ['/students', 'users', false], ['/teachers', 'users', false],
     ['/users/stu-001', 'user', false], ['/students/stu-002', 'user', false], ['/teachers/tea-001', 'user', false],
     [`/schools/${r.schoolId}/students`, 'users', true], [`/schools/${r.schoolId}/teachers`, 'users', true]
   ]
-  for (const [caller, token] of [['administrator', r.admin], ['teacher', r.teacher], ['roster-core.readonly', r.core], ['roster.readonly', r.full]] as const) {
-    for (const [path, envelope, roster] of endpoints) {
-      const res = await get(app, path, token)
-      if (roster && caller === 'roster-core.readonly') {
-        refused(t, res, 403, 'forbidden', `${caller}: ${path} needs roster.readonly`)
-        continue
-      }
-      t.equal(res.statusCode, 200, `${caller}: ${path}`)
-      t.same(Object.keys(res.body), [envelope], `${caller}: ${path} in {"${envelope}": ...}`)
-      if (Array.isArray(res.body[envelope])) {
-        t.ok(res.body[envelope].length > 0 && res.headers['x-total-count'] === String(res.body[envelope].length), `${caller}: ${path}: X-Total-Count`)
-        t.match(String(res.headers.link), /rel="first".*rel="last"/, `${caller}: ${path}: Link`)
-      }
-    }
-  }
+  await answeredByScope(t, answers, app, endpoints, r)
 })
 
 t.test('the OpenAPI description is served beside the binding, without a token', async (t) => {
@@ -374,6 +334,6 @@ t.test('the access audit records what these routes hand over, by operation', asy
 })
 
 t.test('every answer of this file validates against the OpenAPI description (src/oneroster/openapi.ts)', async (t) => {
-  t.ok(answers > 100, `${answers} answers`)
+  t.ok(answers.count() > 100, `${answers.count()} answers`)
   t.same(invalid, [], 'collections, single records, nested paths and refusals')
 })
