@@ -20,7 +20,7 @@ import { PASSWORD, engineIndependentSkip, login, seedSchool, serverUrl, testConf
 import { runCli, type CliRun } from './fixtures/cli.js'
 import { clientToken, seedClient } from './fixtures/oauth.js'
 
-// The CLI test opens an embedded database in a child process several times: slow on a busy machine.
+// The CLI test opens an embedded database several times: slow on a busy machine.
 t.setTimeout(300_000)
 
 interface AuditRow {

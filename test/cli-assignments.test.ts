@@ -1,6 +1,6 @@
 // `school-data teacher unassign`, `student assign` and `student unassign` as an operator runs them
 // (unassignTeacher, src/records/teachers.ts; assignStudent, unassignStudent, src/records/students.ts):
-// real child processes on this file's database (PostgreSQL as the service role, or an embedded
+// the commands run in process (runCli) on this file's database (PostgreSQL as the service role, or an embedded
 // database in a temporary folder), read back through the API: the teacher's login stops reading
 // the classroom, the school's change feed and the teacher's own feed say so, and what is not there
 // (an assignment, a classroom, another school's records) is refused with nothing written.
@@ -11,7 +11,7 @@ import { openDatabase } from '../src/db/client.js'
 import { runCli, type CliRun } from './fixtures/cli.js'
 import { build, cliEnvironment, gql, login, testConfig } from './helper.js'
 
-// Each command opens the embedded database in a child process when there is no server: slow on a busy machine.
+// Each command opens the embedded database anew when there is no server: slow on a busy machine.
 t.setTimeout(600_000)
 
 let env: NodeJS.ProcessEnv

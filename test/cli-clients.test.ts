@@ -1,4 +1,4 @@
-// `school-data client ...` as an operator runs it: a real child process on this file's database.
+// `school-data client ...` as an operator runs it (in process, through the CLI's main) on this file's database.
 // create prints the secret once and the id alone on the last line; list never shows a secret;
 // rotate-secret and revoke act at once; errors are clear, on standard error, with exit status 1.
 import t from 'tap'
@@ -6,7 +6,7 @@ import { build, cliEnvironment, gql } from './helper.js'
 import { runCli, type CliRun } from './fixtures/cli.js'
 import { basic, tokenRequest } from './fixtures/oauth.js'
 
-// Each command opens the embedded database in a child process when there is no server: slow on a busy machine.
+// Each command opens the embedded database anew when there is no server: slow on a busy machine.
 t.setTimeout(300_000)
 
 let env: NodeJS.ProcessEnv

@@ -1,5 +1,5 @@
 // `school-data student|teacher|classroom change, move, delete` (and `classroom create`) as an
-// operator runs them: real child processes, the same administration code as the API's mutations
+// operator runs them (in process, through the CLI's main), the same administration code as the API's mutations
 // (src/records/: students.ts, teachers.ts, classrooms.ts and the shared writes.ts), so the same
 // versions, natural keys and refusals.
 import t, { type Test } from 'tap'

@@ -6,7 +6,7 @@ import t, { type Test } from 'tap'
 import { build, cliEnvironment, gql, login, testDatabase } from './helper.js'
 import { runCli, type CliRun } from './fixtures/cli.js'
 
-// Some fifty commands, each a child process that opens the database anew: on a busy machine over
+// Some fifty commands, each opening the database anew: on a busy machine over
 // 300 s (325 s seen while other suites ran), as its siblings.
 t.setTimeout(600_000)
 

@@ -1,11 +1,12 @@
-// The `school-data` command as a user runs it: a real child process on this file's database.
+// The `school-data` command as a user runs it: a real child process of bin/school-data.js on this
+// file's database (the other CLI test files run the commands in process, through the same main).
 import t from 'tap'
 import { build, cliEnvironment, engineIndependentSkip, gql, login, testDatabase } from './helper.js'
-import { runCli, type CliRun } from './fixtures/cli.js'
+import { runCliProcess, type CliRun } from './fixtures/cli.js'
 
 let env: NodeJS.ProcessEnv
 
-const cli = async (args: string[], input?: string): Promise<CliRun> => await runCli(args, env, input)
+const cli = async (args: string[], input?: string): Promise<CliRun> => await runCliProcess(args, env, input)
 
 const lastLine = (text: string): string => text.trimEnd().split('\n').at(-1) ?? ''
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/

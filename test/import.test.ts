@@ -1,4 +1,4 @@
-// `school-data import oneroster` as a user runs it: a real child process on this file's database
+// `school-data import oneroster` as a user runs it (in process, through the CLI's main) on this file's database
 // (PostgreSQL as the service role, or an embedded database in a temporary folder), with OneRoster
 // CSV bundles generated here, as folders and as zip files.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'

@@ -1,7 +1,8 @@
 // `npm test`'s suites, after the checks and the build (package.json): every test file on the
 // PostgreSQL server of TEST_DATABASE_URL (or DATABASE_URL) when one is named and, at the same time,
 // on the embedded PGlite the files whose behaviour depends on the database; with no server, every
-// file on PGlite. Files given as arguments narrow both runs. Exits non-zero when any run failed.
+// file on PGlite. Files given as arguments narrow both runs; `--coverage` (npm run test:coverage)
+// has the first run collect coverage and print its summary. Exits non-zero when any run failed.
 import { spawn } from 'node:child_process'
 import { existsSync, readdirSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
@@ -24,8 +25,8 @@ const ONCE = new Map([
     'test/query-limits.test.ts', 'test/rate-limit.test.ts', 'test/scalars.test.ts', 'test/schema-compat.test.ts',
     'test/schema-descriptions.test.ts', 'test/schema-route.test.ts', 'test/server-flags.test.ts'
   ].map((file) => [file, 'engine-independent']),
-  // The command line's options and answers, dozens of commands each a child process that opens the
-  // embedded database anew (seconds apiece on PGlite): what they run on the database is the record
+  // The command line's options and answers, dozens of commands each opening the embedded database
+  // anew (seconds apiece on PGlite): what they run on the database is the record
   // writes and the administration code (src/records/, src/admin/), which the in-process tests
   // exercise on PGlite too (ids-case, seed, import, the helpers' seeding), and test/cli.test.ts
   // runs the command on PGlite.
@@ -48,9 +49,11 @@ function run (name, files, env, buffered = false) {
   const header = `\n# ${name}: ${files.length} test files\n`
   if (files.length === 0) return Promise.resolve({ passed: true, output: '' })
   if (!buffered) process.stdout.write(header)
-  // The buffered run collects no coverage: tap keeps it in one folder (.tap/coverage), which the
-  // other run's report reads at its end.
-  const options = [`--jobs=${JOBS}`, ...(buffered ? ['--disable-coverage'] : [])]
+  // Coverage only when asked: V8's coverage costs each test process about 45% more CPU (paging +
+  // students tests: 13.5-13.9 against 9.0-9.5 CPU-seconds, 2026-11-28), the largest single cost of
+  // a CI run. The buffered run never collects it: tap keeps it in one folder (.tap/coverage), which
+  // the other run's report reads at its end.
+  const options = [`--jobs=${JOBS}`, ...(coverage && !buffered ? [] : ['--disable-coverage'])]
   const tap = spawn('npx', ['tap', ...options, ...files], { stdio: ['ignore', buffered ? 'pipe' : 'inherit', buffered ? 'pipe' : 'inherit'], env: { ...process.env, ...env } })
   const chunks = []
   tap.stdout?.on('data', (chunk) => chunks.push(chunk))
@@ -65,7 +68,8 @@ if (missing.length > 0) {
   console.error(`test/run.mjs lists test files that do not exist: ${missing.join(', ')}`)
   process.exit(1)
 }
-const given = process.argv.slice(2)
+const coverage = process.argv.includes('--coverage')
+const given = process.argv.slice(2).filter((arg) => arg !== '--coverage')
 const all = readdirSync('test', { recursive: true }).map((file) => `test/${file}`).filter((file) => file.endsWith('.test.ts')).sort()
 const files = given.length > 0 ? given : all
 const server = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || undefined

@@ -16,8 +16,28 @@ import { openDatabase, type Database } from '../db/client.js'
 import { applyMigrations } from '../db/migrations/index.js'
 import { readPassword } from './read-password.js'
 
-async function withDatabase<T> (run: (db: Database) => Promise<T>): Promise<T> {
-  const config = loadConfig(process.env, { needsSecret: false })
+/**
+ * Where a command reads and writes: the process's own standard streams and environment when run as
+ * `school-data`, or a caller's (the tests run commands in their own process, without the start-up
+ * of a process per command).
+ */
+export interface CliIo {
+  stdin: NodeJS.ReadableStream & { isTTY?: boolean }
+  stdout: { write: (text: string) => unknown }
+  stderr: NodeJS.WritableStream & { isTTY?: boolean }
+  env: NodeJS.ProcessEnv
+}
+
+// Getters: process.stdin is made on first use, and only `user create` reads it.
+const PROCESS_IO: CliIo = {
+  get stdin () { return process.stdin },
+  get stdout () { return process.stdout },
+  get stderr () { return process.stderr },
+  get env () { return process.env }
+}
+
+async function withDatabase<T> (env: NodeJS.ProcessEnv, run: (db: Database) => Promise<T>): Promise<T> {
+  const config = loadConfig(env, { needsSecret: false })
   const db = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, migrate: config.databaseUrl === undefined })
   try {
     return await run(db)
@@ -26,14 +46,14 @@ async function withDatabase<T> (run: (db: Database) => Promise<T>): Promise<T> {
   }
 }
 
-function printId (id: string): void {
-  process.stdout.write(id + '\n')
+function printId (io: CliIo, id: string): void {
+  io.stdout.write(id + '\n')
 }
 
 /** A client secret, on a line of its own before the id; it is never shown again. */
-function printSecret (secret: string): void {
-  process.stdout.write(`client_secret=${secret}\n`)
-  process.stderr.write('The client secret is shown only now: store it where the program reads its credentials.\n')
+function printSecret (io: CliIo, secret: string): void {
+  io.stdout.write(`client_secret=${secret}\n`)
+  io.stderr.write('The client secret is shown only now: store it where the program reads its credentials.\n')
 }
 
 /** Commander's way to take an option several times. */
@@ -64,7 +84,7 @@ function changes (options: Record<string, unknown>, clear: string[], fields: Rea
 }
 
 /** The `change` and `delete` commands of a kind of record, through the code of the API's mutations. */
-function changeAndDelete (parent: Command, kind: Kind, noun: string, fields: Readonly<Record<string, string>>, describeOptions: (command: Command) => Command): void {
+function changeAndDelete (io: CliIo, parent: Command, kind: Kind, noun: string, fields: Readonly<Record<string, string>>, describeOptions: (command: Command) => Command): void {
   const ref = kind === 'Classroom' ? 'id or name' : kind === 'Student' ? 'id, sourcedId, or number:STUDENT_NUMBER' : 'id or sourcedId'
   describeOptions(parent.command('change')
     .description(`change the fields given of a ${noun} (the others stay); prints its new version`)
@@ -74,11 +94,11 @@ function changeAndDelete (parent: Command, kind: Kind, noun: string, fields: Rea
     .option('--expected-version <version>', `refused, nothing written, unless the ${noun} is at this version`))
     .action(async (options: Record<string, unknown> & { school: string, clear: string[], expectedVersion?: string }) => {
       const given = changes(options, options.clear, fields)
-      const { id, version } = await withDatabase(async (db) => await changeRecord(await schoolTarget(db, options.school), kind, cliRef(kind, String(options[noun])), given, {
+      const { id, version } = await withDatabase(io.env, async (db) => await changeRecord(await schoolTarget(db, options.school), kind, cliRef(kind, String(options[noun])), given, {
         expectedVersion: versionOf(options.expectedVersion), paths: { ref: [`--${noun}`], input: [] }
       }))
-      process.stderr.write(`Changed ${noun} ${id}: version ${version}\n`)
-      printId(String(version))
+      io.stderr.write(`Changed ${noun} ${id}: version ${version}\n`)
+      printId(io, String(version))
     })
   parent.command('delete')
     .description(`delete a ${noun}${kind === 'Student' ? '' : ' and its assignments'}${kind === 'Classroom' ? ' (refused while it has students)' : ''}`)
@@ -86,10 +106,10 @@ function changeAndDelete (parent: Command, kind: Kind, noun: string, fields: Rea
     .requiredOption(`--${noun} <${noun}>`, `the ${noun}: ${ref}`)
     .option('--expected-version <version>', `refused, nothing deleted, unless the ${noun} is at this version`)
     .action(async (options: Record<string, string | undefined> & { school: string }) => {
-      const deleted = await withDatabase(async (db) => await deleteRecord(await schoolTarget(db, options.school), kind, cliRef(kind, options[noun]!), {
+      const deleted = await withDatabase(io.env, async (db) => await deleteRecord(await schoolTarget(db, options.school), kind, cliRef(kind, options[noun]!), {
         expectedVersion: versionOf(options.expectedVersion), path: [`--${noun}`]
       }))
-      process.stderr.write(`Deleted ${noun} ${deleted.id}${deleted.sourcedId === null ? '' : ` (sourcedId ${deleted.sourcedId})`}\n`)
+      io.stderr.write(`Deleted ${noun} ${deleted.id}${deleted.sourcedId === null ? '' : ` (sourcedId ${deleted.sourcedId})`}\n`)
     })
 }
 
@@ -108,23 +128,24 @@ function personOptions (command: Command): Command {
     .option('--email <email>', 'email address')
 }
 
-export function buildProgram (): Command {
+export function buildProgram (io: CliIo = PROCESS_IO): Command {
   const program = new Command('school-data')
     .description('School Data Service: run the API and administer its data')
     .showHelpAfterError()
     .exitOverride()
+    .configureOutput({ writeOut: (text) => { io.stdout.write(text) }, writeErr: (text) => { io.stderr.write(text) } })
 
   program.command('migrate')
     .description('apply pending database migrations (DATABASE_URL, or the embedded database)')
     .action(async () => {
-      const config = loadConfig(process.env, { needsSecret: false })
+      const config = loadConfig(io.env, { needsSecret: false })
       if (config.databaseUrl === undefined) {
-        await withDatabase(async () => {}) // opening the embedded database applies its migrations
-        process.stderr.write('Embedded database is up to date\n')
+        await withDatabase(io.env, async () => {}) // opening the embedded database applies its migrations
+        io.stderr.write('Embedded database is up to date\n')
         return
       }
       const applied = await applyMigrations({ url: config.databaseUrl })
-      process.stderr.write(applied.length === 0 ? 'No pending migrations\n' : `Applied: ${applied.join(', ')}\n`)
+      io.stderr.write(applied.length === 0 ? 'No pending migrations\n' : `Applied: ${applied.join(', ')}\n`)
     })
 
   program.command('citus')
@@ -132,11 +153,11 @@ export function buildProgram (): Command {
     .command('distribute')
     .description('distribute the migrated database by school on its Citus coordinator (DATABASE_URL: the owner, on the coordinator); once, after migrate')
     .action(async () => {
-      const config = loadConfig(process.env, { needsSecret: false })
+      const config = loadConfig(io.env, { needsSecret: false })
       if (config.databaseUrl === undefined) throw new Error('Set DATABASE_URL to the database on the Citus coordinator (the embedded database cannot be distributed)')
       const { distributeOnCitus } = await import('../admin/citus.js')
       const result = await distributeOnCitus(config.databaseUrl)
-      process.stderr.write(result.distributed
+      io.stderr.write(result.distributed
         ? `Distributed by school over ${result.workers} worker(s): ${result.tables.join(', ')}\n`
         : 'Already distributed: nothing to do\n')
     })
@@ -147,14 +168,14 @@ export function buildProgram (): Command {
       // The server, the schema and their libraries load on use: every other command starts faster
       // without them (a third of a short command's CPU).
       const { startServer } = await import('../server.js')
-      await startServer(loadConfig())
+      await startServer(loadConfig(io.env))
     })
 
   program.command('schema')
     .description('print the GraphQL schema (SDL) the API serves, as GET /schema.graphql does, for code generators')
     .action(async () => {
       const [{ printSchema }, { buildSdlSchema }] = await Promise.all([import('graphql'), import('../graphql/schema.js')])
-      process.stdout.write(printSchema(buildSdlSchema()) + '\n')
+      io.stdout.write(printSchema(buildSdlSchema()) + '\n')
     })
 
   program.command('school')
@@ -164,7 +185,7 @@ export function buildProgram (): Command {
     .requiredOption('--name <name>', 'name of the school')
     .option('--time-zone <zone>', 'IANA time zone, e.g. America/Chicago (default UTC)')
     .action(async ({ name, timeZone }: { name: string, timeZone?: string }) => {
-      printId(await withDatabase((db) => createSchool(db, name, { timeZone })))
+      printId(io, await withDatabase(io.env, (db) => createSchool(db, name, { timeZone })))
     })
 
   const user = program.command('user').description('manage users (API accounts)')
@@ -175,8 +196,8 @@ export function buildProgram (): Command {
     .option('--role <role>', `what the user reads: ${USER_ROLES.join(' or ')} (default admin: the whole school)`)
     .option('--teacher <teacherId>', 'with --role teacher: the teacher record (of --school) the user is')
     .action(async ({ username, school, role, teacher }: { username: string, school?: string, role?: string, teacher?: string }) => {
-      const password = await readPassword()
-      printId(await withDatabase((db) => createUser(db, { username, password, schoolId: school, role, teacherId: teacher })))
+      const password = await readPassword(io.stdin, io.stderr)
+      printId(io, await withDatabase(io.env, (db) => createUser(db, { username, password, schoolId: school, role, teacherId: teacher })))
     })
   user.command('assign')
     .description("assign a user to a school (a move revokes the user's refresh tokens); a teacher moves with --teacher")
@@ -184,8 +205,8 @@ export function buildProgram (): Command {
     .requiredOption('--school <schoolId>', 'school id')
     .option('--teacher <teacherId>', "a teacher user's teacher record in the new school")
     .action(async ({ username, school, teacher }: { username: string, school: string, teacher?: string }) => {
-      await withDatabase((db) => assignUser(db, username, school, { teacherId: teacher }))
-      process.stderr.write(`Assigned ${username} to school ${school}${teacher === undefined ? '' : ` as teacher ${teacher}`}\n`)
+      await withDatabase(io.env, (db) => assignUser(db, username, school, { teacherId: teacher }))
+      io.stderr.write(`Assigned ${username} to school ${school}${teacher === undefined ? '' : ` as teacher ${teacher}`}\n`)
     })
   user.command('role')
     .description("change a user's role: their access tokens stop working at once on every node, and the next refresh or login gets the new role")
@@ -193,20 +214,20 @@ export function buildProgram (): Command {
     .requiredOption('--role <role>', USER_ROLES.join(' or '))
     .option('--teacher <teacherId>', "with --role teacher: the teacher record (of the user's school) the user is")
     .action(async ({ username, role, teacher }: { username: string, role: string, teacher?: string }) => {
-      const { changed } = await withDatabase((db) => setUserRole(db, username, { role, teacherId: teacher }))
+      const { changed } = await withDatabase(io.env, (db) => setUserRole(db, username, { role, teacherId: teacher }))
       const what = `${role.toLowerCase()}${teacher === undefined ? '' : ` (teacher ${teacher})`}`
-      process.stderr.write(changed ? `${username} is now ${what}\n` : `${username} is ${what} already: nothing was changed\n`)
+      io.stderr.write(changed ? `${username} is now ${what}\n` : `${username} is ${what} already: nothing was changed\n`)
     })
   user.command('list')
     .description('list users (never a password), by username: school, role, teacher record, state')
     .option('--school <schoolId>', 'only the users of this school')
     .option('--json', 'one JSON object per line')
     .action(async ({ school, json }: { school?: string, json?: boolean }) => {
-      for (const u of await withDatabase((db) => listUsers(db, { schoolId: school }))) {
+      for (const u of await withDatabase(io.env, (db) => listUsers(db, { schoolId: school }))) {
         const role = u.role.toLowerCase()
         const entry = { id: u.id, username: u.username, schoolId: u.schoolId, role, teacherId: u.teacherId, teacherName: u.teacherName, disabledAt: u.disabledAt?.toISOString() ?? null, createdAt: u.createdAt.toISOString() }
         const teacher = u.teacherId === null ? '' : ` teacher=${u.teacherId} (${u.teacherName === null ? 'no such teacher record' : JSON.stringify(u.teacherName)})`
-        process.stdout.write((json === true
+        io.stdout.write((json === true
           ? JSON.stringify(entry)
           : `${u.id} username=${u.username} school=${u.schoolId ?? 'none'} role=${role}${teacher} ${u.disabledAt === null ? 'active' : `disabled=${entry.disabledAt}`}`) + '\n')
       }
@@ -215,15 +236,15 @@ export function buildProgram (): Command {
     .description('disable a user: no login or refresh, and their access tokens stop working at once')
     .requiredOption('--username <username>', 'login name')
     .action(async ({ username }: { username: string }) => {
-      await withDatabase((db) => disableUser(db, username))
-      process.stderr.write(`Disabled ${username}\n`)
+      await withDatabase(io.env, (db) => disableUser(db, username))
+      io.stderr.write(`Disabled ${username}\n`)
     })
   user.command('enable')
     .description('enable a disabled user again (they log in anew)')
     .requiredOption('--username <username>', 'login name')
     .action(async ({ username }: { username: string }) => {
-      await withDatabase((db) => enableUser(db, username))
-      process.stderr.write(`Enabled ${username}\n`)
+      await withDatabase(io.env, (db) => enableUser(db, username))
+      io.stderr.write(`Enabled ${username}\n`)
     })
 
   const client = program.command('client').description('manage clients: programs that call the API with OAuth 2.0 client credentials')
@@ -233,18 +254,18 @@ export function buildProgram (): Command {
     .requiredOption('--name <name>', 'what the client is, e.g. "SIS sync"')
     .requiredOption('--scope <scope>', `a scope it may be granted, repeatable: ${SCOPES.join(', ')} (or OneRoster's full form, ${ONEROSTER_SCOPE_PREFIX}<name>)`, collect, [])
     .action(async ({ school, name, scope }: { school: string, name: string, scope: string[] }) => {
-      const { clientId, secret } = await withDatabase((db) => createClient(db, { schoolId: school, name, scopes: scope }))
-      printSecret(secret)
-      printId(clientId)
+      const { clientId, secret } = await withDatabase(io.env, (db) => createClient(db, { schoolId: school, name, scopes: scope }))
+      printSecret(io, secret)
+      printId(io, clientId)
     })
   client.command('list')
     .description('list clients (never their secrets), oldest first')
     .option('--school <schoolId>', 'only the clients of this school')
     .option('--json', 'one JSON object per line')
     .action(async ({ school, json }: { school?: string, json?: boolean }) => {
-      for (const c of await withDatabase((db) => listClients(db, { schoolId: school }))) {
+      for (const c of await withDatabase(io.env, (db) => listClients(db, { schoolId: school }))) {
         const entry = { id: c.id, schoolId: c.schoolId, name: c.name, scopes: c.scopes, createdAt: c.createdAt.toISOString(), revokedAt: c.revokedAt?.toISOString() ?? null, liveSecrets: c.liveSecrets }
-        process.stdout.write((json === true
+        io.stdout.write((json === true
           ? JSON.stringify(entry)
           : `${c.id} school=${c.schoolId} scopes=${c.scopes.join(',')} secrets=${c.liveSecrets} ${c.revokedAt === null ? 'active' : `revoked=${entry.revokedAt}`} name=${JSON.stringify(c.name)}`) + '\n')
       }
@@ -254,8 +275,8 @@ export function buildProgram (): Command {
     .argument('<clientId>', 'client id')
     .requiredOption('--scope <scope>', `a scope it may be granted, repeatable: ${SCOPES.join(', ')} (or OneRoster's full form, ${ONEROSTER_SCOPE_PREFIX}<name>)`, collect, [])
     .action(async (clientId: string, { scope }: { scope: string[] }) => {
-      const { id, scopes, changed } = await withDatabase((db) => setClientScopes(db, clientId, scope))
-      process.stderr.write(changed
+      const { id, scopes, changed } = await withDatabase(io.env, (db) => setClientScopes(db, clientId, scope))
+      io.stderr.write(changed
         ? `Client ${id} now holds ${scopes.join(', ')}; its access tokens issued before are refused\n`
         : `Client ${id} holds ${scopes.join(', ')} already: nothing was changed\n`)
     })
@@ -266,17 +287,17 @@ export function buildProgram (): Command {
     .action(async (clientId: string, { overlap }: { overlap: string }) => {
       if (!/^\d+(\.\d+)?$/.test(overlap)) throw new Error(`--overlap must be a number of hours from 0 to ${MAX_OVERLAP_HOURS} (got "${overlap}")`)
       const overlapHours = Number(overlap)
-      const rotated = await withDatabase((db) => rotateClientSecret(db, clientId, { overlapHours }))
-      printSecret(rotated.secret)
-      process.stderr.write(`The previous secret works until ${rotated.previousUntil.toISOString()}\n`)
-      printId(rotated.clientId)
+      const rotated = await withDatabase(io.env, (db) => rotateClientSecret(db, clientId, { overlapHours }))
+      printSecret(io, rotated.secret)
+      io.stderr.write(`The previous secret works until ${rotated.previousUntil.toISOString()}\n`)
+      printId(io, rotated.clientId)
     })
   client.command('revoke')
     .description('revoke a client: no new tokens, and every API node refuses its tokens within a second')
     .argument('<clientId>', 'client id')
     .action(async (clientId: string) => {
-      const id = await withDatabase((db) => revokeClient(db, clientId))
-      process.stderr.write(`Revoked client ${id}\n`)
+      const id = await withDatabase(io.env, (db) => revokeClient(db, clientId))
+      io.stderr.write(`Revoked client ${id}\n`)
     })
 
   const student = program.command('student').description('manage students')
@@ -298,7 +319,7 @@ export function buildProgram (): Command {
     .option('--enrollment-end <YYYY-MM-DD>', 'last day of enrollment')
     .action(async (options: Record<string, string | undefined> & { school: string }) => {
       const { school, enrollmentStart, enrollmentEnd, ...rest } = options
-      printId(await withDatabase((db) => createStudent(db, {
+      printId(io, await withDatabase(io.env, (db) => createStudent(db, {
         ...rest, schoolId: school, enrollmentStartDate: enrollmentStart, enrollmentEndDate: enrollmentEnd
       })))
     })
@@ -311,8 +332,8 @@ export function buildProgram (): Command {
     .requiredOption('--student <studentId>', 'student id')
     .requiredOption('--classroom <name>', 'classroom name')
     .action(async ({ school, student: studentId, classroom }: { school: string, student: string, classroom: string }) => {
-      const { classroomId, moved } = await withDatabase((db) => assignStudent(db, { schoolId: school, studentId, classroom }))
-      process.stderr.write(moved ? `Assigned student ${studentId} to ${classroom} (${classroomId})\n` : `Student ${studentId} is in ${classroom} (${classroomId}) already: nothing was changed\n`)
+      const { classroomId, moved } = await withDatabase(io.env, (db) => assignStudent(db, { schoolId: school, studentId, classroom }))
+      io.stderr.write(moved ? `Assigned student ${studentId} to ${classroom} (${classroomId})\n` : `Student ${studentId} is in ${classroom} (${classroomId}) already: nothing was changed\n`)
     })
   student.command('unassign')
     .description('take a student out of their classroom (the student stays, in no classroom); refused when they are not in one')
@@ -320,8 +341,8 @@ export function buildProgram (): Command {
     .requiredOption('--student <studentId>', 'student id')
     .option('--classroom <classroom>', 'only out of this classroom (id or name): refused when the student is in another')
     .action(async ({ school, student: studentId, classroom }: { school: string, student: string, classroom?: string }) => {
-      const left = await withDatabase((db) => unassignStudent(db, { schoolId: school, studentId, classroom }))
-      process.stderr.write(`Unassigned student ${studentId} from ${left.classroomName} (${left.classroomId})\n`)
+      const left = await withDatabase(io.env, (db) => unassignStudent(db, { schoolId: school, studentId, classroom }))
+      io.stderr.write(`Unassigned student ${studentId} from ${left.classroomName} (${left.classroomId})\n`)
     })
 
   student.command('move')
@@ -330,10 +351,10 @@ export function buildProgram (): Command {
     .requiredOption('--student <student>', 'the student: id, sourcedId, or number:STUDENT_NUMBER')
     .requiredOption('--classroom <classroom>', 'the classroom: id or name')
     .action(async ({ school, student: ref, classroom }: { school: string, student: string, classroom: string }) => {
-      const { id, moved, version } = await withDatabase(async (db) => await placeStudent(await schoolTarget(db, school), cliRef('Student', ref), cliRef('Classroom', classroom)))
-      process.stderr.write(moved ? `Moved student ${id} to ${classroom}: version ${version}\n` : `Student ${id} is in ${classroom} already: nothing was changed\n`)
+      const { id, moved, version } = await withDatabase(io.env, async (db) => await placeStudent(await schoolTarget(db, school), cliRef('Student', ref), cliRef('Classroom', classroom)))
+      io.stderr.write(moved ? `Moved student ${id} to ${classroom}: version ${version}\n` : `Student ${id} is in ${classroom} already: nothing was changed\n`)
     })
-  changeAndDelete(student, 'Student', 'student', STUDENT_CHANGES, (command) => personOptions(command)
+  changeAndDelete(io, student, 'Student', 'student', STUDENT_CHANGES, (command) => personOptions(command)
     .option('--student-number <number>', 'student number issued by the school')
     .option('--date-of-birth <YYYY-MM-DD>', 'date of birth')
     .option('--grade-level <level>', 'a grade level (as for create)')
@@ -349,8 +370,8 @@ export function buildProgram (): Command {
     .requiredOption('--classroom <name>', 'classroom name')
     .option('--role <role>', 'PRIMARY (default) or ASSISTANT')
     .action(async ({ school, teacher: teacherId, classroom, role }: { school: string, teacher: string, classroom: string, role?: string }) => {
-      const assigned = await withDatabase((db) => assignTeacher(db, { schoolId: school, teacherId, classroom, role }))
-      process.stderr.write(`Assigned teacher ${teacherId} to ${classroom} (${assigned.classroomId}) as ${assigned.role}\n`)
+      const assigned = await withDatabase(io.env, (db) => assignTeacher(db, { schoolId: school, teacherId, classroom, role }))
+      io.stderr.write(`Assigned teacher ${teacherId} to ${classroom} (${assigned.classroomId}) as ${assigned.role}\n`)
     })
   teacher.command('unassign')
     .description('end a teacher\'s assignment to a classroom: their login stops reading it on every API node; refused when there is no such assignment')
@@ -358,8 +379,8 @@ export function buildProgram (): Command {
     .requiredOption('--teacher <teacherId>', 'teacher id')
     .requiredOption('--classroom <classroom>', 'classroom id or name')
     .action(async ({ school, teacher: teacherId, classroom }: { school: string, teacher: string, classroom: string }) => {
-      const ended = await withDatabase((db) => unassignTeacher(db, { schoolId: school, teacherId, classroom }))
-      process.stderr.write(`Unassigned teacher ${teacherId} from ${ended.classroomName} (${ended.classroomId})\n`)
+      const ended = await withDatabase(io.env, (db) => unassignTeacher(db, { schoolId: school, teacherId, classroom }))
+      io.stderr.write(`Unassigned teacher ${teacherId} from ${ended.classroomName} (${ended.classroomId})\n`)
     })
   teacher.command('create')
     .description('create a teacher; prints the id')
@@ -374,7 +395,7 @@ export function buildProgram (): Command {
     .option('--status <status>', 'ACTIVE (default) or INACTIVE')
     .action(async (options: Record<string, string | undefined> & { school: string }) => {
       const { school, ...rest } = options
-      printId(await withDatabase((db) => createTeacher(db, { ...rest, schoolId: school })))
+      printId(io, await withDatabase(io.env, (db) => createTeacher(db, { ...rest, schoolId: school })))
     })
 
   teacher.command('move')
@@ -384,10 +405,10 @@ export function buildProgram (): Command {
     .requiredOption('--from <classroom>', 'the classroom assigned now: id or name')
     .requiredOption('--to <classroom>', 'the classroom to assign instead: id or name')
     .action(async ({ school, teacher: ref, from, to }: { school: string, teacher: string, from: string, to: string }) => {
-      const moved = await withDatabase(async (db) => await moveTeacher(await schoolTarget(db, school), cliRef('Teacher', ref), cliRef('Classroom', from), cliRef('Classroom', to)))
-      process.stderr.write(`Moved teacher ${moved.teacherId} from ${moved.from} to ${moved.to} as ${moved.role}\n`)
+      const moved = await withDatabase(io.env, async (db) => await moveTeacher(await schoolTarget(db, school), cliRef('Teacher', ref), cliRef('Classroom', from), cliRef('Classroom', to)))
+      io.stderr.write(`Moved teacher ${moved.teacherId} from ${moved.from} to ${moved.to} as ${moved.role}\n`)
     })
-  changeAndDelete(teacher, 'Teacher', 'teacher', TEACHER_CHANGES, (command) => personOptions(command)
+  changeAndDelete(io, teacher, 'Teacher', 'teacher', TEACHER_CHANGES, (command) => personOptions(command)
     .option('--title <title>', 'job title')
     .option('--status <status>', 'ACTIVE or INACTIVE'))
 
@@ -400,9 +421,9 @@ export function buildProgram (): Command {
     .option('--grade-level <level>', 'a grade level (as for students)')
     .option('--subject <subject>', 'subject')
     .action(async ({ school, ...fields }: { school: string, name: string, sourcedId?: string, gradeLevel?: string, subject?: string }) => {
-      printId((await withDatabase(async (db) => await addClassroom(await schoolTarget(db, school), fields, { path: [] }))).id)
+      printId(io, (await withDatabase(io.env, async (db) => await addClassroom(await schoolTarget(db, school), fields, { path: [] }))).id)
     })
-  changeAndDelete(classroom, 'Classroom', 'classroom', CLASSROOM_CHANGES, (command) => command
+  changeAndDelete(io, classroom, 'Classroom', 'classroom', CLASSROOM_CHANGES, (command) => command
     .option('--name <name>', 'name, unique in the school')
     .option('--sourced-id <id>', 'OneRoster sourcedId')
     .option('--grade-level <level>', 'a grade level (as for students)')
@@ -419,11 +440,11 @@ export function buildProgram (): Command {
     .action(async (path: string, options: { school: string, dryRun?: boolean, json?: boolean }) => {
       // Loaded on use: the CSV, zip and progress libraries are not needed by other commands.
       const { importOneRoster, formatSummary } = await import('../import/index.js')
-      const config = loadConfig(process.env, { needsSecret: false })
+      const config = loadConfig(io.env, { needsSecret: false })
       const summary = await importOneRoster({
-        path, schoolId: options.school, dryRun: options.dryRun, databaseUrl: config.databaseUrl, dataDir: config.dataDir, progress: process.stderr
+        path, schoolId: options.school, dryRun: options.dryRun, databaseUrl: config.databaseUrl, dataDir: config.dataDir, progress: io.stderr
       })
-      process.stdout.write(options.json === true ? JSON.stringify(summary) + '\n' : formatSummary(summary))
+      io.stdout.write(options.json === true ? JSON.stringify(summary) + '\n' : formatSummary(summary))
     })
 
   program.command('seed')
@@ -432,10 +453,10 @@ export function buildProgram (): Command {
     .description('create a demo school with classrooms, teachers, students and a demo user; prints how to log in')
     .action(async () => {
       const { seedDemo, formatLogin, refuseInProduction } = await import('../seed/demo.js')
-      const config = loadConfig(process.env, { needsSecret: false })
+      const config = loadConfig(io.env, { needsSecret: false })
       refuseInProduction(config.env) // before the database is even opened
-      const login = await withDatabase((db) => seedDemo(db, { env: config.env }))
-      process.stdout.write(formatLogin(login))
+      const login = await withDatabase(io.env, (db) => seedDemo(db, { env: config.env }))
+      io.stdout.write(formatLogin(login))
     })
 
   program.command('audit')
@@ -448,7 +469,7 @@ export function buildProgram (): Command {
     .option('--json', 'one JSON object per line')
     .action(async (options: { school: string, user?: string, client?: string, since?: string, limit: string, json?: boolean }) => {
       const query = auditQuery(options)
-      const config = loadConfig(process.env, { needsSecret: false })
+      const config = loadConfig(io.env, { needsSecret: false })
       // The embedded database's service role may not read the audit: read it as the administrator.
       const db = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, migrate: config.databaseUrl === undefined, serviceRole: false })
       let entries: AuditEntry[]
@@ -465,7 +486,7 @@ export function buildProgram (): Command {
       for (const e of entries) {
         // Each entry names a user or a client.
         const caller = e.userId !== null ? { userId: e.userId } : { clientId: e.clientId }
-        process.stdout.write((options.json === true
+        io.stdout.write((options.json === true
           ? JSON.stringify({ at: e.at.toISOString(), schoolId: e.schoolId, ...caller, requestId: e.requestId, operation: e.operation, recordType: e.recordType, action: e.action, recordCount: e.recordCount })
           : `${e.at.toISOString()} ${e.userId !== null ? `user=${e.userId}` : `client=${e.clientId}`} ${e.action} ${e.recordType} count=${e.recordCount} operation=${e.operation} request=${e.requestId}`) + '\n')
       }
@@ -493,16 +514,16 @@ function auditQuery (options: { school: string, user?: string, client?: string, 
   return { schoolId, userId, clientId, since, limit }
 }
 
-export async function main (argv: string[]): Promise<number> {
+export async function main (argv: string[], io: CliIo = PROCESS_IO): Promise<number> {
   try {
-    await buildProgram().parseAsync(argv)
+    await buildProgram(io).parseAsync(argv)
     return 0
   } catch (err) {
     if (err instanceof CommanderError) {
       // Commander has printed the problem (or the help/version, with exit code 0).
       return err.exitCode
     }
-    process.stderr.write(`error: ${(err as Error).message}\n`)
+    io.stderr.write(`error: ${(err as Error).message}\n`)
     return 1
   }
 }

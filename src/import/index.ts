@@ -18,7 +18,7 @@ export interface ImportOptions extends ConnectionOptions {
   /** Check and write, then roll back: the summary of what an import would do, and what it would remove. */
   dryRun?: boolean
   /** Where the progress bar goes; shown only on a terminal. */
-  progress?: NodeJS.WriteStream
+  progress?: NodeJS.WritableStream & { isTTY?: boolean }
 }
 
 export interface ImportSummary extends WriteSummary, CalendarSummary {
