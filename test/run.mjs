@@ -25,6 +25,9 @@ const ONCE = new Map([
     'test/query-limits.test.ts', 'test/rate-limit.test.ts', 'test/scalars.test.ts', 'test/schema-compat.test.ts',
     'test/schema-descriptions.test.ts', 'test/schema-route.test.ts', 'test/server-flags.test.ts'
   ].map((file) => [file, 'engine-independent']),
+  // It diffs and applies the migrations on PGlite databases of its own whatever TEST_DATABASE_URL
+  // says (its PostgreSQL subtest skips itself without a server).
+  ['test/migrations.test.ts', 'its own PGlite databases'],
   // The command line's options and answers, dozens of commands each opening the embedded database
   // anew (seconds apiece on PGlite): what they run on the database is the record
   // writes and the administration code (src/records/, src/admin/), which the in-process tests
