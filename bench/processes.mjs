@@ -1,10 +1,11 @@
 // Child processes of the benchmark: started on a free port, watched (readiness, RSS, CPU) and
 // always stopped, also when the runner fails or is interrupted.
-import { spawn, execFile } from 'node:child_process'
+import { spawn, spawnSync, execFile } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import http from 'node:http'
 import net from 'node:net'
 import os from 'node:os'
+import { join } from 'node:path'
 
 const running = new Set()
 
@@ -20,6 +21,23 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
     killAll()
     process.exit(130)
   })
+}
+
+/**
+ * The `school-data` command of the project at `projectDir`, as the database's owner at `ownerUrl`:
+ * `cli(args, input)` runs it and answers the last line it printed (a created record's id), or
+ * throws with what it said on standard error. `env` and `bin` are what it runs with, for a command
+ * to be timed as a process of its own.
+ */
+export function schoolDataCli (projectDir, ownerUrl) {
+  const env = { PATH: process.env.PATH, DATABASE_URL: ownerUrl, LOG_LEVEL: 'silent' }
+  const bin = join(projectDir, 'bin', 'school-data.js')
+  const cli = (args, input) => {
+    const run = spawnSync(process.execPath, [bin, ...args], { env, input, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
+    if (run.status !== 0) throw new Error(`school-data ${args.join(' ')}: ${run.stderr}`)
+    return run.stdout.trim().split('\n').at(-1)
+  }
+  return { cli, env, bin }
 }
 
 export async function freePort () {

@@ -13,13 +13,12 @@
 //
 // Every push is checked: each subscriber gets each change once, in order; a wrong one fails the run.
 import { randomBytes } from 'node:crypto'
-import { spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { createClient } from 'graphql-ws'
 import WebSocket from 'ws'
 import { SERVICE_ROLE, databaseUrl, migrate, prepareServiceRole, recreateDatabase } from './dataset.mjs'
-import { freePort, procCpuSeconds, startNode, stopNode, waitReady } from './processes.mjs'
+import { freePort, procCpuSeconds, schoolDataCli, startNode, stopNode, waitReady } from './processes.mjs'
 
 const FOLLOW = 'subscription ($since: String) { changes(since: $since) { cursor id } }'
 const CREATE = 'mutation ($n: String!) { createStudent(input: { fullName: $n }) { id } }'
@@ -40,13 +39,7 @@ export async function runSubscriptions ({ adminUrl, projectDir, subscribers = 10
   await migrate(projectDir, ownerUrl)
   await prepareServiceRole(adminUrl, ownerUrl, password)
   const serviceUrl = databaseUrl(adminUrl, database, SERVICE_ROLE, password)
-  const cliEnv = { PATH: process.env.PATH, DATABASE_URL: ownerUrl, LOG_LEVEL: 'silent' }
-  const bin = join(projectDir, 'bin', 'school-data.js')
-  const cli = (args, input) => {
-    const run = spawnSync(process.execPath, [bin, ...args], { env: cliEnv, input, encoding: 'utf8' })
-    if (run.status !== 0) throw new Error(`school-data ${args.join(' ')}: ${run.stderr}`)
-    return run.stdout.trim().split('\n').at(-1)
-  }
+  const { cli } = schoolDataCli(projectDir, ownerUrl)
   const school = cli(['school', 'create', '--name', 'Subscriptions Bench High'])
   const userPassword = randomBytes(12).toString('base64url')
   cli(['user', 'create', '--username', 'bench-follower', '--school', school], userPassword + '\n')

@@ -13,13 +13,13 @@
 // bulk upsert costs per record (server and PostgreSQL CPU) no more than the import (its CLI process
 // and PostgreSQL CPU).
 import { randomBytes } from 'node:crypto'
-import { spawn, spawnSync } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { writeBundle } from './bundle.mjs'
 import { SERVICE_ROLE, databaseUrl, migrate, prepareServiceRole, recreateDatabase, withClient } from './dataset.mjs'
-import { freePort, postgresCpuByPid, procCpuSeconds, startNode, stopNode, waitReady } from './processes.mjs'
+import { freePort, postgresCpuByPid, procCpuSeconds, schoolDataCli, startNode, stopNode, waitReady } from './processes.mjs'
 
 const BATCH = 1000
 const CLOCK_TICKS = 100
@@ -100,13 +100,7 @@ export async function runWrites ({ adminUrl, projectDir, students = 20_000, conc
   await migrate(projectDir, ownerUrl)
   await prepareServiceRole(adminUrl, ownerUrl, password)
   const serviceUrl = databaseUrl(adminUrl, database, SERVICE_ROLE, password)
-  const cliEnv = { PATH: process.env.PATH, DATABASE_URL: ownerUrl, LOG_LEVEL: 'silent' }
-  const bin = join(projectDir, 'bin', 'school-data.js')
-  const cli = (args, input) => {
-    const run = spawnSync(process.execPath, [bin, ...args], { env: cliEnv, input, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
-    if (run.status !== 0) throw new Error(`school-data ${args.join(' ')}: ${run.stderr}`)
-    return run.stdout.trim().split('\n').at(-1)
-  }
+  const { cli, env: cliEnv, bin } = schoolDataCli(projectDir, ownerUrl)
   const school = cli(['school', 'create', '--name', 'Writes Bench High'])
   const importSchool = cli(['school', 'create', '--name', 'Import Bench High'])
   const userPassword = randomBytes(12).toString('base64url')
