@@ -1,0 +1,30 @@
+-- What OneRoster's enrollments hold that the links of the model lacked (issue 37,
+-- docs/decisions.md "Enrollments are the model's links"): an enrollment is a student's classroom
+-- (students.classroom_id) or a teacher's assignment (teacher_classrooms); each now keeps its own
+-- sourcedId (the import's enrollments.csv), and an assignment its begin and end dates and its last
+-- change. A student's dates were kept already (enrollment_start_date, enrollment_end_date), and its
+-- last change is the student's updated_at. No table of their own: a move, an assignment or an
+-- unassignment (GraphQL, CLI, import) is the enrollment's change or removal, and nothing can drift.
+--
+-- Row-level security (wall 2) holds as it did: these are columns of tables whose policies already
+-- confine every row to the school, and a teacher to her classrooms' rows.
+ALTER TABLE "students" ADD COLUMN "enrollment_sourced_id" TEXT;
+
+-- An assignment's id: the enrollment's sourcedId when the import gave none (one made by GraphQL or
+-- the CLI). Existing rows get one derived from their key (md5 is immutable: Citus runs it on the
+-- workers); new rows a random one.
+ALTER TABLE "teacher_classrooms"
+  ADD COLUMN "id" UUID,
+  ADD COLUMN "sourced_id" TEXT,
+  ADD COLUMN "begin_date" DATE,
+  ADD COLUMN "end_date" DATE,
+  ADD COLUMN "updated_at" TIMESTAMPTZ(3);
+UPDATE "teacher_classrooms" SET "id" = md5("school_id"::text || '/' || "teacher_id"::text || '/' || "classroom_id"::text)::uuid,
+  "updated_at" = "created_at";
+ALTER TABLE "teacher_classrooms" ALTER COLUMN "id" SET NOT NULL,
+  ALTER COLUMN "id" SET DEFAULT gen_random_uuid(),
+  ALTER COLUMN "updated_at" SET NOT NULL,
+  ALTER COLUMN "updated_at" SET DEFAULT CURRENT_TIMESTAMP;
+
+-- CreateIndex
+CREATE UNIQUE INDEX "teacher_classrooms_school_id_id_key" ON "teacher_classrooms"("school_id", "id");
