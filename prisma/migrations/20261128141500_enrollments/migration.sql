@@ -28,3 +28,20 @@ ALTER TABLE "teacher_classrooms" ALTER COLUMN "id" SET NOT NULL,
 
 -- CreateIndex
 CREATE UNIQUE INDEX "teacher_classrooms_school_id_id_key" ON "teacher_classrooms"("school_id", "id");
+
+-- An assignment's last change (its enrollment's dateLastModified), moved by the database on each
+-- update that changes the row, whoever writes it (the API, the CLI, the import, plain SQL); an
+-- update that changes nothing keeps it, so that it changes nothing in the teacher's feed either
+-- (which compares the rows whole). It touches nothing but its own row: kept on Citus
+-- (src/db/migrations/citus-tables.ts KEPT_TRIGGERS).
+CREATE FUNCTION "assignment_updated_at"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  NEW."updated_at" := OLD."updated_at";
+  IF NEW IS DISTINCT FROM OLD THEN
+    NEW."updated_at" := now();
+  END IF;
+  RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER "teacher_classrooms_updated_at" BEFORE UPDATE ON "teacher_classrooms" FOR EACH ROW EXECUTE FUNCTION "assignment_updated_at"();
