@@ -11,20 +11,15 @@
 ALTER TABLE "students" ADD COLUMN "enrollment_sourced_id" TEXT;
 
 -- An assignment's id: the enrollment's sourcedId when the import gave none (one made by GraphQL or
--- the CLI). Existing rows get one derived from their key (md5 is immutable: Citus runs it on the
--- workers); new rows a random one.
+-- the CLI). Added with their defaults, not by an UPDATE: no trigger fires, so the change feeds get
+-- no entry for the rows that exist (their updated_at is the migration's time). On Citus each shard
+-- draws its own rows' ids (a hash-distributed table, no replica to diverge).
 ALTER TABLE "teacher_classrooms"
-  ADD COLUMN "id" UUID,
+  ADD COLUMN "id" UUID NOT NULL DEFAULT gen_random_uuid(),
   ADD COLUMN "sourced_id" TEXT,
   ADD COLUMN "begin_date" DATE,
   ADD COLUMN "end_date" DATE,
-  ADD COLUMN "updated_at" TIMESTAMPTZ(3);
-UPDATE "teacher_classrooms" SET "id" = md5("school_id"::text || '/' || "teacher_id"::text || '/' || "classroom_id"::text)::uuid,
-  "updated_at" = "created_at";
-ALTER TABLE "teacher_classrooms" ALTER COLUMN "id" SET NOT NULL,
-  ALTER COLUMN "id" SET DEFAULT gen_random_uuid(),
-  ALTER COLUMN "updated_at" SET NOT NULL,
-  ALTER COLUMN "updated_at" SET DEFAULT CURRENT_TIMESTAMP;
+  ADD COLUMN "updated_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP;
 
 -- CreateIndex
 CREATE UNIQUE INDEX "teacher_classrooms_school_id_id_key" ON "teacher_classrooms"("school_id", "id");
