@@ -112,7 +112,7 @@ async function snapshot (schoolId: string): Promise<Record<string, unknown>> {
     const tenant = db.forSchool(schoolId)
     return {
       students: await tenant.student.findMany({ orderBy: { sourcedId: 'asc' }, include: { classroom: { select: { name: true } } } }),
-      teachers: await tenant.teacher.findMany({ orderBy: { sourcedId: 'asc' }, include: { classrooms: { select: { role: true, classroom: { select: { name: true } } }, orderBy: { classroomId: 'asc' } } } }),
+      teachers: await tenant.teacher.findMany({ orderBy: { sourcedId: 'asc' }, include: { classrooms: { select: { role: true, sourcedId: true, beginDate: true, endDate: true, updatedAt: true, classroom: { select: { name: true } } }, orderBy: { classroomId: 'asc' } } } }),
       classrooms: await tenant.classroom.findMany({ orderBy: { sourcedId: 'asc' } }),
       changes: await tenant.change.findMany({ orderBy: { seq: 'asc' }, select: { seq: true, type: true, recordType: true, sourcedId: true } })
     }
@@ -170,6 +170,10 @@ t.test('a OneRoster 1.2 folder is imported; a second run changes nothing; a chan
   t.equal(ada.dateOfBirth.toISOString().slice(0, 10), '2017-12-10', 'birth date from demographics.csv')
   t.equal(ada.enrollmentStartDate.toISOString().slice(0, 10), '2026-09-02', 'enrollment dates of the homeroom enrollment')
   t.equal(ada.enrollmentEndDate.toISOString().slice(0, 10), '2027-06-14')
+  t.same(after.students.map((s: any) => s.enrollmentSourcedId), ['e2', 'e3', null], "each student keeps the sourcedId of the enrollment that placed them (OneRoster's enrollments)")
+  t.same(after.teachers.map((x: any) => x.classrooms.map((c: any) => `${c.classroom.name}:${c.sourcedId}`).sort()), [['Room 3:e4'], ['Math 3:e6', 'Room 3:e5']],
+    "each assignment keeps its enrollment's sourcedId")
+  t.same(after.teachers.flatMap((x: any) => x.classrooms.map((c: any) => [c.beginDate, c.endDate])), [[null, null], [null, null], [null, null]])
   t.same(after.teachers.map((x: any) => [x.sourcedId, x.fullName, x.email, x.classrooms.map((c: any) => `${c.classroom.name}:${c.role}`).sort()]), [
     ['tea-1', 'Grace Hopper', 'grace@example.org', ['Room 3:PRIMARY']],
     ['tea-2', 'Edsger Dijkstra', null, ['Math 3:PRIMARY', 'Room 3:ASSISTANT']]
@@ -193,6 +197,7 @@ t.test('a OneRoster 1.2 folder is imported; a second run changes nothing; a chan
   files.users![2]![7] = 'Turing-Smith'
   files.users![2]![14] = '01'
   files.enrollments![4]![7] = 'false'
+  files.enrollments![4]![8] = '2026-09-05'
   const third = await importJson(writeFolder(files), school)
   t.equal(third.code, 0, third.stderr)
   t.same(third.summary.students, counts(0, 1, 2))
@@ -204,6 +209,9 @@ t.test('a OneRoster 1.2 folder is imported; a second run changes nothing; a chan
   t.equal(alan.gradeLevel, 'GRADE_1')
   t.ok(alan.updatedAt > after.students[1].updatedAt)
   t.same(changed.students[0], after.students[0], 'the other students are untouched')
+  const grace = changed.teachers[0].classrooms[0]
+  t.same([grace.role, grace.sourcedId, grace.beginDate.toISOString().slice(0, 10)], ['ASSISTANT', 'e4', '2026-09-05'], "the assignment takes the enrollment's role and begin date")
+  t.ok(grace.updatedAt > after.teachers[0].classrooms[0].updatedAt, "the assignment's dateLastModified moves")
   const added = changed.changes.slice(after.changes.length).map((c: any) => `${c.type} ${c.recordType} ${c.sourcedId}`).sort()
   t.same(added, ['UPDATED STUDENT stu-2', 'UPDATED TEACHER tea-1'], 'the change feed has exactly the two updates')
 })
@@ -482,6 +490,7 @@ t.test('a delta bundle: rows tobedeleted remove their records and end their enro
   t.same(after.students.map((x: any) => [x.sourcedId, x.familyName, x.classroom?.name ?? null]), [['stu-1', 'King', null], ['stu-3', 'Johnson', 'Math 3']])
   t.equal(after.students[0].dateOfBirth.toISOString().slice(0, 10), '2017-12-10', 'demographics.csv absent: the birth date stays')
   t.equal(after.students[1].enrollmentStartDate.toISOString().slice(0, 10), '2026-10-01', 'Katherine\'s enrollment dates are her new class\'s')
+  t.same(after.students.map((x: any) => x.enrollmentSourcedId), [null, 'e7'], "Ada's enrollment ended (tobedeleted); Katherine's is e7")
   t.same(after.teachers.map((x: any) => [x.sourcedId, x.classrooms.map((c: any) => c.classroom.name).sort()]), [['tea-1', ['Room 3']], ['tea-2', ['Math 3']]])
   t.same(feedAfter(after, before.changes.length), ['DELETED STUDENT stu-2', 'UPDATED STUDENT stu-1', 'UPDATED STUDENT stu-3', 'UPDATED TEACHER tea-2'])
 

@@ -113,6 +113,19 @@ const klass = {
   periods: ['1', '3']
 }
 
+const enrollment = {
+  sourcedId: 'enrollment-1',
+  status: 'active',
+  dateLastModified: '2026-08-01T07:30:00.000Z',
+  user: ref('user', 'users', 'teacher-1'),
+  class: ref('class', 'classes', 'class-1'),
+  school: orgRef('school-1'),
+  role: 'teacher',
+  primary: 'true',
+  beginDate: '2026-08-20',
+  endDate: '2027-06-18'
+}
+
 /** The records of a sample answer, by the envelope's property. */
 const RECORDS: Record<string, unknown> = {
   orgs: [district, school],
@@ -124,7 +137,9 @@ const RECORDS: Record<string, unknown> = {
   courses: [course, { sourcedId: 'course-2', status: 'active', dateLastModified: '2026-08-01T07:30:00.000Z', title: 'Homeroom', courseCode: 'HR', grades: [], subjects: [], org: orgRef('school-1'), subjectCodes: [] }],
   course,
   classes: [klass, { ...klass, sourcedId: 'class-2', classType: 'ext:lab', terms: [sessionRef('term-1'), sessionRef('term-2')] }],
-  class: klass
+  class: klass,
+  enrollments: [enrollment, { sourcedId: 'enrollment-2', status: 'active', dateLastModified: '2026-08-01T07:30:00.000Z', user: ref('user', 'users', 'student-1'), class: ref('class', 'classes', 'class-1'), school: orgRef('school-1'), role: 'student' }],
+  enrollment
 }
 
 const failure = (codeMinor: string, description: string): object => ({
@@ -185,7 +200,7 @@ t.test('the description is a valid OpenAPI 3.0 document', async (t) => {
 })
 
 t.test('every operation serves its envelope and the binding\'s errors', async (t) => {
-  t.equal(operations.length, 35)
+  t.equal(operations.length, 39)
   for (const { template, path, operation } of operations) {
     t.same(validateAnswer(success(operation, path)), [], `${template} 200`)
     t.same(validateAnswer(success(operation, path + '?limit=2&offset=0&sort=familyName&orderBy=asc')), [], `${template} 200 with paging`)

@@ -69,7 +69,7 @@ async function roster (app: FastifyInstance): Promise<Roster> {
 }
 
 /** Every answer of this file is validated against the service's OpenAPI description. */
-const answers = checkedAnswers((path) => path.startsWith('/enrollments'))
+const answers = checkedAnswers((path) => path.startsWith('/lineItems'))
 const { get, invalid } = answers
 
 /** The sourcedIds of a collection's users, in order. */
@@ -130,7 +130,7 @@ t.test('an administrator reads every endpoint of the slice in the binding\'s env
   refused(t, await get(app, '/teachers/stu-001', r.admin), 404, 'unknownobject', 'a student is not a teacher')
   refused(t, await get(app, '/orgs/another', r.admin), 404, 'unknownobject', 'another org')
   refused(t, await get(app, '/schools/another/students', r.admin), 404, 'unknownobject', 'another school\'s students')
-  refused(t, await get(app, '/enrollments', r.admin), 404, 'unknownobject', 'an endpoint not served yet')
+  refused(t, await get(app, '/lineItems', r.admin), 404, 'unknownobject', 'an endpoint of another service (gradebook)')
 })
 
 t.test('a teacher reads what the GraphQL API lets her read: her classrooms\' students, herself', async (t) => {

@@ -33,7 +33,9 @@ export const TYPED_TABLES = {
   Teacher: 'teachers',
   Classroom: 'classrooms',
   AcademicSession: 'academic_sessions',
-  Course: 'courses'
+  Course: 'courses',
+  // A teacher's assignments, read as OneRoster's enrollments of teachers (src/oneroster/enrollments.ts).
+  TeacherClassroom: 'teacher_classrooms'
 } as const
 
 export type TypedModel = keyof typeof TYPED_TABLES
@@ -55,6 +57,7 @@ export const COLUMN_TYPES = {
     status: 'StudentStatus',
     enrollmentStartDate: 'date',
     enrollmentEndDate: 'date',
+    enrollmentSourcedId: 'text',
     classroomId: 'uuid',
     createdAt: 'timestamptz',
     updatedAt: 'timestamptz',
@@ -122,6 +125,18 @@ export const COLUMN_TYPES = {
     version: 'int4',
     createdAt: 'timestamptz',
     updatedAt: 'timestamptz'
+  },
+  TeacherClassroom: {
+    schoolId: 'uuid',
+    teacherId: 'uuid',
+    classroomId: 'uuid',
+    role: 'TeacherRole',
+    createdAt: 'timestamptz',
+    id: 'uuid',
+    sourcedId: 'text',
+    beginDate: 'date',
+    endDate: 'date',
+    updatedAt: 'timestamptz'
   }
 } as const satisfies {
   Student: Record<Prisma.StudentScalarFieldEnum, string>
@@ -129,17 +144,18 @@ export const COLUMN_TYPES = {
   Classroom: Record<Prisma.ClassroomScalarFieldEnum, string>
   AcademicSession: Record<Prisma.AcademicSessionScalarFieldEnum, string>
   Course: Record<Prisma.CourseScalarFieldEnum, string>
+  TeacherClassroom: Record<Prisma.TeacherClassroomScalarFieldEnum, string>
 }
 
 /** The enumerations among the column types: read, compared and ordered by their names (as text). */
-const ENUM_TYPES: ReadonlySet<string> = new Set(['GradeLevel', 'StudentStatus', 'TeacherStatus', 'AcademicSessionType'])
+const ENUM_TYPES: ReadonlySet<string> = new Set(['GradeLevel', 'StudentStatus', 'TeacherStatus', 'AcademicSessionType', 'TeacherRole'])
 
 /** The column of a field: its name in snake case (schema.prisma maps every field so). */
 export function columnOf (field: string): string {
   return field.replace(/[A-Z]/g, (c) => '_' + c.toLowerCase())
 }
 
-const ALIAS: Readonly<Record<TypedModel, string>> = { Student: 's', Teacher: 't', Classroom: 'c', AcademicSession: 'a', Course: 'k' }
+const ALIAS: Readonly<Record<TypedModel, string>> = { Student: 's', Teacher: 't', Classroom: 'c', AcademicSession: 'a', Course: 'k', TeacherClassroom: 'e' }
 
 /**
  * What a registered statement does, as the model operation it stands for: a read (`findMany`, the
@@ -464,6 +480,21 @@ const KEYS: Readonly<Record<string, Key>> = {
     columns: ['courseId', 'termIds'],
     sql: (a, reach) => `(${a}.course_id IS NOT NULL AND EXISTS (SELECT 1 FROM academic_sessions aq WHERE ${confined('academic_sessions', 'aq', reach)} ` +
       `AND aq.school_id = ${a}.school_id AND aq.id = ANY(${a}.term_ids)))`
+  },
+  // OneRoster's enrollments (src/oneroster/enrollments.ts): a student's classroom and a teacher's
+  // assignment. A student's enrollment is its imported sourcedId, else the student's id; the class is
+  // the classroom's sourcedKey when the classroom is a class (a course and a term, as classKey), else
+  // none; a teacher's enrollment names its teacher by the teacher's sourcedKey.
+  enrollmentKey: { model: 'Student', columns: ['enrollmentSourcedId', 'id'], sql: (a) => `COALESCE(${a}.enrollment_sourced_id, ${a}.id::text)` },
+  enrolledClassKey: {
+    columns: ['classroomId'],
+    sql: (a, reach) => `(SELECT ${sourcedSql('ce')} FROM classrooms ce WHERE ${confined('classrooms', 'ce', reach)} AND ce.school_id = ${a}.school_id AND ce.id = ${a}.classroom_id ` +
+      `AND ce.course_id IS NOT NULL AND EXISTS (SELECT 1 FROM academic_sessions ae WHERE ${confined('academic_sessions', 'ae', reach)} AND ae.school_id = ce.school_id AND ae.id = ANY(ce.term_ids)))`
+  },
+  enrolledTeacherKey: {
+    model: 'TeacherClassroom',
+    columns: ['teacherId'],
+    sql: (a, reach) => `(SELECT ${sourcedSql('te')} FROM teachers te WHERE ${confined('teachers', 'te', reach)} AND te.school_id = ${a}.school_id AND te.id = ${a}.teacher_id)`
   },
   termKeys: {
     model: 'Classroom',

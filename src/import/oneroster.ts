@@ -6,7 +6,9 @@
 //     other roles (parents, administrators, ...) are skipped.
 //   classes.csv → classrooms (title → name; one grade → grade level; subjects → subject).
 //   enrollments.csv → a student's classroom (the homeroom class if any, else the first listed) with
-//     its begin and end dates; a teacher's classrooms, `primary` true → PRIMARY, false → ASSISTANT.
+//     its begin and end dates; a teacher's classrooms, `primary` true → PRIMARY, false → ASSISTANT,
+//     with its begin and end dates; each kept with the enrollment's sourcedId (OneRoster's
+//     enrollments, src/oneroster/enrollments.ts).
 //   demographics.csv → birthDate.
 //
 // Bulk and delta (the manifest's file.<name>): a bulk file is the whole truth of its kind for the
@@ -67,6 +69,8 @@ export interface StudentRecord {
   status: 'ACTIVE' | 'INACTIVE'
   enrollmentStartDate: string | null
   enrollmentEndDate: string | null
+  /** The sourcedId of the enrollment that placed the student in the classroom (null without one). */
+  enrollmentSourcedId: string | null
   classroomId: string | null
 }
 
@@ -84,6 +88,10 @@ export interface AssignmentRecord {
   teacherId: string
   classroomId: string
   role: 'PRIMARY' | 'ASSISTANT'
+  /** The enrollment's sourcedId, begin and end dates (YYYY-MM-DD). */
+  sourcedId: string
+  beginDate: string | null
+  endDate: string | null
 }
 
 /** A student the users file does not hold, whose classroom, enrollment dates or birth date change. */
@@ -92,6 +100,7 @@ export interface StudentUpdate {
   classroomId: string | null
   enrollmentStartDate: string | null
   enrollmentEndDate: string | null
+  enrollmentSourcedId: string | null
   dateOfBirth: string | null
 }
 
@@ -148,6 +157,7 @@ export interface Existing {
     classroomId: string | null
     enrollmentStartDate: string | null
     enrollmentEndDate: string | null
+    enrollmentSourcedId: string | null
     dateOfBirth: string | null
   }>
   /** The teachers with a sourcedId (the others are not the import's). */
@@ -346,6 +356,7 @@ interface Placement {
   classroomId: string | null
   enrollmentStartDate: string | null
   enrollmentEndDate: string | null
+  enrollmentSourcedId: string | null
 }
 
 interface Candidate extends Placement {
@@ -572,6 +583,7 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
       // The placement below decides these.
       enrollmentStartDate: before?.enrollmentStartDate ?? null,
       enrollmentEndDate: before?.enrollmentEndDate ?? null,
+      enrollmentSourcedId: before?.enrollmentSourcedId ?? null,
       classroomId: before?.classroomId ?? null
     })
   }
@@ -625,14 +637,16 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
     if (kind === 'student') {
       if (student === undefined) fail(table, row.line, `user "${userId}" is enrolled as a student but is a teacher`)
       const list = candidates.get(student!) ?? []
-      list.push({ classroomId: klass!.id, homeroom: klass!.homeroom, enrollmentStartDate: begin, enrollmentEndDate: end })
+      list.push({ classroomId: klass!.id, homeroom: klass!.homeroom, enrollmentStartDate: begin, enrollmentEndDate: end, enrollmentSourcedId: row.get('sourcedId') })
       candidates.set(student!, list)
     } else {
       if (teacher === undefined) fail(table, row.line, `user "${userId}" is enrolled as a ${role} but is a student`)
       const key = `${teacher!}/${klass!.id}`
       const assigned: AssignmentRecord['role'] = role === 'teacher' && primary !== false ? 'PRIMARY' : 'ASSISTANT'
       const before = assignments.get(key)
-      if (before === undefined || assigned === 'PRIMARY') assignments.set(key, { teacherId: teacher!, classroomId: klass!.id, role: assigned })
+      if (before === undefined || assigned === 'PRIMARY') {
+        assignments.set(key, { teacherId: teacher!, classroomId: klass!.id, role: assigned, sourcedId: row.get('sourcedId'), beginDate: begin, endDate: end })
+      }
     }
   }
 
@@ -641,14 +655,16 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
   // A delta ends the classroom it marks tobedeleted and moves a student into a homeroom class, or
   // into a class when they have none; a classroom this import removes is left. A student made by
   // hand (no sourcedId) only leaves a removed classroom.
-  const NONE: Placement = { classroomId: null, enrollmentStartDate: null, enrollmentEndDate: null }
+  const NONE: Placement = { classroomId: null, enrollmentStartDate: null, enrollmentEndDate: null, enrollmentSourcedId: null }
   const place = (studentId: string, managed: boolean, current: Placement): Placement => {
     let now = current
-    if (now.classroomId !== null && removedClassIds.has(now.classroomId)) now = managed ? NONE : { ...now, classroomId: null }
+    if (now.classroomId !== null && removedClassIds.has(now.classroomId)) now = managed ? NONE : { ...now, classroomId: null, enrollmentSourcedId: null }
     if (!managed) return now
     const options = candidates.get(studentId) ?? []
     const best = options.find((o) => o.homeroom) ?? options[0]
-    const placed = (c: Candidate): Placement => ({ classroomId: c.classroomId, enrollmentStartDate: c.enrollmentStartDate, enrollmentEndDate: c.enrollmentEndDate })
+    const placed = (c: Candidate): Placement => ({
+      classroomId: c.classroomId, enrollmentStartDate: c.enrollmentStartDate, enrollmentEndDate: c.enrollmentEndDate, enrollmentSourcedId: c.enrollmentSourcedId
+    })
     if (enrollments?.mode === 'bulk') return best === undefined ? NONE : placed(best)
     if (now.classroomId !== null && leaving.get(studentId)?.has(now.classroomId) === true) now = NONE
     if (best !== undefined && (now.classroomId === null || best.classroomId === now.classroomId || best.homeroom)) return placed(best)
@@ -676,7 +692,7 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
     endedIf(s.id, s.sourcedId ?? s.id, s.classroomId, placement.classroomId)
     const update: StudentUpdate = { id: s.id, ...placement, dateOfBirth }
     if (update.classroomId !== s.classroomId || update.enrollmentStartDate !== s.enrollmentStartDate ||
-        update.enrollmentEndDate !== s.enrollmentEndDate || update.dateOfBirth !== s.dateOfBirth) {
+        update.enrollmentEndDate !== s.enrollmentEndDate || update.enrollmentSourcedId !== s.enrollmentSourcedId || update.dateOfBirth !== s.dateOfBirth) {
       studentUpdates.push(update)
     }
   }

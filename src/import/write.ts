@@ -105,7 +105,8 @@ export async function readExisting (sql: Sql): Promise<Existing> {
   // Dates as text: YYYY-MM-DD, as the plan compares them (pg would make local-time Dates).
   const students = await sql.query<Existing['students'][number]>(
     'SELECT "id", "sourced_id" AS "sourcedId", "student_number" AS "studentNumber", "classroom_id" AS "classroomId", ' +
-    '"enrollment_start_date"::text AS "enrollmentStartDate", "enrollment_end_date"::text AS "enrollmentEndDate", "date_of_birth"::text AS "dateOfBirth" ' +
+    '"enrollment_start_date"::text AS "enrollmentStartDate", "enrollment_end_date"::text AS "enrollmentEndDate", ' +
+    '"enrollment_sourced_id" AS "enrollmentSourcedId", "date_of_birth"::text AS "dateOfBirth" ' +
     'FROM "students" WHERE "school_id" = current_setting(\'app.school_id\')::uuid')
   const teachers = await sql.query<{ id: string, sourcedId: string | null }>(
     'SELECT "id", "sourced_id" AS "sourcedId" FROM "teachers" WHERE "school_id" = current_setting(\'app.school_id\')::uuid AND "sourced_id" IS NOT NULL')
@@ -147,7 +148,7 @@ export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, o
   const now = leaving.length === 0 ? undefined : (await sql.query<{ now: string }>('SELECT now()::text AS "now"'))[0]!.now
   for (let start = 0; start < leaving.length; start += CHUNK) {
     const rows = await sql.query<{ id: string }>(`
-      UPDATE "students" SET "classroom_id" = NULL, "updated_at" = $3::timestamptz,
+      UPDATE "students" SET "classroom_id" = NULL, "enrollment_sourced_id" = NULL, "updated_at" = $3::timestamptz,
         "enrollment_start_date" = CASE WHEN "sourced_id" IS NULL THEN "enrollment_start_date" END,
         "enrollment_end_date" = CASE WHEN "sourced_id" IS NULL THEN "enrollment_end_date" END
       WHERE "school_id" = $1::uuid AND "classroom_id" = ANY($2::uuid[]) RETURNING "id"`,
@@ -198,6 +199,7 @@ export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, o
     { name: 'status', type: '"StudentStatus"', value: (r) => r.status },
     { name: 'enrollment_start_date', type: 'date', value: (r) => r.enrollmentStartDate },
     { name: 'enrollment_end_date', type: 'date', value: (r) => r.enrollmentEndDate },
+    { name: 'enrollment_sourced_id', type: 'text', value: (r) => r.enrollmentSourcedId },
     { name: 'classroom_id', type: 'uuid', value: (r) => r.classroomId }
   ], { ...options, updatedIds: updatedStudents })
   // Students the users file does not hold: their classroom, enrollment dates and birth date only
@@ -207,14 +209,19 @@ export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, o
     { name: 'classroom_id', type: 'uuid', value: (r) => r.classroomId },
     { name: 'enrollment_start_date', type: 'date', value: (r) => r.enrollmentStartDate },
     { name: 'enrollment_end_date', type: 'date', value: (r) => r.enrollmentEndDate },
+    { name: 'enrollment_sourced_id', type: 'text', value: (r) => r.enrollmentSourcedId },
     { name: 'date_of_birth', type: 'date', value: (r) => r.dateOfBirth }
   ], { ...options, updatedIds: updatedStudents })
   if (updates.created > 0) throw new Error('A student of the school went while the import ran: nothing was written')
   const teacherAssignments = await upsert(sql, 'teacher_classrooms', schoolId, plan.assignments, ['teacher_id', 'classroom_id'], [
     { name: 'teacher_id', type: 'uuid', value: (r) => r.teacherId },
     { name: 'classroom_id', type: 'uuid', value: (r) => r.classroomId },
-    { name: 'role', type: '"TeacherRole"', value: (r) => r.role }
-  ], { updatedAt: false, onProgress })
+    { name: 'role', type: '"TeacherRole"', value: (r) => r.role },
+    // The enrollment's own (OneRoster's enrollments); the assignment's id is the database's.
+    { name: 'sourced_id', type: 'text', value: (r) => r.sourcedId },
+    { name: 'begin_date', type: 'date', value: (r) => r.beginDate },
+    { name: 'end_date', type: 'date', value: (r) => r.endDate }
+  ], options)
   // A student written twice (left a removed classroom, then placed) is one update.
   const inFile = new Set(plan.students.map((s) => s.id))
   const updatedInFile = [...updatedStudents].filter((id) => inFile.has(id)).length

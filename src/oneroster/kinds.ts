@@ -332,3 +332,82 @@ export const CLASS_FIELDS: readonly string[] = [
 
 /** The route condition of every class collection: a classroom with a course and terms. */
 export const IS_CLASS = { kind: 'predicate', predicate: { kind: 'compare', field: 'classKey', op: '=', value: 'true' } } as const
+
+// ---- Enrollments (EnrollmentDType) ------------------------------------------------------------
+
+/** A reference to a record of the binding by a key of the row (UserGUIDRefDType, ClassGUIDRefDType). */
+function keyRef (key: string, path: string, type: string): BindingField {
+  return { ...keyReference(key, path, type), compare: () => { throw badValue(type, `is a reference: filter by ${type}.sourcedId instead`) } }
+}
+
+/** A field one kind of enrollment has no value of (a student's primary): a comparison holds for != only. */
+const absent: BindingField = { columns: [], compare: (op) => ({ kind: 'constant', value: op === '!=' }), sort: 'id' }
+
+// The class of an enrollment is a class of the binding (CLASSES: a course and a term); its key is
+// null otherwise, and `text >= ''` holds for every text: the route condition of every enrollment.
+const IN_A_CLASS = { kind: 'predicate', predicate: { kind: 'compare', field: 'enrolledClassKey', op: '>=', value: '' } } as const
+
+/** The fields every enrollment has: the school's, its class, status and role. */
+function enrollmentFields (role: 'student' | 'teacher'): Record<string, BindingField> {
+  return {
+    status: constant(() => 'active'),
+    class: keyRef('enrolledClassKey', 'classes', 'class'),
+    'class.sourcedId': { columns: ['classroomId'], compare: compare('enrolledClassKey'), sort: 'enrolledClassKey' },
+    school: { ...constant((context) => context.schoolId, false), answer: (_row, context) => context.school },
+    'school.sourcedId': constant((context) => context.schoolId, false),
+    role: constant(() => role)
+  }
+}
+
+/**
+ * A student's enrollment: its classroom (students.classroom_id), when that classroom is a class.
+ * Its sourcedId is the import's (enrollment_sourced_id), else the student's id; its dates are the
+ * student's enrollment dates; it changes with the student (dateLastModified: the student's
+ * updatedAt, a move included). `primary` is a teacher's only (1EdTech: "Applicable only to teachers").
+ */
+export const STUDENT_ENROLLMENTS: Kind = {
+  model: 'Student',
+  fields: {
+    ...enrollmentFields('student'),
+    sourcedId: { columns: ['enrollmentKey'], answer: (row) => row.enrollmentKey, compare: compare('enrollmentKey'), sort: 'enrollmentKey' },
+    dateLastModified,
+    user: { ...keyReference('sourcedKey', 'users', 'user'), columns: ['sourcedKey'], compare: () => { throw badValue('user', 'is a reference: filter by user.sourcedId instead') } },
+    'user.sourcedId': { columns: ['sourcedId', 'id'], compare: compare('sourcedKey'), sort: 'sourcedKey' },
+    primary: absent,
+    beginDate: day('enrollmentStartDate', 'beginDate'),
+    endDate: day('enrollmentEndDate', 'endDate')
+  }
+}
+
+/**
+ * A teacher's enrollment: an assignment (teacher_classrooms) to a classroom that is a class. Its
+ * sourcedId is the import's, else the assignment's id; `primary` is 'true' for the PRIMARY role,
+ * 'false' for ASSISTANT (an aide of the file is a teacher here, not primary).
+ */
+export const TEACHER_ENROLLMENTS: Kind = {
+  model: 'TeacherClassroom',
+  fields: {
+    ...enrollmentFields('teacher'),
+    sourcedId,
+    dateLastModified,
+    user: { ...keyReference('enrolledTeacherKey', 'users', 'user'), compare: () => { throw badValue('user', 'is a reference: filter by user.sourcedId instead') } },
+    'user.sourcedId': { columns: ['enrolledTeacherKey'], compare: compare('enrolledTeacherKey'), sort: 'enrolledTeacherKey' },
+    primary: {
+      columns: ['role'],
+      answer: (row) => String(row.role === 'PRIMARY'),
+      compare (op, value) {
+        if ((op !== '=' && op !== '!=') || (value !== 'true' && value !== 'false')) throw badValue('primary', `is 'true' or 'false', compared with = or != (got ${op}'${value}')`)
+        return { kind: 'compare', field: 'role', op: (value === 'true') === (op === '=') ? '=' : '!=', value: 'PRIMARY' }
+      },
+      sort: 'role'
+    },
+    beginDate: day('beginDate', 'beginDate'),
+    endDate: day('endDate', 'endDate')
+  }
+}
+
+/** The route condition of every enrollment collection: its classroom is a class. */
+export const ENROLLMENT_IN_CLASS = IN_A_CLASS
+
+/** The fields of EnrollmentDType this service answers, in the binding's order: what `fields` may name. */
+export const ENROLLMENT_FIELDS: readonly string[] = ['sourcedId', 'status', 'dateLastModified', 'user', 'class', 'school', 'role', 'primary', 'beginDate', 'endDate']

@@ -184,6 +184,18 @@ const CLASS_PATHS: OpenAPIV3.PathsObject = {
     'Reads the teachers of a class of a school; a school or class this caller cannot read answers 404 unknownobject.')
 }
 
+// The enrollments: students' classrooms and teachers' assignments to classes (docs/api/oneroster.md).
+const ENROLLMENT_PATHS: OpenAPIV3.PathsObject = {
+  '/enrollments': collection({
+    operationId: 'getAllEnrollments', tag: 'EnrollmentsManagement', description: "Reads the enrollments: the students' classes and the teachers' assignments to classes.", schema: 'EnrollmentSetDType', security: CORE_READ
+  }),
+  '/enrollments/{sourcedId}': single({ operationId: 'getEnrollment', tag: 'EnrollmentsManagement', kind: 'enrollment', schema: 'SingleEnrollmentDType' }),
+  '/schools/{schoolSourcedId}/enrollments': nested('getEnrollmentsForSchool', 'SchoolsManagement', 'EnrollmentSetDType', [school],
+    'Reads the enrollments of a school; a school this caller cannot read answers 404 unknownobject.'),
+  '/schools/{schoolSourcedId}/classes/{classSourcedId}/enrollments': nested('getEnrollmentsForClassInSchool', 'SchoolsManagement', 'EnrollmentSetDType', [school, classParent],
+    'Reads the enrollments of a class of a school; a school or class this caller cannot read answers 404 unknownobject.')
+}
+
 const PATHS: OpenAPIV3.PathsObject = {
   '/orgs': collection({ operationId: 'getAllOrgs', tag: 'OrgsManagement', description: 'Reads the orgs this caller may read.', schema: 'OrgSetDType', security: CORE_READ }),
   '/orgs/{sourcedId}': single({ operationId: 'getOrg', tag: 'OrgsManagement', kind: 'org', schema: 'SingleOrgDType' }),
@@ -247,7 +259,8 @@ const PATHS: OpenAPIV3.PathsObject = {
     parent: school,
     description: 'Reads the terms of a school; a school this caller cannot read answers 404 unknownobject.'
   }),
-  ...CLASS_PATHS
+  ...CLASS_PATHS,
+  ...ENROLLMENT_PATHS
 }
 
 // ---- Component schemas: 1EdTech's, keyword for keyword.
@@ -501,6 +514,36 @@ const SCHEMAS: Record<string, Schema> = {
     additionalProperties: false
   },
   CourseGUIDRefDType: guidRef('course'),
+  EnrollmentDType: {
+    description: "An enrollment: a student's classroom, or a teacher's assignment, in a class.",
+    type: 'object',
+    properties: {
+      ...BASE,
+      user: schemaRef('UserGUIDRefDType'),
+      class: schemaRef('ClassGUIDRefDType'),
+      school: schemaRef('OrgGUIDRefDType'),
+      role: extensible(['administrator', 'proctor', 'student', 'teacher']),
+      primary: { type: 'string', enum: ['true', 'false'] },
+      beginDate: date,
+      endDate: date
+    },
+    required: ['sourcedId', 'status', 'dateLastModified', 'user', 'class', 'school', 'role'],
+    additionalProperties: false
+  },
+  EnrollmentSetDType: {
+    description: 'A page of enrollments.',
+    type: 'object',
+    properties: { enrollments: listOf(schemaRef('EnrollmentDType')) },
+    additionalProperties: false
+  },
+  SingleEnrollmentDType: {
+    description: 'One enrollment.',
+    type: 'object',
+    properties: { enrollment: schemaRef('EnrollmentDType') },
+    required: ['enrollment'],
+    additionalProperties: false
+  },
+  ClassGUIDRefDType: guidRef('class'),
   imsx_StatusInfoDType: {
     description: 'Why a request failed.',
     type: 'object',
@@ -555,6 +598,7 @@ export const oneRosterDescription: OpenAPIV3.Document = {
   tags: [
     { name: 'AcademicSessionsManagement', description: 'Academic sessions: school years, terms, grading periods, semesters.' },
     { name: 'CoursesManagement', description: 'Courses.' },
+    { name: 'EnrollmentsManagement', description: "Enrollments: students' classes and teachers' assignments to classes." },
     { name: 'GradingPeriodsManagement', description: 'Grading periods (academic sessions of type gradingPeriod).' },
     { name: 'OrgsManagement', description: 'Orgs: schools and the bodies above them.' },
     { name: 'SchoolsManagement', description: 'Schools (orgs of type school), and their students, teachers, courses and terms.' },

@@ -23,6 +23,7 @@ import {
 } from './kinds.js'
 import { checkQueryString } from './malformed.js'
 import { registerClassRoutes } from './classes.js'
+import { registerEnrollmentRoutes } from './enrollments.js'
 import { orgAnswer, orgsPage, schoolRow } from './orgs.js'
 import { DESCRIPTION_PATH, ONEROSTER_PATH, oneRosterDescription, scopesOf } from './openapi.js'
 import { collectionQuery, fieldsOf, linkHeader, type CollectionQuery } from './query.js'
@@ -162,6 +163,7 @@ function registerRoutes (app: FastifyInstance, routes: FastifyInstance): void {
     return await records(request, reply, caller, SESSIONS, 'academicSessions', [...GRADING_PERIODS, { kind: 'equals', field: 'parentId', value: term.id }], query)
   })
   registerClassRoutes(get, { requireSchool, unknownObject, records, record })
+  registerEnrollmentRoutes(get, { requireSchool, unknownObject, page })
 }
 
 /** The scheme and host the request came to (behind a proxy TRUST_PROXY names, what it forwarded), as a URL writes them. */

@@ -32,7 +32,7 @@ const outOfScope = (what: string, name: string): OneRosterError =>
   new OneRosterError('forbidden', `${what}: ${name} is outside the scopes of this access token (it needs roster.readonly)`)
 
 /** The fields a request answers: those `fields` names (each one of `names`, else invalid_selection_field), or every one the caller may read. */
-function selectedFields (db: SchoolDb, { kind, names, noun }: RecordCollection, fields: readonly string[] | undefined): string[] {
+export function selectedFields (db: SchoolDb, { kind, names, noun }: RecordCollection, fields: readonly string[] | undefined): string[] {
   if (fields === undefined) return names.filter((name) => readable(db, kind, kind.fields[name]!))
   for (const name of fields) {
     if (!names.includes(name)) throw new OneRosterError('invalid_selection_field', `fields: ${name} is not a field of ${noun} this service answers (${names.join(', ')})`)
@@ -41,7 +41,7 @@ function selectedFields (db: SchoolDb, { kind, names, noun }: RecordCollection, 
   return names.filter((name) => fields.includes(name))
 }
 
-interface Plan {
+export interface Plan {
   /** The conditions; null when the filter holds for no record. */
   readonly conditions: ListCondition[] | null
   readonly order: string[]
@@ -49,7 +49,7 @@ interface Plan {
 }
 
 /** How to read a request: its conditions (the route's and the filter's), order and columns. */
-function planOf (db: SchoolDb, collection: RecordCollection, query: Pick<CollectionQuery, 'filter' | 'sort'>, selected: readonly string[], context: AnswerContext, route: readonly ListCondition[]): Plan {
+export function planOf (db: SchoolDb, collection: RecordCollection, query: Pick<CollectionQuery, 'filter' | 'sort'>, selected: readonly string[], context: AnswerContext, route: readonly ListCondition[]): Plan {
   const { kind, noun } = collection
   const known = Object.keys(kind.fields)
   let conditions: ListCondition[] | null = [...route]

@@ -1,7 +1,9 @@
 // The OneRoster REST routes (src/oneroster/) behind the same two walls, each alone enough: two
 // mirrored schools whose students and teachers have the same sourcedIds (one student of each
 // without one, answered by its id), and whose academic sessions and courses (imported) and classes
-// (their classrooms given a course and a term, one without a sourcedId) have the same sourcedIds too, probed by sourcedId, by filter, by nested path and by offset
+// (their classrooms given a course and a term, one without a sourcedId) and enrollments (the
+// students' classrooms and the teachers' assignments: one student's without a sourcedId, answered
+// by the student's id) have the same sourcedIds too, probed by sourcedId, by filter, by nested path and by offset
 // past the end, by an administrator, a teacher and a roster-core.readonly client of each school;
 // with both walls, with wall 1 alone (a role that bypasses row-level security), with wall 2 alone
 // (the school and reach conditions taken out of the statements) and, as the control that shows the
@@ -52,7 +54,23 @@ async function collide (db: Database, school: MirrorSchool): Promise<void> {
   for (const [i, id] of school.classroomIds.entries()) {
     await tenant.classroom.updateMany({ where: { schoolId: school.schoolId, id }, data: { name: `mark:${id}`, sourcedId: i === 0 ? null : `k-${i}`, courseId: course.id, termIds: [term.id], classType: 'scheduled' } })
   }
+  // Enrollments: the same sourcedIds in both schools (but the first student's: its id).
+  for (const [i, id] of school.studentIds.entries()) {
+    await tenant.student.updateMany({ where: { schoolId: school.schoolId, id }, data: { enrollmentSourcedId: i === 0 ? null : `en-s-${i}` } })
+  }
+  const links = await tenant.teacherClassroom.findMany({ where: { schoolId: school.schoolId }, select: { teacherId: true, classroomId: true } })
+  for (const link of links) {
+    const key = `en-t-${school.teacherIds.indexOf(link.teacherId)}-${school.classroomIds.indexOf(link.classroomId)}`
+    await tenant.teacherClassroom.updateMany({ where: { schoolId: school.schoolId, teacherId: link.teacherId, classroomId: link.classroomId }, data: { sourcedId: key } })
+  }
+  enrollmentKeys.set(school.schoolId, [...school.studentIds.slice(1).map((_, i) => `en-s-${i + 1}`), ...links.map((l) => `en-t-${school.teacherIds.indexOf(l.teacherId)}-${school.classroomIds.indexOf(l.classroomId)}`)])
+  const placed = await tenant.student.count({ where: { schoolId: school.schoolId, classroomId: { not: null } } })
+  enrollmentCounts.set(school.schoolId, placed + links.length)
 }
+
+/** Each school's enrollments: their colliding sourcedIds, and how many there are. */
+const enrollmentKeys = new Map<string, string[]>()
+const enrollmentCounts = new Map<string, number>()
 
 /** The records an answer holds: the marked ones, and any id it names whole (a sourcedId that is an id, an org's). */
 function recordsIn (body: unknown): string[] {
@@ -103,10 +121,19 @@ async function leaks (app: FastifyInstance, caller: Caller, own: MirrorSchool, o
     `/classes?${filter(`school.sourcedId='${other.schoolId}'`)}`, `/classes?${filter(`sourcedId='${other.classroomIds[0]!}'`)}`,
     `/classes?${filter("dateLastModified>'2000-01-01T00:00:00Z'")}&sort=title&orderBy=desc`,
     `/classes?offset=${own.classroomIds.length}&limit=1000`, `/classes?offset=${own.classroomIds.length + 2}`, `/classes/${classKeys[1]!}/students?offset=50`,
-    ...Array.from({ length: 2 * own.classroomIds.length }, (_, i) => `/classes?limit=1&offset=${i}&sort=sourcedId`)
+    ...Array.from({ length: 2 * own.classroomIds.length }, (_, i) => `/classes?limit=1&offset=${i}&sort=sourcedId`),
+    // The enrollments: every collection, by the colliding sourcedIds (and the other school's student's id), by nested path, by filter, by offset.
+    '/enrollments?limit=1000', `/schools/${own.schoolId}/enrollments`, `/schools/${other.schoolId}/enrollments`,
+    ...[...enrollmentKeys.get(other.schoolId)!, other.studentIds[0]!].map((key) => `/enrollments/${key}`),
+    ...classKeys.flatMap((key) => [`/schools/${own.schoolId}/classes/${key}/enrollments`, `/schools/${other.schoolId}/classes/${key}/enrollments?limit=1000`]),
+    `/enrollments?${filter(`user.sourcedId='${other.studentIds[0]!}' OR class.sourcedId='${other.classroomIds[0]!}'`)}`,
+    `/enrollments?${filter(`school.sourcedId='${other.schoolId}'`)}`, `/enrollments?${filter("sourcedId='en-s-1' OR role='teacher'")}`,
+    `/enrollments?${filter("dateLastModified>'2000-01-01T00:00:00Z'")}&sort=user.sourcedId&orderBy=desc`,
+    `/enrollments?offset=${enrollmentCounts.get(own.schoolId)!}&limit=1000`, `/enrollments?offset=${enrollmentCounts.get(own.schoolId)! + 3}`,
+    ...Array.from({ length: 2 * enrollmentCounts.get(own.schoolId)! }, (_, i) => `/enrollments?limit=1&offset=${i}&sort=sourcedId`)
   ]
   /** The most records of each collection the caller's school has: X-Total-Count above it counts another school's. */
-  const most: Array<[RegExp, number]> = [[/^\/academicSessions\?/, SESSION_COUNT], [/^\/courses\?/, COURSE_COUNT], [/^\/terms\?/, 2], [/^\/classes\?/, own.classroomIds.length]]
+  const most: Array<[RegExp, number]> = [[/^\/academicSessions\?/, SESSION_COUNT], [/^\/courses\?/, COURSE_COUNT], [/^\/terms\?/, 2], [/^\/classes\?/, own.classroomIds.length], [/^\/enrollments\?/, enrollmentCounts.get(own.schoolId)!]]
   const leaked = new Set<string>()
   for (const probe of probes) {
     const res = await app.inject({ method: 'GET', url: BASE + probe, headers: { authorization: `Bearer ${caller.token}` } })
@@ -148,7 +175,7 @@ for (const config of CONFIGURATIONS) {
     }
     if (config.leaks) {
       t.ok(found.length > 0, `without either wall, the probes find the other school's records (${found.length} answers)`)
-      for (const path of ['/academicSessions', '/terms', '/gradingPeriods', '/courses', '/classes']) {
+      for (const path of ['/academicSessions', '/terms', '/gradingPeriods', '/courses', '/classes', '/enrollments']) {
         t.ok(found.some((probe) => probe.startsWith(path)), `and the probes of ${path} find them too`)
       }
     }
@@ -174,6 +201,16 @@ for (const config of CONFIGURATIONS) {
       t.equal(own.json().class.title, `mark:${m.b.classroomIds[1]}`, 'a colliding sourcedId finds the caller\'s own class')
       const taught = await m.app.inject({ url: `${BASE}/classes?limit=1000`, headers: { authorization: `Bearer ${m.a.teacherToken}` } })
       t.same(taught.json().classes.map((c: { title: string }) => c.title).sort(), m.a.classroomIds.filter((id) => m.a.teacherReach.has(id)).map((id) => `mark:${id}`).sort(), 'the teacher reads her own classes')
+      const enrollments = await m.app.inject({ url: `${BASE}/enrollments?limit=1000`, headers: { authorization: `Bearer ${m.a.token}` } })
+      t.equal(enrollments.json().enrollments.length, enrollmentCounts.get(m.a.schoolId), 'A\'s administrator reads every enrollment of A')
+      const enrolled = await m.app.inject({ url: `${BASE}/enrollments/en-s-1`, headers: { authorization: `Bearer ${m.b.token}` } })
+      t.same(enrolled.json().enrollment.user.sourcedId, 'stu-1', 'a colliding sourcedId finds the caller\'s own enrollment')
+      const first = await m.app.inject({ url: `${BASE}/enrollments/${m.b.studentIds[0]!}`, headers: { authorization: `Bearer ${m.b.token}` } })
+      t.same(first.json().enrollment.user.sourcedId, m.b.studentIds[0], 'an enrollment without a sourcedId answers by the student\'s id')
+      const hers = await m.app.inject({ url: `${BASE}/enrollments?limit=1000`, headers: { authorization: `Bearer ${m.a.teacherToken}` } })
+      const classesOfHers = new Set(hers.json().enrollments.map((e: { class: { sourcedId: string } }) => e.class.sourcedId))
+      const mineKeys = new Set(m.a.classroomIds.flatMap((id, i) => m.a.teacherReach.has(id) ? [i === 0 ? id : `k-${i}`] : []))
+      t.ok(hers.json().enrollments.length > 0 && [...classesOfHers].every((key) => mineKeys.has(key as string)), 'the teacher reads the enrollments of her own classes only')
     }
   })
 }

@@ -1,0 +1,135 @@
+// The binding's enrollments (EnrollmentDType): the model's links, read as records (docs/api/oneroster.md,
+// docs/decisions.md): a student's classroom (students.classroom_id) is the student's enrollment,
+// a teacher's assignment (teacher_classrooms) the teacher's, each when its classroom is a class
+// (classes.ts). Two tables, read as /users reads students and teachers: each one's first
+// offset + limit records in the order asked, through the typed statements on the caller's school
+// client (both walls, a teacher's reach: her classrooms' enrollments only), merged here.
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { SchoolDb } from '../db/school-client.js'
+import type { ListCondition } from '../db/typed-reads.js'
+import { countRows, readRows } from '../records/lists.js'
+import { CLASS_FIELDS, CLASSES, ENROLLMENT_FIELDS, ENROLLMENT_IN_CLASS, IS_CLASS, STUDENT_ENROLLMENTS, TEACHER_ENROLLMENTS, type AnswerContext } from './kinds.js'
+import { collectionQuery, fieldsOf, type CollectionQuery } from './query.js'
+import { planOf, recordAnswer, recordBySourcedId, selectedFields, type Plan, type RecordCollection } from './records.js'
+import type { OneRosterError } from './status-info.js'
+
+type Row = Record<string, unknown>
+type Params = Readonly<Record<string, string>>
+
+/** The caller of a route, as plugin.ts makes it. */
+interface Caller {
+  readonly db: SchoolDb
+  readonly schoolId: string
+  readonly context: AnswerContext
+}
+
+type Handler = (request: FastifyRequest, reply: FastifyReply, caller: Caller) => Promise<unknown>
+
+/** What the enrollment routes use of plugin.ts: the school check, the refusal and a collection's paging headers. */
+export interface EnrollmentRouteHelpers {
+  readonly requireSchool: (request: FastifyRequest, caller: Caller) => void
+  readonly unknownObject: (what: string, sourcedId: string) => OneRosterError
+  readonly page: (request: FastifyRequest, reply: FastifyReply, envelope: string, records: unknown[], total: number, query: CollectionQuery) => Record<string, unknown>
+}
+
+/** Students' enrollments, then teachers': one field set (a student's `primary` has no value). */
+const ENROLLMENTS: readonly RecordCollection[] = [
+  { kind: STUDENT_ENROLLMENTS, names: ENROLLMENT_FIELDS, noun: 'enrollments' },
+  { kind: TEACHER_ENROLLMENTS, names: ENROLLMENT_FIELDS, noun: 'enrollments' }
+]
+const CLASS_RECORDS: RecordCollection = { kind: CLASSES, names: CLASS_FIELDS, noun: 'classes' }
+
+/** A row of a merge: its sort value (null without one) and id. */
+interface Sorted { readonly value: string | number | null, readonly id: string, readonly row: Row, readonly at: number }
+
+/** The order of two rows as the database orders each table: ascending, nulls last, then by id; descending is its reverse. */
+function compareSorted (a: Sorted, b: Sorted, descending: boolean): number {
+  let ascending = 0
+  if (a.value !== b.value) ascending = a.value === null ? 1 : b.value === null ? -1 : a.value < b.value ? -1 : 1
+  else if (a.id !== b.id) ascending = a.id < b.id ? -1 : 1
+  return descending ? -ascending : ascending
+}
+
+function sorted (row: Row, plan: Plan, at: number): Sorted {
+  const value = plan.order.length > 1 ? row[plan.order[0]!] : null
+  return { value: value === null || value === undefined ? null : value instanceof Date ? value.getTime() : typeof value === 'string' ? value : JSON.stringify(value), id: row.id as string, row, at }
+}
+
+/** The columns a plan reads, with its sort value (a key read as itself) for the merge. */
+const columnsOf = (plan: Plan): string[] => plan.order.length > 1 && !plan.columns.includes(plan.order[0]!) ? [...plan.columns, plan.order[0]!] : plan.columns
+
+/** A page of the enrollments that meet the route's conditions and the filter, and how many there are in all. */
+export async function pageOfEnrollments (db: SchoolDb, query: CollectionQuery, context: AnswerContext, route: readonly ListCondition[] = []): Promise<{ records: Row[], total: number }> {
+  const selected = selectedFields(db, ENROLLMENTS[0]!, query.fields)
+  const plans = ENROLLMENTS.map((collection) => planOf(db, collection, query, selected, context, [ENROLLMENT_IN_CLASS, ...route]))
+  const counts = await Promise.all(plans.map(async (plan, i) => plan.conditions === null ? 0 : await countRows(db, ENROLLMENTS[i]!.kind.model, plan.conditions)))
+  const total = counts[0]! + counts[1]!
+  if (query.offset >= total) return { records: [], total }
+  const lists = await Promise.all(plans.map(async (plan, i) => plan.conditions === null
+    ? []
+    : (await readRows<Row>(db, {
+        model: ENROLLMENTS[i]!.kind.model, fields: columnsOf(plan), conditions: plan.conditions, order: plan.order, descending: query.descending, take: query.offset + query.limit, skip: 0
+      })).map((row) => sorted(row, plan, i))))
+  // Each list's prefix decides the merge's prefix, so pages never overlap or skip.
+  const next = [0, 0]
+  const records: Row[] = []
+  for (let n = 0; n < query.offset + query.limit; n++) {
+    const a = lists[0]![next[0]!]
+    const b = lists[1]![next[1]!]
+    const best = a === undefined ? b : b === undefined ? a : compareSorted(a, b, query.descending) <= 0 ? a : b
+    if (best === undefined) break
+    next[best.at]! += 1
+    if (n >= query.offset) records.push(recordAnswer(ENROLLMENTS[best.at]!.kind, best.row, selected, context))
+  }
+  return { records, total }
+}
+
+/** The enrollment with this sourcedId (the import's, or the student's or assignment's id), or null. */
+export async function enrollmentBySourcedId (db: SchoolDb, sourcedId: string, fields: readonly string[] | undefined, context: AnswerContext): Promise<Row | null> {
+  const selected = selectedFields(db, ENROLLMENTS[0]!, fields)
+  for (const collection of ENROLLMENTS) {
+    const key = collection.kind.fields.sourcedId!.sort
+    const plan = planOf(db, collection, { filter: undefined, sort: undefined }, selected, context, [ENROLLMENT_IN_CLASS])
+    const [row] = await readRows<Row>(db, {
+      model: collection.kind.model,
+      fields: plan.columns,
+      conditions: [...plan.conditions!, { kind: 'predicate', predicate: { kind: 'compare', field: key, op: '=', value: sourcedId } }],
+      order: ['id'],
+      descending: false,
+      take: 1,
+      skip: 0
+    })
+    if (row !== undefined) return recordAnswer(collection.kind, row, selected, context)
+  }
+  return null
+}
+
+export function registerEnrollmentRoutes (get: (url: string, operationId: string, handler: Handler) => void, helpers: EnrollmentRouteHelpers): void {
+  const { requireSchool, unknownObject, page } = helpers
+  const enrollments = async (
+    request: FastifyRequest, reply: FastifyReply, { db, context }: Caller, route: readonly ListCondition[] = [], query = collectionQuery(request.query as Record<string, unknown>)
+  ): Promise<Record<string, unknown>> => {
+    const { records, total } = await pageOfEnrollments(db, query, context, route)
+    return page(request, reply, 'enrollments', records, total, query)
+  }
+  get('/enrollments', 'getAllEnrollments', async (request, reply, caller) => await enrollments(request, reply, caller))
+  get('/enrollments/:sourcedId', 'getEnrollment', async (request, _reply, { db, context }) => {
+    const { sourcedId } = request.params as Params
+    const found = await enrollmentBySourcedId(db, sourcedId!, fieldsOf(request.query as Record<string, unknown>), context)
+    if (found === null) throw unknownObject('enrollment', sourcedId!)
+    return { enrollment: found }
+  })
+  get('/schools/:schoolSourcedId/enrollments', 'getEnrollmentsForSchool', async (request, reply, caller) => {
+    requireSchool(request, caller)
+    return await enrollments(request, reply, caller)
+  })
+  get('/schools/:schoolSourcedId/classes/:classSourcedId/enrollments', 'getEnrollmentsForClassInSchool', async (request, reply, caller) => {
+    requireSchool(request, caller)
+    // The query checked first, then the class (the caller reaches it, else 404), as a class's students are read.
+    const query = collectionQuery(request.query as Record<string, unknown>)
+    const { classSourcedId } = request.params as Params
+    const found = await recordBySourcedId(caller.db, CLASS_RECORDS, classSourcedId!, ['sourcedId'], caller.context, [IS_CLASS])
+    if (found === null) throw unknownObject('class', classSourcedId!)
+    return await enrollments(request, reply, caller, [{ kind: 'equals', field: 'classroomId', value: found.id }], query)
+  })
+}
