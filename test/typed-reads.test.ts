@@ -103,10 +103,11 @@ t.test('a client\'s statements read the columns of its scopes only', async (t) =
     'or that reads one in a joined record')
 })
 
-t.test('the lists and their relations answer through the typed statements, for every kind of caller', async (t) => {
-  const db = await testDatabase()
-  const m = await mirror(t, db)
-  // What the app's school clients send: typed statements, and model operations by model.
+/**
+ * What the app's school clients send from now on: the typed statements (their text up to FROM),
+ * and the model operations by model.
+ */
+function watchSchoolClients (t: { teardown: (fn: () => unknown) => void }, db: Awaited<ReturnType<typeof testDatabase>>): { sent: string[], models: string[] } {
   const sent: string[] = []
   const models: string[] = []
   const forSchool = db.forSchool.bind(db)
@@ -124,10 +125,18 @@ t.test('the lists and their relations answer through the typed statements, for e
     }
   })
   t.teardown(() => { db.forSchool = forSchool })
+  return { sent, models }
+}
+
+const CALLERS: Array<[string, keyof MirrorSchool, number]> = [['an administrator', 'token', 6], ['a teacher', 'teacherToken', 4], ['a roster-core.readonly client', 'coreClientToken', 6]]
+
+t.test('the lists and their relations answer through the typed statements, for every kind of caller', async (t) => {
+  const db = await testDatabase()
+  const m = await mirror(t, db)
+  const { sent, models } = watchSchoolClients(t, db)
   const query = '{ students(limit: 1000) { id fullName classroomName classroom { id name teachers { id } students { id } teacherAssignments { role teacher { fullName } } } } ' +
     'teachers(limit: 1000) { id classrooms { id } classroomAssignments { classroom { name } } } classroomsPage(limit: 1000) { nodes { id name } } }'
-  const callers: Array<[string, keyof MirrorSchool, number]> = [['an administrator', 'token', 6], ['a teacher', 'teacherToken', 4], ['a roster-core.readonly client', 'coreClientToken', 6]]
-  for (const [who, token, students] of callers) {
+  for (const [who, token, students] of CALLERS) {
     sent.length = 0
     models.length = 0
     const res = await gql(m.app, query, { token: m.a[token] as string })
@@ -140,6 +149,24 @@ t.test('the lists and their relations answer through the typed statements, for e
     t.equal(sent.filter((sql) => sql.includes('"$parent"')).length, 5, `${who}: five of them relations`)
     t.same(models, [], `${who}: and no model operation`)
   }
+})
+
+t.test('a OneRoster page and its X-Total-Count are one statement, for every kind of caller; a page past the end counts apart', async (t) => {
+  const db = await testDatabase()
+  const m = await mirror(t, db)
+  const { sent, models } = watchSchoolClients(t, db)
+  const get = async (token: string, url: string) => await m.app.inject({ method: 'GET', url: `/ims/oneroster/rostering/v1p2${url}`, headers: { authorization: `Bearer ${token}` } })
+  for (const [who, token, students] of CALLERS) {
+    for (const [url, records, statements] of [['/students?limit=2', 2, 1], ['/users?limit=2&sort=familyName', 2, 2], ['/students?limit=2&offset=100', 0, 2]] as const) {
+      sent.length = 0
+      const res = await get(m.a[token] as string, url)
+      t.equal(res.statusCode, 200, `${who} ${url}`)
+      t.equal(res.json().users.length, records, `${who} ${url}: the page`)
+      if (url.startsWith('/students')) t.equal(res.headers['x-total-count'], String(students), `${who} ${url}: the total of the caller's reach`)
+      t.equal(sent.length, statements, `${who} ${url}: ${statements === 1 ? 'one statement' : url.startsWith('/users') ? 'one per table, students and teachers' : 'the page, then its count'}`)
+    }
+  }
+  t.same(models, [], 'and no model operation')
 })
 
 type Test = { teardown: (fn: () => unknown) => void }
@@ -224,6 +251,12 @@ t.test('OneRoster\'s statements (a filter predicate, an offset, a count) take th
   await t.rejects(core.$queryRawUnsafe(byEmail.statement.sql, ...byEmail.values), { name: 'TenantViolationError', message: /Student\.email/ },
     'a core client\'s count filtering by a column outside its scopes is refused before it runs')
   t.ok(byEmail.statement.sql.includes('s.school_id = $1'), 'the count takes the school where wall 1 puts it')
+  const counted = listRead({ ...byKey('teacher', 'x'), conditions: [], take: 1, total: true })
+  t.same((await teacher.$queryRawUnsafe<Array<{ $total: number }>>(counted.statement.sql, ...counted.values)).map((row) => row.$total),
+    [m.a.studentIds.filter((id) => m.a.teacherReach.has(id)).length], 'a teacher\'s page carries the total of her reach')
+  const emailPage = listRead({ ...byKey('school', 'x'), conditions: [{ kind: 'predicate', predicate: { kind: 'compare', field: 'email', op: '~', value: '@' } }], total: true })
+  await t.rejects(core.$queryRawUnsafe(emailPage.statement.sql, ...emailPage.values), { name: 'TenantViolationError', message: /Student\.email/ },
+    'and a core client\'s, with a condition on a column outside its scopes, is refused before it runs')
 })
 
 t.test('a session\'s parent and children and a course\'s school year are subqueries that take the school, and a teacher\'s reach (the whole calendar)', async (t) => {

@@ -5,7 +5,7 @@
 // conditions (a session's type, a term's grading periods) are added to the request's filter.
 import type { SchoolDb } from '../db/school-client.js'
 import { columnsOfValue, type ListCondition, type Predicate } from '../db/typed-reads.js'
-import { countRows, readRows } from '../records/lists.js'
+import { readRows, readRowsCounted } from '../records/lists.js'
 import { mapComparisons, simplify } from './filter.js'
 import type { AnswerContext, BindingField, Kind } from './kinds.js'
 import type { CollectionQuery } from './query.js'
@@ -92,11 +92,7 @@ export async function pageOfRecords (
   const plan = planOf(db, collection, query, selected, context, route)
   if (plan.conditions === null) return { records: [], total: 0 }
   const model = collection.kind.model
-  // The page and its total at once.
-  const [rows, total] = await Promise.all([
-    readRows<Row>(db, { model, fields: plan.columns, conditions: plan.conditions, order: plan.order, descending: query.descending, take: query.limit, skip: query.offset }),
-    countRows(db, model, plan.conditions)
-  ])
+  const { rows, total } = await readRowsCounted<Row>(db, { model, fields: plan.columns, conditions: plan.conditions, order: plan.order, descending: query.descending, take: query.limit, skip: query.offset })
   return { records: rows.map((row) => recordAnswer(collection.kind, row, selected, context)), total }
 }
 

@@ -6,7 +6,7 @@
 // (deletions.ts) are merged in the same way.
 import type { SchoolDb } from '../db/school-client.js'
 import type { ListCondition, Predicate } from '../db/typed-reads.js'
-import { countRows, readRows } from '../records/lists.js'
+import { readRows, readRowsCounted } from '../records/lists.js'
 import { deletedUsers, sortValueOf, tombstoneAnswer, type Tombstone } from './deletions.js'
 import { mapComparisons, simplify } from './filter.js'
 import { recordAnswer } from './records.js'
@@ -111,24 +111,24 @@ function sorted (row: Row, order: readonly string[]): Sorted {
 export async function pageOfUsers (db: SchoolDb, kinds: readonly Kind[], query: CollectionQuery, context: AnswerContext): Promise<{ users: Row[], total: number }> {
   const selected = selectedUserFields(db, kinds, query.fields)
   const plans = kinds.map((kind) => planOf(db, kind, kinds, query, selected, context))
-  const count = async (plan: Plan): Promise<number> => plan.conditions === null ? 0 : await countRows(db, plan.kind.model, plan.conditions)
-  const read = async (plan: Plan, take: number, skip: number): Promise<Row[]> => plan.conditions === null
-    ? []
-    : await readRows<Row>(db, { model: plan.kind.model, fields: plan.columns, conditions: plan.conditions, order: plan.order, descending: query.descending, take, skip })
+  // Each table's page and its total in one statement (readRowsCounted).
+  const read = async (plan: Plan, take: number, skip: number): Promise<{ rows: Row[], total: number }> => plan.conditions === null
+    ? { rows: [], total: 0 }
+    : await readRowsCounted<Row>(db, { model: plan.kind.model, fields: plan.columns, conditions: plan.conditions, order: plan.order, descending: query.descending, take, skip })
   const deleted = await deletedUsers(db, kinds, query.filter, context)
   if (plans.length === 1 && deleted.length === 0) {
-    // One table: the page and its total at once.
     const plan = plans[0]!
-    const [rows, total] = await Promise.all([read(plan, query.limit, query.offset), count(plan)])
+    const { rows, total } = await read(plan, query.limit, query.offset)
     return { users: rows.map((row) => recordAnswer(plan.kind, row, selected, context)), total }
   }
-  const total = (await Promise.all(plans.map(count))).reduce((sum, n) => sum + n, 0) + deleted.length
-  if (query.offset >= total) return { users: [], total }
   // Several lists: the first offset + limit of each table, in the order asked, and the deletions
   // (all of them, ordered here as the database orders the tables), merged; the page is the merge's
   // slice. Each list's prefix decides the merge's prefix, so pages never overlap or skip.
+  const pages = await Promise.all(plans.map(async (plan) => await read(plan, query.offset + query.limit, 0)))
+  const total = pages.reduce((sum, page) => sum + page.total, 0) + deleted.length
+  if (query.offset >= total) return { users: [], total }
   const answers: Array<(row: Row) => Row> = plans.map((plan) => (row) => recordAnswer(plan.kind, row, selected, context))
-  const lists = await Promise.all(plans.map(async (plan) => (await read(plan, query.offset + query.limit, 0)).map((row) => sorted(row, plan.order))))
+  const lists = pages.map(({ rows }, i) => rows.map((row) => sorted(row, plans[i]!.order)))
   if (deleted.length > 0) {
     lists.push(deleted.map((tombstone) => ({ value: sortValueOf(tombstone, query.sort), id: tombstone.id, row: { tombstone } }))
       .sort((a, b) => compareSorted(a, b, query.descending)))

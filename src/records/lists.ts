@@ -123,6 +123,18 @@ export async function readRows<T> (db: SchoolDb, read: RowsRead): Promise<T[]> {
   return await run<T>(db, listRead({ ...read, classroom: undefined, reach: db.$statementReach() }))
 }
 
+/**
+ * A page of a RowsRead and the number of records that meet its conditions in all (OneRoster's
+ * X-Total-Count), in one statement: each row carries the total (`$total`, left on the row). Only a
+ * page past the end, which has no row to carry it, costs a count of its own.
+ */
+export async function readRowsCounted<T> (db: SchoolDb, read: RowsRead): Promise<{ rows: Array<T & { $total: number }>, total: number }> {
+  if (read.take === 0) return { rows: [], total: await countRows(db, read.model, read.conditions) }
+  const rows = await run<T & { $total: number }>(db, listRead({ ...read, classroom: undefined, reach: db.$statementReach(), total: true }))
+  if (rows.length > 0) return { rows, total: rows[0]!.$total }
+  return { rows, total: read.skip === 0 ? 0 : await countRows(db, read.model, read.conditions) }
+}
+
 /** The number of records of `model` that meet the conditions and the caller reaches (OneRoster's X-Total-Count). */
 export async function countRows (db: SchoolDb, model: TypedModel, conditions: readonly ListCondition[]): Promise<number> {
   const [row] = await run<{ count: number }>(db, countRead({ model, conditions, reach: db.$statementReach() }))
