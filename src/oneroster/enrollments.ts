@@ -7,7 +7,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { SchoolDb } from '../db/school-client.js'
 import type { ListCondition } from '../db/typed-reads.js'
-import { countRows, readRows } from '../records/lists.js'
+import { readRows, readRowsCounted } from '../records/lists.js'
 import { CLASS_FIELDS, CLASSES, ENROLLMENT_FIELDS, ENROLLMENT_IN_CLASS, IS_CLASS, STUDENT_ENROLLMENTS, TEACHER_ENROLLMENTS, type AnswerContext } from './kinds.js'
 import { collectionQuery, fieldsOf, type CollectionQuery } from './query.js'
 import { planOf, recordAnswer, recordBySourcedId, selectedFields, type Plan, type RecordCollection } from './records.js'
@@ -62,14 +62,15 @@ const columnsOf = (plan: Plan): string[] => plan.order.length > 1 && !plan.colum
 export async function pageOfEnrollments (db: SchoolDb, query: CollectionQuery, context: AnswerContext, route: readonly ListCondition[] = []): Promise<{ records: Row[], total: number }> {
   const selected = selectedFields(db, ENROLLMENTS[0]!, query.fields)
   const plans = ENROLLMENTS.map((collection) => planOf(db, collection, query, selected, context, [ENROLLMENT_IN_CLASS, ...route]))
-  const counts = await Promise.all(plans.map(async (plan, i) => plan.conditions === null ? 0 : await countRows(db, ENROLLMENTS[i]!.kind.model, plan.conditions)))
-  const total = counts[0]! + counts[1]!
+  // Each table's first offset + limit rows and its total in one statement (readRowsCounted).
+  const pages = await Promise.all(plans.map(async (plan, i) => plan.conditions === null
+    ? { rows: [], total: 0 }
+    : await readRowsCounted<Row>(db, {
+      model: ENROLLMENTS[i]!.kind.model, fields: columnsOf(plan), conditions: plan.conditions, order: plan.order, descending: query.descending, take: query.offset + query.limit, skip: 0
+    })))
+  const total = pages[0]!.total + pages[1]!.total
   if (query.offset >= total) return { records: [], total }
-  const lists = await Promise.all(plans.map(async (plan, i) => plan.conditions === null
-    ? []
-    : (await readRows<Row>(db, {
-        model: ENROLLMENTS[i]!.kind.model, fields: columnsOf(plan), conditions: plan.conditions, order: plan.order, descending: query.descending, take: query.offset + query.limit, skip: 0
-      })).map((row) => sorted(row, plan, i))))
+  const lists = pages.map(({ rows }, i) => rows.map((row) => sorted(row, plans[i]!, i)))
   // Each list's prefix decides the merge's prefix, so pages never overlap or skip.
   const next = [0, 0]
   const records: Row[] = []
