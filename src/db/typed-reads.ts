@@ -51,6 +51,18 @@ export const COLUMN_TYPES = {
     studentNumber: 'text',
     email: 'text',
     dateOfBirth: 'date',
+    sex: 'text',
+    americanIndianOrAlaskaNative: 'bool',
+    asian: 'bool',
+    blackOrAfricanAmerican: 'bool',
+    nativeHawaiianOrOtherPacificIslander: 'bool',
+    white: 'bool',
+    demographicRaceTwoOrMoreRaces: 'bool',
+    hispanicOrLatinoEthnicity: 'bool',
+    countryOfBirthCode: 'text',
+    stateOfBirthAbbreviation: 'text',
+    cityOfBirth: 'text',
+    publicSchoolResidenceStatus: 'text',
     gradeLevel: 'GradeLevel',
     status: 'StudentStatus',
     enrollmentStartDate: 'date',
@@ -130,6 +142,16 @@ export const COLUMN_TYPES = {
   AcademicSession: Record<Prisma.AcademicSessionScalarFieldEnum, string>
   Course: Record<Prisma.CourseScalarFieldEnum, string>
 }
+
+/**
+ * The student's columns of OneRoster's demographics (DemographicsDType), each named as 1EdTech's
+ * field but the date of birth: what makes a demographics record, and what it answers.
+ */
+export const DEMOGRAPHIC_COLUMNS = [
+  'dateOfBirth', 'sex', 'americanIndianOrAlaskaNative', 'asian', 'blackOrAfricanAmerican', 'nativeHawaiianOrOtherPacificIslander', 'white',
+  'demographicRaceTwoOrMoreRaces', 'hispanicOrLatinoEthnicity', 'countryOfBirthCode', 'stateOfBirthAbbreviation', 'cityOfBirth',
+  'publicSchoolResidenceStatus'
+] as const satisfies ReadonlyArray<keyof typeof COLUMN_TYPES.Student>
 
 /** The enumerations among the column types: read, compared and ordered by their names (as text). */
 const ENUM_TYPES: ReadonlySet<string> = new Set(['GradeLevel', 'StudentStatus', 'TeacherStatus', 'AcademicSessionType'])
@@ -464,6 +486,13 @@ const KEYS: Readonly<Record<string, Key>> = {
     columns: ['courseId', 'termIds'],
     sql: (a, reach) => `(${a}.course_id IS NOT NULL AND EXISTS (SELECT 1 FROM academic_sessions aq WHERE ${confined('academic_sessions', 'aq', reach)} ` +
       `AND aq.school_id = ${a}.school_id AND aq.id = ANY(${a}.term_ids)))`
+  },
+  // Whether the student has a OneRoster demographics record: one of its demographic columns holds a
+  // value (DEMOGRAPHIC_COLUMNS; wall 1 admits it to a caller holding roster-demographics.readonly only).
+  demographicsKey: {
+    model: 'Student',
+    columns: DEMOGRAPHIC_COLUMNS,
+    sql: (a) => `(${DEMOGRAPHIC_COLUMNS.map((field) => `${a}.${columnOf(field)} IS NOT NULL`).join(' OR ')})`
   },
   termKeys: {
     model: 'Classroom',

@@ -7,13 +7,15 @@
 //   classes.csv → classrooms (title → name; one grade → grade level; subjects → subject).
 //   enrollments.csv → a student's classroom (the homeroom class if any, else the first listed) with
 //     its begin and end dates; a teacher's classrooms, `primary` true → PRIMARY, false → ASSISTANT.
-//   demographics.csv → birthDate.
+//   demographics.csv → a student's demographics: birthDate, sex, the race and ethnicity flags, the
+//     place of birth and the public school residence status (rows of other users are not kept).
 //
 // Bulk and delta (the manifest's file.<name>): a bulk file is the whole truth of its kind for the
 // records of the import's (those with a sourcedId): what it does not hold is removed, enrollments
 // ended; a delta file changes what it lists, rows tobedeleted removing theirs; a file absent changes
 // nothing. Removals are planned here, with everything else, and written by write.ts.
 import { v7 as uuidv7 } from 'uuid'
+import { DEMOGRAPHIC_COLUMNS } from '../db/typed-reads.js'
 import { ImportError, readTable, type Bundle, type Row, type Table } from './bundle.js'
 
 export type GradeLevel =
@@ -54,7 +56,35 @@ export interface ClassroomRecord {
   references?: { table: Table, line: number, course: string, terms: string[] }
 }
 
-export interface StudentRecord {
+/**
+ * A student's demographics as demographics.csv gives them (DEMOGRAPHIC_COLUMNS of typed-reads.ts,
+ * birthDate as dateOfBirth): all null for a student the file does not hold.
+ */
+export interface Demographics {
+  dateOfBirth: string | null
+  sex: string | null
+  americanIndianOrAlaskaNative: boolean | null
+  asian: boolean | null
+  blackOrAfricanAmerican: boolean | null
+  nativeHawaiianOrOtherPacificIslander: boolean | null
+  white: boolean | null
+  demographicRaceTwoOrMoreRaces: boolean | null
+  hispanicOrLatinoEthnicity: boolean | null
+  countryOfBirthCode: string | null
+  stateOfBirthAbbreviation: string | null
+  cityOfBirth: string | null
+  publicSchoolResidenceStatus: string | null
+}
+
+const NO_DEMOGRAPHICS: Demographics = Object.fromEntries(DEMOGRAPHIC_COLUMNS.map((field) => [field, null])) as unknown as Demographics
+
+/** The demographics among a student's values. */
+const demographicsIn = (values: Demographics): Demographics =>
+  Object.fromEntries(DEMOGRAPHIC_COLUMNS.map((field) => [field, values[field]])) as unknown as Demographics
+
+const sameDemographics = (a: Demographics, b: Demographics): boolean => DEMOGRAPHIC_COLUMNS.every((field) => a[field] === b[field])
+
+export interface StudentRecord extends Demographics {
   id: string
   sourcedId: string
   givenName: string
@@ -62,7 +92,6 @@ export interface StudentRecord {
   preferredName: string | null
   studentNumber: string | null
   email: string | null
-  dateOfBirth: string | null
   gradeLevel: GradeLevel | null
   status: 'ACTIVE' | 'INACTIVE'
   enrollmentStartDate: string | null
@@ -87,12 +116,11 @@ export interface AssignmentRecord {
 }
 
 /** A student the users file does not hold, whose classroom, enrollment dates or birth date change. */
-export interface StudentUpdate {
+export interface StudentUpdate extends Demographics {
   id: string
   classroomId: string | null
   enrollmentStartDate: string | null
   enrollmentEndDate: string | null
-  dateOfBirth: string | null
 }
 
 /**
@@ -141,14 +169,13 @@ export function emptyPlan (): ImportPlan {
 export interface Existing {
   classrooms: Array<{ id: string, sourcedId: string | null, name: string }>
   /** Every student of the school; dates as YYYY-MM-DD. */
-  students: Array<{
+  students: Array<Demographics & {
     id: string
     sourcedId: string | null
     studentNumber: string | null
     classroomId: string | null
     enrollmentStartDate: string | null
     enrollmentEndDate: string | null
-    dateOfBirth: string | null
   }>
   /** The teachers with a sourcedId (the others are not the import's). */
   teachers: Array<{ id: string, sourcedId: string | null }>
@@ -229,6 +256,32 @@ export function resolveClassReferences (
       return id === undefined ? [] : [id]
     })
     delete classroom.references
+  }
+}
+
+/** 1EdTech's values of sex (DemographicsDType); an extension is written ext:name. */
+const SEXES = ['male', 'female', 'unspecified', 'other']
+
+/** A row of demographics.csv: each column as the binding holds it, checked. */
+function demographicsRow (table: Table, row: Row): Demographics {
+  const sex = text(table, row, 'sex', 64)
+  if (sex !== null && !SEXES.includes(sex) && !/^ext:[a-zA-Z0-9.\-_]+$/.test(sex)) {
+    fail(table, row.line, `sex "${sex}" is not one of ${SEXES.join(', ')} or an extension ext:name`)
+  }
+  return {
+    dateOfBirth: day(table, row, 'birthDate'),
+    sex,
+    americanIndianOrAlaskaNative: bool(table, row, 'americanIndianOrAlaskaNative'),
+    asian: bool(table, row, 'asian'),
+    blackOrAfricanAmerican: bool(table, row, 'blackOrAfricanAmerican'),
+    nativeHawaiianOrOtherPacificIslander: bool(table, row, 'nativeHawaiianOrOtherPacificIslander'),
+    white: bool(table, row, 'white'),
+    demographicRaceTwoOrMoreRaces: bool(table, row, 'demographicRaceTwoOrMoreRaces'),
+    hispanicOrLatinoEthnicity: bool(table, row, 'hispanicOrLatinoEthnicity'),
+    countryOfBirthCode: text(table, row, 'countryOfBirthCode', 64),
+    stateOfBirthAbbreviation: text(table, row, 'stateOfBirthAbbreviation', 64),
+    cityOfBirth: text(table, row, 'cityOfBirth'),
+    publicSchoolResidenceStatus: text(table, row, 'publicSchoolResidenceStatus')
   }
 }
 
@@ -496,15 +549,16 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
     if (c.sourcedId !== null && !classBySourced.has(c.sourcedId)) classBySourced.set(c.sourcedId, { id: c.id, homeroom: false })
   }
 
-  // --- Birth dates: a bulk demographics.csv is all of them; a delta changes those it lists.
-  const birthDates = new Map<string, string | null>()
+  // --- Demographics: a bulk demographics.csv is all of them (a student it leaves out has none); a
+  // delta changes those it lists, a row tobedeleted taking them all away.
+  const demographicsBySourced = new Map<string, Demographics>()
   if (demographics !== undefined) {
     for (const { sourcedId, row, deleted } of keyedRows(demographics.table, demographics.mode)) {
-      birthDates.set(sourcedId, deleted ? null : day(demographics.table, row, 'birthDate'))
+      demographicsBySourced.set(sourcedId, deleted ? NO_DEMOGRAPHICS : demographicsRow(demographics.table, row))
     }
   }
-  const birthDate = (sourcedId: string, before: string | null): string | null =>
-    birthDates.has(sourcedId) ? birthDates.get(sourcedId)! : demographics?.mode === 'bulk' ? null : before
+  const demographicsOf = (sourcedId: string, before: Demographics): Demographics =>
+    demographicsBySourced.get(sourcedId) ?? (demographics?.mode === 'bulk' ? NO_DEMOGRAPHICS : demographicsIn(before))
 
   // --- Users.
   const existingStudent = new Map(keptStudents.filter((s) => s.sourcedId !== null).map((s) => [s.sourcedId!, s]))
@@ -566,7 +620,7 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
       preferredName,
       studentNumber,
       email: mail,
-      dateOfBirth: birthDate(sourcedId, before?.dateOfBirth ?? null),
+      ...demographicsOf(sourcedId, before ?? NO_DEMOGRAPHICS),
       gradeLevel: gradeList[0] ?? null,
       status,
       // The placement below decides these.
@@ -672,11 +726,11 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
     if (inUsersFile.has(s.id)) continue
     const managed = s.sourcedId !== null
     const placement = place(s.id, managed, s)
-    const dateOfBirth = managed ? birthDate(s.sourcedId!, s.dateOfBirth) : s.dateOfBirth
+    const kept = managed ? demographicsOf(s.sourcedId!, s) : demographicsIn(s)
     endedIf(s.id, s.sourcedId ?? s.id, s.classroomId, placement.classroomId)
-    const update: StudentUpdate = { id: s.id, ...placement, dateOfBirth }
+    const update: StudentUpdate = { id: s.id, ...placement, ...kept }
     if (update.classroomId !== s.classroomId || update.enrollmentStartDate !== s.enrollmentStartDate ||
-        update.enrollmentEndDate !== s.enrollmentEndDate || update.dateOfBirth !== s.dateOfBirth) {
+        update.enrollmentEndDate !== s.enrollmentEndDate || !sameDemographics(update, s)) {
       studentUpdates.push(update)
     }
   }

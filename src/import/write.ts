@@ -3,7 +3,8 @@
 // second run of the same bundle updates nothing and adds nothing to the change feed. Removals go
 // first, a few thousand ids per DELETE, so that a name or student number they free can be taken by
 // the rows written after them; the triggers write their change feed entries (DELETED tombstones).
-import type { Existing, ImportPlan } from './oneroster.js'
+import { COLUMN_TYPES, columnOf, DEMOGRAPHIC_COLUMNS } from '../db/typed-reads.js'
+import type { Demographics, Existing, ImportPlan, StudentRecord, StudentUpdate } from './oneroster.js'
 
 /** The one connection of an import: a pg client or the embedded PGlite. */
 export interface Sql {
@@ -36,6 +37,11 @@ interface Column<R> {
   /** The column's type when the element is written as another (a text[] column as its array literal: unnest flattens arrays of arrays). */
   cast?: string
   value: (row: R) => unknown
+}
+
+/** A student's demographic columns (typed-reads.ts DEMOGRAPHIC_COLUMNS), each of its type. */
+function demographicColumns<R extends Demographics> (): Array<Column<R>> {
+  return DEMOGRAPHIC_COLUMNS.map((field) => ({ name: columnOf(field), type: COLUMN_TYPES.Student[field] === 'bool' ? 'boolean' : COLUMN_TYPES.Student[field], value: (r: R) => r[field] }))
 }
 
 /**
@@ -105,7 +111,8 @@ export async function readExisting (sql: Sql): Promise<Existing> {
   // Dates as text: YYYY-MM-DD, as the plan compares them (pg would make local-time Dates).
   const students = await sql.query<Existing['students'][number]>(
     'SELECT "id", "sourced_id" AS "sourcedId", "student_number" AS "studentNumber", "classroom_id" AS "classroomId", ' +
-    '"enrollment_start_date"::text AS "enrollmentStartDate", "enrollment_end_date"::text AS "enrollmentEndDate", "date_of_birth"::text AS "dateOfBirth" ' +
+    '"enrollment_start_date"::text AS "enrollmentStartDate", "enrollment_end_date"::text AS "enrollmentEndDate", ' +
+    DEMOGRAPHIC_COLUMNS.map((field) => `"${columnOf(field)}"${field === 'dateOfBirth' ? '::text' : ''} AS "${field}"`).join(', ') + ' ' +
     'FROM "students" WHERE "school_id" = current_setting(\'app.school_id\')::uuid')
   const teachers = await sql.query<{ id: string, sourcedId: string | null }>(
     'SELECT "id", "sourced_id" AS "sourcedId" FROM "teachers" WHERE "school_id" = current_setting(\'app.school_id\')::uuid AND "sourced_id" IS NOT NULL')
@@ -193,7 +200,7 @@ export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, o
     { name: 'preferred_name', type: 'text', value: (r) => r.preferredName },
     { name: 'student_number', type: 'text', value: (r) => r.studentNumber },
     { name: 'email', type: 'text', value: (r) => r.email },
-    { name: 'date_of_birth', type: 'date', value: (r) => r.dateOfBirth },
+    ...demographicColumns<StudentRecord>(),
     { name: 'grade_level', type: '"GradeLevel"', value: (r) => r.gradeLevel },
     { name: 'status', type: '"StudentStatus"', value: (r) => r.status },
     { name: 'enrollment_start_date', type: 'date', value: (r) => r.enrollmentStartDate },
@@ -207,7 +214,7 @@ export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, o
     { name: 'classroom_id', type: 'uuid', value: (r) => r.classroomId },
     { name: 'enrollment_start_date', type: 'date', value: (r) => r.enrollmentStartDate },
     { name: 'enrollment_end_date', type: 'date', value: (r) => r.enrollmentEndDate },
-    { name: 'date_of_birth', type: 'date', value: (r) => r.dateOfBirth }
+    ...demographicColumns<StudentUpdate>()
   ], { ...options, updatedIds: updatedStudents })
   if (updates.created > 0) throw new Error('A student of the school went while the import ran: nothing was written')
   const teacherAssignments = await upsert(sql, 'teacher_classrooms', schoolId, plan.assignments, ['teacher_id', 'classroom_id'], [

@@ -332,3 +332,51 @@ export const CLASS_FIELDS: readonly string[] = [
 
 /** The route condition of every class collection: a classroom with a course and terms. */
 export const IS_CLASS = { kind: 'predicate', predicate: { kind: 'compare', field: 'classKey', op: '=', value: 'true' } } as const
+
+// ---- Demographics (DemographicsDType) --------------------------------------------------------
+
+/** A flag of the race and ethnicity (a boolean column): 'true' or 'false', as the binding writes it; left out without a value. */
+function flag (field: string): BindingField {
+  return {
+    columns: [field],
+    answer: (row) => row[field] == null ? undefined : String(row[field]),
+    compare (op, value) {
+      if ((op !== '=' && op !== '!=') || (value !== 'true' && value !== 'false')) throw badValue(field, `is 'true' or 'false', compared with = or != (got ${op}'${value}')`)
+      return { kind: 'compare', field, op, value }
+    },
+    sort: field
+  }
+}
+
+/**
+ * A student's demographics, kept on the student (typed-reads.ts DEMOGRAPHIC_COLUMNS): its sourcedId
+ * is the student's, its dateLastModified the student's last write; birthDate is the date of birth.
+ * Every field but the record's own needs roster-demographics.readonly (wall 1's column scopes).
+ */
+export const DEMOGRAPHICS: Kind = {
+  model: 'Student',
+  fields: {
+    sourcedId,
+    status: constant(() => 'active'),
+    dateLastModified,
+    birthDate: day('dateOfBirth', 'birthDate'),
+    sex: text('sex'),
+    americanIndianOrAlaskaNative: flag('americanIndianOrAlaskaNative'),
+    asian: flag('asian'),
+    blackOrAfricanAmerican: flag('blackOrAfricanAmerican'),
+    nativeHawaiianOrOtherPacificIslander: flag('nativeHawaiianOrOtherPacificIslander'),
+    white: flag('white'),
+    demographicRaceTwoOrMoreRaces: flag('demographicRaceTwoOrMoreRaces'),
+    hispanicOrLatinoEthnicity: flag('hispanicOrLatinoEthnicity'),
+    countryOfBirthCode: text('countryOfBirthCode'),
+    stateOfBirthAbbreviation: text('stateOfBirthAbbreviation'),
+    cityOfBirth: text('cityOfBirth'),
+    publicSchoolResidenceStatus: text('publicSchoolResidenceStatus')
+  }
+}
+
+/** The fields of DemographicsDType this service answers, in the binding's order: what `fields` may name. */
+export const DEMOGRAPHICS_FIELDS: readonly string[] = Object.keys(DEMOGRAPHICS.fields)
+
+/** The route condition of the demographics: a student with one of its demographic columns set. */
+export const HAS_DEMOGRAPHICS = { kind: 'predicate', predicate: { kind: 'compare', field: 'demographicsKey', op: '=', value: 'true' } } as const
