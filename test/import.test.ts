@@ -237,6 +237,7 @@ t.test('a bad row stops the import with file:line: reason, and nothing is writte
     ['missing sourcedId', (f) => { f.users![5]![0] = '' }, /^error: users\.csv:6: sourcedId is empty/m],
     ['enrollment to an unknown class', (f) => { f.enrollments![3]![3] = 'cls-404' }, /^error: enrollments\.csv:4: class "cls-404" is neither in classes\.csv nor in the school/m],
     ['bad date', (f) => { f.demographics![1]![3] = '2017-02-30' }, /^error: demographics\.csv:2: birthDate "2017-02-30" is not a date/m],
+    ['unknown sex', (f) => { f.demographics![1]![4] = 'M' }, /^error: demographics\.csv:2: sex "M" is not one of male, female, unspecified, other or an extension ext:name/m],
     ['bad enrollment date', (f) => { f.enrollments![6]![8] = 'soon' }, /^error: enrollments\.csv:7: beginDate "soon" is not a date/m],
     ['duplicate sourcedId', (f) => { f.classes![2]![0] = 'cls-1' }, /^error: classes\.csv:3: sourcedId "cls-1" is already on line 2/m],
     ['duplicate student number', (f) => { f.users![2]![9] = '1001' }, /^error: users\.csv:3: identifier "1001" is already the student number on line 2/m],
@@ -489,6 +490,61 @@ t.test('a delta bundle: rows tobedeleted remove their records and end their enro
   t.equal(again.code, 0, again.stderr)
   t.same([again.summary.students, again.summary.teacherAssignments.removed, again.summary.studentEnrollmentsEnded], [counts(0, 0, 1), 0, 0], 'the same delta again changes nothing')
   t.same(await snapshot(school), after)
+})
+
+const DEMOGRAPHICS_HEADER = ['sourcedId', 'status', 'dateLastModified', 'birthDate', 'sex', 'americanIndianOrAlaskaNative', 'asian', 'blackOrAfricanAmerican',
+  'nativeHawaiianOrOtherPacificIslander', 'white', 'demographicRaceTwoOrMoreRaces', 'hispanicOrLatinoEthnicity', 'countryOfBirthCode', 'stateOfBirthAbbreviation',
+  'cityOfBirth', 'publicSchoolResidenceStatus']
+
+/** A student's demographic columns as the database holds them (the date as YYYY-MM-DD). */
+const demographicsOf = (student: any): unknown[] => [student.sourcedId, student.dateOfBirth?.toISOString().slice(0, 10) ?? null, student.sex,
+  student.americanIndianOrAlaskaNative, student.asian, student.blackOrAfricanAmerican, student.nativeHawaiianOrOtherPacificIslander, student.white,
+  student.demographicRaceTwoOrMoreRaces, student.hispanicOrLatinoEthnicity, student.countryOfBirthCode, student.stateOfBirthAbbreviation,
+  student.cityOfBirth, student.publicSchoolResidenceStatus]
+
+t.test('demographics.csv: every column of DemographicsDType is kept; a bulk file is all of them, a delta changes those it lists', async (t) => {
+  const school = await newSchool('Demographics Academy')
+  const files = bundle12()
+  files.demographics = [
+    DEMOGRAPHICS_HEADER,
+    ['stu-1', '', '', '2017-12-10', 'female', 'false', 'true', 'false', 'false', 'true', 'true', 'false', 'GB', '', 'London', '01652'],
+    ['stu-2', '', '', '', 'ext:nonbinary', '', '', '', '', 'FALSE', '', '1', '', '', '', ''],
+    ['tea-1', '', '', '1970-01-01', 'female', '', '', '', '', '', '', '', '', '', '', '']
+  ]
+  const first = await importJson(writeFolder(files), school)
+  t.equal(first.code, 0, first.stderr)
+  let after = await snapshot(school) as any
+  t.same(after.students.map(demographicsOf), [
+    ['stu-1', '2017-12-10', 'female', false, true, false, false, true, true, false, 'GB', null, 'London', '01652'],
+    ['stu-2', null, 'ext:nonbinary', null, null, null, null, false, null, true, null, null, null, null],
+    ['stu-3', null, null, null, null, null, null, null, null, null, null, null, null, null]
+  ], "each column as given, the flags as booleans, empty as none; a teacher's row is not kept")
+
+  const again = await importJson(writeFolder(files), school)
+  t.same(again.summary.students, counts(0, 0, 3), 'the same bundle again changes nothing')
+
+  // A delta: stu-2's demographics taken away, stu-3 given some; stu-1's stay.
+  const before = after.changes.length
+  const run = await importJson(writeFolder(delta({
+    demographics: [DEMOGRAPHICS_HEADER,
+      ['stu-2', 'tobedeleted', MODIFIED, '', '', '', '', '', '', '', '', '', '', '', '', ''],
+      ['stu-3', 'active', MODIFIED, '2016-05-04', 'male', '', '', '', '', '', '', 'false', 'US', 'TX', 'Austin', '']]
+  })), school)
+  t.equal(run.code, 0, run.stderr)
+  after = await snapshot(school) as any
+  t.same(after.students.map(demographicsOf), [
+    ['stu-1', '2017-12-10', 'female', false, true, false, false, true, true, false, 'GB', null, 'London', '01652'],
+    ['stu-2', null, null, null, null, null, null, null, null, null, null, null, null, null],
+    ['stu-3', '2016-05-04', 'male', null, null, null, null, null, null, false, 'US', 'TX', 'Austin', null]
+  ], 'a delta changes the rows it lists only')
+  t.same(feedAfter(after, before), ['UPDATED STUDENT stu-2', 'UPDATED STUDENT stu-3'])
+
+  // A bulk file without stu-1: stu-1 has no demographics any more.
+  files.demographics = [DEMOGRAPHICS_HEADER, ['stu-3', '', '', '2016-05-04', 'male', '', '', '', '', '', '', 'false', 'US', 'TX', 'Austin', '']]
+  const bulk = await importJson(writeFolder(files), school)
+  t.equal(bulk.code, 0, bulk.stderr)
+  after = await snapshot(school) as any
+  t.same(after.students.map(demographicsOf)[0], ['stu-1', null, null, null, null, null, null, null, null, null, null, null, null, null], 'a bulk file is all of them')
 })
 
 t.test('--dry-run plans the removals and prints them, and writes nothing', { skip: engineIndependentSkip }, async (t) => {

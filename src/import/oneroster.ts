@@ -420,8 +420,8 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
   const demographics = fileOf(bundle, manifest, 'demographics.csv', ['sourcedId'])
   // academicSessions.csv and courses.csv are planned by calendar.ts; a bundle of them alone is an import too.
   const calendar = ['file.academicsessions', 'file.courses'].some((p) => [...manifest].some(([k, v]) => k.toLowerCase() === p && (v === 'bulk' || v === 'delta')))
-  if (users === undefined && classes === undefined && enrollments === undefined && !calendar) {
-    fail('manifest.csv', undefined, 'users.csv, classes.csv, enrollments.csv, academicSessions.csv and courses.csv are all absent: nothing to import')
+  if (users === undefined && classes === undefined && enrollments === undefined && demographics === undefined && !calendar) {
+    fail('manifest.csv', undefined, 'users.csv, classes.csv, enrollments.csv, demographics.csv, academicSessions.csv and courses.csv are all absent: nothing to import')
   }
 
   // --- Roles: 1.2's roles.csv (the primary role of each user), else 1.1's users.role column.
