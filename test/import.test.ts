@@ -47,10 +47,10 @@ function bundle12 (): Files {
       ['file.demographics', 'bulk'], ['file.orgs', 'absent']],
     users: [
       ['sourcedId', 'status', 'dateLastModified', 'enabledUser', 'username', 'userIds', 'givenName', 'familyName', 'middleName', 'identifier', 'email', 'sms', 'phone', 'agentSourcedIds', 'grades', 'password', 'userMasterIdentifier', 'resourceSourcedIds', 'preferredGivenName', 'preferredMiddleName', 'preferredFamilyName', 'primaryOrgSourcedId', 'pronouns'],
-      ['stu-1', 'active', '2026-08-01T00:00:00Z', 'true', 'ada', '', 'Ada', 'Lovelace', '', '1001', 'ada@example.org', '', '', '', '03', '', '', '', 'Addie', '', '', 'org-1', ''],
+      ['stu-1', 'active', '2026-08-01T00:00:00Z', 'true', 'ada', '{Fed:1234},{State:NY-55:1}', 'Ada', 'Lovelace', 'Augusta', '1001', 'ada@example.org', '+15550001', '555-0001', '', '03', '', '', '', 'Addie', 'Gus', 'King', 'org-1', 'she/her'],
       ['stu-2', '', '', 'true', 'alan', '', 'Alan', 'Turing', '', '1002', '', '', '', '', 'KG', '', '', '', '', '', '', 'org-1', ''],
       ['stu-3', '', '', 'false', 'kat', '', 'Katherine', 'Johnson', '', '1003', '', '', '', '', 'Other', '', '', '', '', '', '', 'org-1', ''],
-      ['tea-1', '', '', 'true', 'grace', '', 'Grace', 'Hopper', '', 'T1', 'grace@example.org', '', '', '', '', '', '', '', '', '', '', 'org-1', ''],
+      ['tea-1', '', '', 'true', 'grace', 'District:G-1', 'Grace', 'Hopper', 'Brewster', 'T1', 'grace@example.org', '', '555-0101', '', '', '', '', '', '', '', '', 'org-1', ''],
       ['tea-2', '', '', 'true', 'edsger', '', 'Edsger', 'Dijkstra', '', 'T2', '', '', '', '', '', '', '', '', '', '', '', 'org-1', ''],
       ['par-1', '', '', 'true', 'parent', '', 'Pat', 'Lovelace', '', '', '', '', '', '', '', '', '', '', '', '', '', 'org-1', '']
     ],
@@ -168,6 +168,14 @@ t.test('a OneRoster 1.2 folder is imported; a second run changes nothing; a chan
   ], 'students, each in its homeroom class or else its first class')
   const ada = after.students[0]
   t.equal(ada.dateOfBirth.toISOString().slice(0, 10), '2017-12-10', 'birth date from demographics.csv')
+  const details = (x: any): unknown[] => [x.sourcedId, x.username, x.userIds, x.middleName, x.preferredMiddleName, x.preferredLastName, x.pronouns, x.sms, x.phone]
+  t.same([...after.students, ...after.teachers].map(details), [
+    ['stu-1', 'ada', ['Fed:1234', 'State:NY-55:1'], 'Augusta', 'Gus', 'King', 'she/her', '+15550001', '555-0001'],
+    ['stu-2', 'alan', [], null, null, null, null, null, null],
+    ['stu-3', 'kat', [], null, null, null, null, null, null],
+    ['tea-1', 'grace', ['District:G-1'], 'Brewster', null, null, null, null, '555-0101'],
+    ['tea-2', 'edsger', [], null, null, null, null, null, null]
+  ], "users.csv's username, userIds, middle and preferred names, pronouns, sms and phone, as given; none is filled in")
   t.equal(ada.enrollmentStartDate.toISOString().slice(0, 10), '2026-09-02', 'enrollment dates of the homeroom enrollment')
   t.equal(ada.enrollmentEndDate.toISOString().slice(0, 10), '2027-06-14')
   t.same(after.teachers.map((x: any) => [x.sourcedId, x.fullName, x.email, x.classrooms.map((c: any) => `${c.classroom.name}:${c.role}`).sort()]), [
@@ -237,6 +245,7 @@ t.test('a bad row stops the import with file:line: reason, and nothing is writte
     ['missing sourcedId', (f) => { f.users![5]![0] = '' }, /^error: users\.csv:6: sourcedId is empty/m],
     ['enrollment to an unknown class', (f) => { f.enrollments![3]![3] = 'cls-404' }, /^error: enrollments\.csv:4: class "cls-404" is neither in classes\.csv nor in the school/m],
     ['bad date', (f) => { f.demographics![1]![3] = '2017-02-30' }, /^error: demographics\.csv:2: birthDate "2017-02-30" is not a date/m],
+    ['bad userIds', (f) => { f.users![2]![5] = '{Fed}' }, /^error: users\.csv:3: userIds: "Fed" is not \{type:identifier\}/m],
     ['unknown sex', (f) => { f.demographics![1]![4] = 'M' }, /^error: demographics\.csv:2: sex "M" is not one of male, female, unspecified, other or an extension ext:name/m],
     ['bad enrollment date', (f) => { f.enrollments![6]![8] = 'soon' }, /^error: enrollments\.csv:7: beginDate "soon" is not a date/m],
     ['duplicate sourcedId', (f) => { f.classes![2]![0] = 'cls-1' }, /^error: classes\.csv:3: sourcedId "cls-1" is already on line 2/m],

@@ -84,7 +84,22 @@ const demographicsIn = (values: Demographics): Demographics =>
 
 const sameDemographics = (a: Demographics, b: Demographics): boolean => DEMOGRAPHIC_COLUMNS.every((field) => a[field] === b[field])
 
-export interface StudentRecord extends Demographics {
+/**
+ * What users.csv gives of a user beyond the names, status and email (UserDType): kept as given,
+ * null (no identifiers) when the file has none; userIds each as `type:identifier`.
+ */
+export interface UserDetails {
+  middleName: string | null
+  preferredMiddleName: string | null
+  preferredLastName: string | null
+  pronouns: string | null
+  username: string | null
+  userIds: string[]
+  sms: string | null
+  phone: string | null
+}
+
+export interface StudentRecord extends Demographics, UserDetails {
   id: string
   sourcedId: string
   givenName: string
@@ -99,7 +114,7 @@ export interface StudentRecord extends Demographics {
   classroomId: string | null
 }
 
-export interface TeacherRecord {
+export interface TeacherRecord extends UserDetails {
   id: string
   sourcedId: string
   givenName: string
@@ -256,6 +271,42 @@ export function resolveClassReferences (
       return id === undefined ? [] : [id]
     })
     delete classroom.references
+  }
+}
+
+/**
+ * userIds as OneRoster's CSV writes them: `{type:identifier}` items separated by commas (braces
+ * optional without a comma inside), the type before the first colon; each kept as `type:identifier`.
+ */
+function userIdsOf (table: Table, row: Row): string[] {
+  const value = row.get('userIds')
+  if (value === '') return []
+  const braced = value.includes('{')
+  if (braced && value.replace(/\{[^{}]*\}/g, '').replace(/[\s,]/g, '') !== '') fail(table, row.line, `userIds: "${value}" is not a list of {type:identifier}`)
+  const items = braced ? [...value.matchAll(/\{([^{}]*)\}/g)].map((match) => match[1]!) : value.split(',')
+  return items.map((item) => {
+    const at = item.indexOf(':')
+    const type = item.slice(0, at).trim()
+    const identifier = item.slice(at + 1).trim()
+    if (at < 0 || type === '' || identifier === '') fail(table, row.line, `userIds: "${item.trim()}" is not {type:identifier}`)
+    if (item.length > 200) fail(table, row.line, 'userIds: an identifier has more than 200 characters')
+    return `${type}:${identifier}`
+  })
+}
+
+/** The columns of users.csv kept beside the names (UserDetails), checked. */
+function userDetails (table: Table, row: Row): UserDetails {
+  const userIds = userIdsOf(table, row)
+  return {
+    middleName: text(table, row, 'middleName'),
+    preferredMiddleName: text(table, row, 'preferredMiddleName'),
+    // 1.2's CSV names it preferredFamilyName (UserDType: preferredLastName).
+    preferredLastName: text(table, row, 'preferredFamilyName') ?? text(table, row, 'preferredLastName'),
+    pronouns: text(table, row, 'pronouns'),
+    username: text(table, row, 'username'),
+    userIds,
+    sms: text(table, row, 'sms', 64),
+    phone: text(table, row, 'phone', 64)
   }
 }
 
@@ -583,6 +634,7 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
     const status = enabled === false ? 'INACTIVE' : 'ACTIVE'
     const preferredName = text(table, row, 'preferredGivenName') ?? text(table, row, 'preferredFirstName')
     const mail = email(table, row)
+    const details = userDetails(table, row)
     if (role === 'teacher') {
       teachers.set(sourcedId, {
         id: existingTeacher.get(sourcedId) ?? uuidv7(),
@@ -591,7 +643,8 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
         familyName,
         preferredName,
         email: mail,
-        status
+        status,
+        ...details
       })
       continue
     }
@@ -620,6 +673,7 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
       preferredName,
       studentNumber,
       email: mail,
+      ...details,
       ...demographicsOf(sourcedId, before ?? NO_DEMOGRAPHICS),
       gradeLevel: gradeList[0] ?? null,
       status,

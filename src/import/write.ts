@@ -4,7 +4,7 @@
 // first, a few thousand ids per DELETE, so that a name or student number they free can be taken by
 // the rows written after them; the triggers write their change feed entries (DELETED tombstones).
 import { COLUMN_TYPES, columnOf, DEMOGRAPHIC_COLUMNS } from '../db/typed-reads.js'
-import type { Demographics, Existing, ImportPlan, StudentRecord, StudentUpdate } from './oneroster.js'
+import type { Demographics, Existing, ImportPlan, StudentRecord, StudentUpdate, TeacherRecord, UserDetails } from './oneroster.js'
 
 /** The one connection of an import: a pg client or the embedded PGlite. */
 export interface Sql {
@@ -42,6 +42,20 @@ interface Column<R> {
 /** A student's demographic columns (typed-reads.ts DEMOGRAPHIC_COLUMNS), each of its type. */
 function demographicColumns<R extends Demographics> (): Array<Column<R>> {
   return DEMOGRAPHIC_COLUMNS.map((field) => ({ name: columnOf(field), type: COLUMN_TYPES.Student[field] === 'bool' ? 'boolean' : COLUMN_TYPES.Student[field], value: (r: R) => r[field] }))
+}
+
+/** A user's columns of users.csv beside the names (UserDetails); no identifiers written as NULL, as a record made by hand has. */
+function detailColumns<R extends UserDetails> (): Array<Column<R>> {
+  return [
+    { name: 'middle_name', type: 'text', value: (r) => r.middleName },
+    { name: 'preferred_middle_name', type: 'text', value: (r) => r.preferredMiddleName },
+    { name: 'preferred_last_name', type: 'text', value: (r) => r.preferredLastName },
+    { name: 'pronouns', type: 'text', value: (r) => r.pronouns },
+    { name: 'username', type: 'text', value: (r) => r.username },
+    { name: 'user_ids', type: 'text', cast: 'text[]', value: (r) => r.userIds.length === 0 ? null : arrayLiteral(r.userIds) },
+    { name: 'sms', type: 'text', value: (r) => r.sms },
+    { name: 'phone', type: 'text', value: (r) => r.phone }
+  ]
 }
 
 /**
@@ -190,7 +204,8 @@ export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, o
     { name: 'family_name', type: 'text', value: (r) => r.familyName },
     { name: 'preferred_name', type: 'text', value: (r) => r.preferredName },
     { name: 'email', type: 'text', value: (r) => r.email },
-    { name: 'status', type: '"TeacherStatus"', value: (r) => r.status }
+    { name: 'status', type: '"TeacherStatus"', value: (r) => r.status },
+    ...detailColumns<TeacherRecord>()
   ], options)
   const written = await upsert(sql, 'students', schoolId, plan.students, ['id'], [
     { name: 'id', type: 'uuid', value: (r) => r.id },
@@ -201,6 +216,7 @@ export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, o
     { name: 'student_number', type: 'text', value: (r) => r.studentNumber },
     { name: 'email', type: 'text', value: (r) => r.email },
     ...demographicColumns<StudentRecord>(),
+    ...detailColumns<StudentRecord>(),
     { name: 'grade_level', type: '"GradeLevel"', value: (r) => r.gradeLevel },
     { name: 'status', type: '"StudentStatus"', value: (r) => r.status },
     { name: 'enrollment_start_date', type: 'date', value: (r) => r.enrollmentStartDate },

@@ -1,7 +1,7 @@
 // The binding's records as this service holds them, declared once per kind: each field of
 // OneRoster's UserDType and OrgDType that the data model holds, the columns it reads, its value in
 // an answer, what a comparison on it (a filter) becomes over those columns, and what it sorts by.
-// A field the model does not hold (middleName, username, userIds, phone, agents, ...) is not here
+// A field the model does not hold (userMasterIdentifier, userProfiles, agents, ...) is not here
 // and never answered; docs/api/oneroster.md lists the decisions.
 //
 // - sourcedId: the record's imported sourcedId, or its id when it has none (one entered by hand):
@@ -112,23 +112,49 @@ const grades: BindingField = {
   sort: 'gradeLevel'
 }
 
+/**
+ * userIds: the user's other identifiers, each kept as `type:identifier` (the import's reading of the
+ * file's `{type:identifier}`), answered as UserIdDType; left out without any. Not filtered by.
+ */
+const userIds: BindingField = {
+  columns: ['userIds'],
+  answer: (row) => {
+    const ids = row.userIds as string[] | null
+    if (ids === null || ids.length === 0) return undefined
+    return ids.map((id) => {
+      const at = id.indexOf(':')
+      return { type: id.slice(0, at), identifier: id.slice(at + 1) }
+    })
+  },
+  compare: () => { throw badValue('userIds', 'is a list of identifiers: not filtered by') },
+  sort: 'id'
+}
+
 /** The fields of a user of one role in the caller's school. */
 function userFields (role: 'student' | 'teacher'): Record<string, BindingField> {
   return {
     sourcedId: { columns: ['sourcedId', 'id'], answer: (row) => row.sourcedId ?? row.id, compare: compare('sourcedKey'), sort: 'sourcedKey' },
     status: constant(() => 'active'),
     dateLastModified,
+    username: text('username'),
+    userIds,
     enabledUser,
     givenName: text('givenName'),
     familyName: text('familyName'),
+    middleName: text('middleName'),
     preferredFirstName: text('preferredName'),
+    preferredMiddleName: text('preferredMiddleName'),
+    preferredLastName: text('preferredLastName'),
+    pronouns: text('pronouns'),
     roles: { ...constant(() => role, false), answer: (_row, context) => [{ roleType: 'primary', role, org: context.school }] },
     'roles.role': constant(() => role, false),
     'roles.roleType': constant(() => 'primary', false),
     'roles.org.sourcedId': constant((context) => context.schoolId, false),
     primaryOrg: { ...constant((context) => context.schoolId, false), answer: (_row, context) => context.school },
     'primaryOrg.sourcedId': constant((context) => context.schoolId, false),
-    email: text('email')
+    email: text('email'),
+    sms: text('sms'),
+    phone: text('phone')
   }
 }
 
@@ -146,8 +172,8 @@ export const TEACHER_USERS: Kind = {
 
 /** The fields of UserDType this service answers, in the binding's order: what `fields` may name. */
 export const USER_FIELDS: readonly string[] = [
-  'sourcedId', 'status', 'dateLastModified', 'enabledUser', 'givenName', 'familyName', 'preferredFirstName',
-  'roles', 'primaryOrg', 'identifier', 'email', 'grades'
+  'sourcedId', 'status', 'dateLastModified', 'username', 'userIds', 'enabledUser', 'givenName', 'familyName', 'middleName', 'preferredFirstName',
+  'preferredMiddleName', 'preferredLastName', 'pronouns', 'roles', 'primaryOrg', 'identifier', 'email', 'sms', 'phone', 'grades'
 ]
 
 /** The school's columns an org answer reads. */
