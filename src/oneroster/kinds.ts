@@ -365,7 +365,7 @@ export const IS_CLASS = { kind: 'predicate', predicate: { kind: 'compare', field
 function flag (field: string): BindingField {
   return {
     columns: [field],
-    answer: (row) => row[field] == null ? undefined : String(row[field]),
+    answer: (row) => typeof row[field] === 'boolean' ? String(row[field]) : undefined,
     compare (op, value) {
       if ((op !== '=' && op !== '!=') || (value !== 'true' && value !== 'false')) throw badValue(field, `is 'true' or 'false', compared with = or != (got ${op}'${value}')`)
       return { kind: 'compare', field, op, value }
