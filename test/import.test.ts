@@ -47,10 +47,10 @@ function bundle12 (): Files {
       ['file.demographics', 'bulk'], ['file.orgs', 'absent']],
     users: [
       ['sourcedId', 'status', 'dateLastModified', 'enabledUser', 'username', 'userIds', 'givenName', 'familyName', 'middleName', 'identifier', 'email', 'sms', 'phone', 'agentSourcedIds', 'grades', 'password', 'userMasterIdentifier', 'resourceSourcedIds', 'preferredGivenName', 'preferredMiddleName', 'preferredFamilyName', 'primaryOrgSourcedId', 'pronouns'],
-      ['stu-1', 'active', '2026-08-01T00:00:00Z', 'true', 'ada', '', 'Ada', 'Lovelace', '', '1001', 'ada@example.org', '', '', '', '03', '', '', '', 'Addie', '', '', 'org-1', ''],
+      ['stu-1', 'active', '2026-08-01T00:00:00Z', 'true', 'ada', '{Fed:1234},{State:NY-55:1}', 'Ada', 'Lovelace', 'Augusta', '1001', 'ada@example.org', '+15550001', '555-0001', '', '03', '', '', '', 'Addie', 'Gus', 'King', 'org-1', 'she/her'],
       ['stu-2', '', '', 'true', 'alan', '', 'Alan', 'Turing', '', '1002', '', '', '', '', 'KG', '', '', '', '', '', '', 'org-1', ''],
       ['stu-3', '', '', 'false', 'kat', '', 'Katherine', 'Johnson', '', '1003', '', '', '', '', 'Other', '', '', '', '', '', '', 'org-1', ''],
-      ['tea-1', '', '', 'true', 'grace', '', 'Grace', 'Hopper', '', 'T1', 'grace@example.org', '', '', '', '', '', '', '', '', '', '', 'org-1', ''],
+      ['tea-1', '', '', 'true', 'grace', 'District:G-1', 'Grace', 'Hopper', 'Brewster', 'T1', 'grace@example.org', '', '555-0101', '', '', '', '', '', '', '', '', 'org-1', ''],
       ['tea-2', '', '', 'true', 'edsger', '', 'Edsger', 'Dijkstra', '', 'T2', '', '', '', '', '', '', '', '', '', '', '', 'org-1', ''],
       ['par-1', '', '', 'true', 'parent', '', 'Pat', 'Lovelace', '', '', '', '', '', '', '', '', '', '', '', '', '', 'org-1', '']
     ],
@@ -168,6 +168,14 @@ t.test('a OneRoster 1.2 folder is imported; a second run changes nothing; a chan
   ], 'students, each in its homeroom class or else its first class')
   const ada = after.students[0]
   t.equal(ada.dateOfBirth.toISOString().slice(0, 10), '2017-12-10', 'birth date from demographics.csv')
+  const details = (x: any): unknown[] => [x.sourcedId, x.username, x.userIds, x.middleName, x.preferredMiddleName, x.preferredLastName, x.pronouns, x.sms, x.phone]
+  t.same([...after.students, ...after.teachers].map(details), [
+    ['stu-1', 'ada', ['Fed:1234', 'State:NY-55:1'], 'Augusta', 'Gus', 'King', 'she/her', '+15550001', '555-0001'],
+    ['stu-2', 'alan', [], null, null, null, null, null, null],
+    ['stu-3', 'kat', [], null, null, null, null, null, null],
+    ['tea-1', 'grace', ['District:G-1'], 'Brewster', null, null, null, null, '555-0101'],
+    ['tea-2', 'edsger', [], null, null, null, null, null, null]
+  ], "users.csv's username, userIds, middle and preferred names, pronouns, sms and phone, as given; none is filled in")
   t.equal(ada.enrollmentStartDate.toISOString().slice(0, 10), '2026-09-02', 'enrollment dates of the homeroom enrollment')
   t.equal(ada.enrollmentEndDate.toISOString().slice(0, 10), '2027-06-14')
   t.same(after.students.map((s: any) => s.enrollmentSourcedId), ['e2', 'e3', null], "each student keeps the sourcedId of the enrollment that placed them (OneRoster's enrollments)")
@@ -245,6 +253,8 @@ t.test('a bad row stops the import with file:line: reason, and nothing is writte
     ['missing sourcedId', (f) => { f.users![5]![0] = '' }, /^error: users\.csv:6: sourcedId is empty/m],
     ['enrollment to an unknown class', (f) => { f.enrollments![3]![3] = 'cls-404' }, /^error: enrollments\.csv:4: class "cls-404" is neither in classes\.csv nor in the school/m],
     ['bad date', (f) => { f.demographics![1]![3] = '2017-02-30' }, /^error: demographics\.csv:2: birthDate "2017-02-30" is not a date/m],
+    ['bad userIds', (f) => { f.users![2]![5] = '{Fed}' }, /^error: users\.csv:3: userIds: "Fed" is not \{type:identifier\}/m],
+    ['unknown sex', (f) => { f.demographics![1]![4] = 'M' }, /^error: demographics\.csv:2: sex "M" is not one of male, female, unspecified, other or an extension ext:name/m],
     ['bad enrollment date', (f) => { f.enrollments![6]![8] = 'soon' }, /^error: enrollments\.csv:7: beginDate "soon" is not a date/m],
     ['duplicate sourcedId', (f) => { f.classes![2]![0] = 'cls-1' }, /^error: classes\.csv:3: sourcedId "cls-1" is already on line 2/m],
     ['duplicate student number', (f) => { f.users![2]![9] = '1001' }, /^error: users\.csv:3: identifier "1001" is already the student number on line 2/m],
@@ -362,9 +372,10 @@ t.test('the import\'s upserts update with no function and no parameter in DO UPD
     }
   }
   const one = [{}] as never[]
-  // A classroom's lists are written as array literals: made of its lists, empty here.
+  // A classroom's lists (and a user's identifiers) are written as array literals: made of its lists, empty here.
   const classroom = [{ termIds: [], periods: [], grades: [], subjects: [], subjectCodes: [] }] as never[]
-  await writePlan(recording, '00000000-0000-4000-8000-000000000001', { ...emptyPlan(), classrooms: classroom, students: one, teachers: one, assignments: one, studentUpdates: one }, () => {})
+  const user = [{ userIds: [] }] as never[]
+  await writePlan(recording, '00000000-0000-4000-8000-000000000001', { ...emptyPlan(), classrooms: classroom, students: user, teachers: user, assignments: one, studentUpdates: one }, () => {})
   const upserts = sent.filter((sql) => /ON CONFLICT/.test(sql))
   t.equal(upserts.length, 5, 'one statement per table, and one for the students the users file does not hold')
   for (const sql of upserts) {
@@ -498,6 +509,61 @@ t.test('a delta bundle: rows tobedeleted remove their records and end their enro
   t.equal(again.code, 0, again.stderr)
   t.same([again.summary.students, again.summary.teacherAssignments.removed, again.summary.studentEnrollmentsEnded], [counts(0, 0, 1), 0, 0], 'the same delta again changes nothing')
   t.same(await snapshot(school), after)
+})
+
+const DEMOGRAPHICS_HEADER = ['sourcedId', 'status', 'dateLastModified', 'birthDate', 'sex', 'americanIndianOrAlaskaNative', 'asian', 'blackOrAfricanAmerican',
+  'nativeHawaiianOrOtherPacificIslander', 'white', 'demographicRaceTwoOrMoreRaces', 'hispanicOrLatinoEthnicity', 'countryOfBirthCode', 'stateOfBirthAbbreviation',
+  'cityOfBirth', 'publicSchoolResidenceStatus']
+
+/** A student's demographic columns as the database holds them (the date as YYYY-MM-DD). */
+const demographicsOf = (student: any): unknown[] => [student.sourcedId, student.dateOfBirth?.toISOString().slice(0, 10) ?? null, student.sex,
+  student.americanIndianOrAlaskaNative, student.asian, student.blackOrAfricanAmerican, student.nativeHawaiianOrOtherPacificIslander, student.white,
+  student.demographicRaceTwoOrMoreRaces, student.hispanicOrLatinoEthnicity, student.countryOfBirthCode, student.stateOfBirthAbbreviation,
+  student.cityOfBirth, student.publicSchoolResidenceStatus]
+
+t.test('demographics.csv: every column of DemographicsDType is kept; a bulk file is all of them, a delta changes those it lists', async (t) => {
+  const school = await newSchool('Demographics Academy')
+  const files = bundle12()
+  files.demographics = [
+    DEMOGRAPHICS_HEADER,
+    ['stu-1', '', '', '2017-12-10', 'female', 'false', 'true', 'false', 'false', 'true', 'true', 'false', 'GB', '', 'London', '01652'],
+    ['stu-2', '', '', '', 'ext:nonbinary', '', '', '', '', 'FALSE', '', '1', '', '', '', ''],
+    ['tea-1', '', '', '1970-01-01', 'female', '', '', '', '', '', '', '', '', '', '', '']
+  ]
+  const first = await importJson(writeFolder(files), school)
+  t.equal(first.code, 0, first.stderr)
+  let after = await snapshot(school) as any
+  t.same(after.students.map(demographicsOf), [
+    ['stu-1', '2017-12-10', 'female', false, true, false, false, true, true, false, 'GB', null, 'London', '01652'],
+    ['stu-2', null, 'ext:nonbinary', null, null, null, null, false, null, true, null, null, null, null],
+    ['stu-3', null, null, null, null, null, null, null, null, null, null, null, null, null]
+  ], "each column as given, the flags as booleans, empty as none; a teacher's row is not kept")
+
+  const again = await importJson(writeFolder(files), school)
+  t.same(again.summary.students, counts(0, 0, 3), 'the same bundle again changes nothing')
+
+  // A delta: stu-2's demographics taken away, stu-3 given some; stu-1's stay.
+  const before = after.changes.length
+  const run = await importJson(writeFolder(delta({
+    demographics: [DEMOGRAPHICS_HEADER,
+      ['stu-2', 'tobedeleted', MODIFIED, '', '', '', '', '', '', '', '', '', '', '', '', ''],
+      ['stu-3', 'active', MODIFIED, '2016-05-04', 'male', '', '', '', '', '', '', 'false', 'US', 'TX', 'Austin', '']]
+  })), school)
+  t.equal(run.code, 0, run.stderr)
+  after = await snapshot(school) as any
+  t.same(after.students.map(demographicsOf), [
+    ['stu-1', '2017-12-10', 'female', false, true, false, false, true, true, false, 'GB', null, 'London', '01652'],
+    ['stu-2', null, null, null, null, null, null, null, null, null, null, null, null, null],
+    ['stu-3', '2016-05-04', 'male', null, null, null, null, null, null, false, 'US', 'TX', 'Austin', null]
+  ], 'a delta changes the rows it lists only')
+  t.same(feedAfter(after, before), ['UPDATED STUDENT stu-2', 'UPDATED STUDENT stu-3'])
+
+  // A bulk file without stu-1: stu-1 has no demographics any more.
+  files.demographics = [DEMOGRAPHICS_HEADER, ['stu-3', '', '', '2016-05-04', 'male', '', '', '', '', '', '', 'false', 'US', 'TX', 'Austin', '']]
+  const bulk = await importJson(writeFolder(files), school)
+  t.equal(bulk.code, 0, bulk.stderr)
+  after = await snapshot(school) as any
+  t.same(after.students.map(demographicsOf)[0], ['stu-1', null, null, null, null, null, null, null, null, null, null, null, null, null], 'a bulk file is all of them')
 })
 
 t.test('--dry-run plans the removals and prints them, and writes nothing', { skip: engineIndependentSkip }, async (t) => {

@@ -126,7 +126,26 @@ const enrollment = {
   endDate: '2027-06-18'
 }
 
-/** The records of a sample answer, by the envelope's property. */
+const demographics = {
+  sourcedId: 'student-1',
+  status: 'active',
+  dateLastModified: '2026-08-01T07:30:00.000Z',
+  birthDate: '2015-03-09',
+  sex: 'female',
+  americanIndianOrAlaskaNative: 'false',
+  asian: 'true',
+  blackOrAfricanAmerican: 'false',
+  nativeHawaiianOrOtherPacificIslander: 'false',
+  white: 'true',
+  demographicRaceTwoOrMoreRaces: 'true',
+  hispanicOrLatinoEthnicity: 'false',
+  countryOfBirthCode: 'US',
+  stateOfBirthAbbreviation: 'NY',
+  cityOfBirth: 'Albany',
+  publicSchoolResidenceStatus: '01652'
+}
+
+/** The records of a sample answer, by the envelope's property (the demographics' one record by its schema: both envelopes are `demographics`). */
 const RECORDS: Record<string, unknown> = {
   orgs: [district, school],
   org: school,
@@ -139,8 +158,10 @@ const RECORDS: Record<string, unknown> = {
   classes: [klass, { ...klass, sourcedId: 'class-2', classType: 'ext:lab', terms: [sessionRef('term-1'), sessionRef('term-2')] }],
   class: klass,
   enrollments: [enrollment, { sourcedId: 'enrollment-2', status: 'active', dateLastModified: '2026-08-01T07:30:00.000Z', user: ref('user', 'users', 'student-1'), class: ref('class', 'classes', 'class-1'), school: orgRef('school-1'), role: 'student' }],
-  enrollment
+  enrollment,
+  demographics: [demographics, { sourcedId: 'student-2', status: 'active', dateLastModified: '2026-08-01T07:30:00.000Z', sex: 'ext:nonbinary' }]
 }
+const SINGLE_RECORDS: Record<string, unknown> = { '#/components/schemas/SingleDemographicsDType': demographics }
 
 const failure = (codeMinor: string, description: string): object => ({
   imsx_codeMajor: 'failure',
@@ -171,7 +192,7 @@ function success (operation: OpenAPIV3.OperationObject, path: string): Answer {
   const response = resolve(operation.responses['200']!)
   const schema = resolve(response.content!['application/json']!.schema!)
   const [key] = Object.keys(schema.properties!)
-  const records = RECORDS[key!]
+  const records = SINGLE_RECORDS[(response.content!['application/json']!.schema as OpenAPIV3.ReferenceObject).$ref] ?? RECORDS[key!]
   const pages = `<${origin}${path.slice(basePath.length).split('?')[0]!}?limit=2&offset=2>; rel="next", <${origin}${path.slice(basePath.length).split('?')[0]!}?limit=2&offset=56>; rel="last"`
   const headers = Array.isArray(records) ? { 'content-type': JSON_TYPE, 'x-total-count': '57', link: pages } : { 'content-type': JSON_TYPE }
   return { method: 'GET', path, status: 200, headers, body: { [key!]: records } }
@@ -200,7 +221,7 @@ t.test('the description is a valid OpenAPI 3.0 document', async (t) => {
 })
 
 t.test('every operation serves its envelope and the binding\'s errors', async (t) => {
-  t.equal(operations.length, 39)
+  t.equal(operations.length, 41)
   for (const { template, path, operation } of operations) {
     t.same(validateAnswer(success(operation, path)), [], `${template} 200`)
     t.same(validateAnswer(success(operation, path + '?limit=2&offset=0&sort=familyName&orderBy=asc')), [], `${template} 200 with paging`)

@@ -166,6 +166,34 @@ t.test('clients: roster-core.readonly never sees a field outside its scope; rost
   }
 })
 
+t.test("users.csv's fields beyond the names: middle and preferred names and pronouns (core), username, userIds, sms and phone (roster.readonly)", async (t) => {
+  const app = await build(t)
+  const r = await roster(app)
+  const db = await testDatabase()
+  const details = { middleName: 'Augusta', preferredMiddleName: 'Gus', preferredLastName: 'King', pronouns: 'she/her', username: 'ada', userIds: ['Fed:1234', 'State:NY:1'], sms: '+15550001', phone: '555-0001' }
+  await db.forSchool(r.schoolId).student.updateMany({ where: { sourcedId: 'stu-001' }, data: details })
+  await db.forSchool(r.schoolId).teacher.updateMany({ where: { sourcedId: 'tea-001' }, data: { username: 'mary', phone: '555-0101' } })
+
+  const full = (await get(app, '/users/stu-001', r.full)).body.user
+  t.same(Object.keys(full), ['sourcedId', 'status', 'dateLastModified', 'username', 'userIds', 'enabledUser', 'givenName', 'familyName', 'middleName', 'preferredFirstName',
+    'preferredMiddleName', 'preferredLastName', 'pronouns', 'roles', 'primaryOrg', 'identifier', 'email', 'sms', 'phone', 'grades'], "in UserDType's order")
+  t.match(full, { ...details, userIds: [{ type: 'Fed', identifier: '1234' }, { type: 'State', identifier: 'NY:1' }] }, 'each as kept; an identifier keeps its colons')
+  t.match((await get(app, '/teachers/tea-001', r.full)).body.user, { username: 'mary', phone: '555-0101' })
+  const teacher = (await get(app, '/teachers/tea-001', r.full)).body.user
+  t.notOk('userIds' in teacher || 'sms' in teacher || 'middleName' in teacher, 'a field without a value is left out, never filled in')
+
+  const core = (await get(app, '/users/stu-001', r.core)).body.user
+  t.match(core, { middleName: 'Augusta', preferredMiddleName: 'Gus', preferredLastName: 'King', pronouns: 'she/her' }, 'the names are the core')
+  t.notOk(['username', 'userIds', 'sms', 'phone'].some((field) => field in core), 'core: no username, userIds, sms or phone')
+  for (const field of ['username', 'userIds', 'sms', 'phone']) {
+    refused(t, await get(app, `/users?fields=sourcedId,${field}`, r.core), 403, 'forbidden', `core: fields naming ${field}`)
+  }
+  refused(t, await get(app, '/users?filter=' + encodeURIComponent("phone='555-0001'"), r.core), 403, 'forbidden', 'core: a filter on phone')
+  t.same(ids(await get(app, '/users?filter=' + encodeURIComponent("phone~'555'") + '&sort=sourcedId', r.full)), ['stu-001', 'tea-001'], 'a filter on phone')
+  t.same(ids(await get(app, '/users?filter=' + encodeURIComponent("middleName='Augusta'"), r.core)), ['stu-001'], 'a filter on middleName')
+  refused(t, await get(app, '/users?filter=' + encodeURIComponent("userIds='Fed:1234'"), r.full), 400, 'invalid_filter_field', 'userIds is not filtered by')
+})
+
 t.test('every endpoint answers every caller with its scope (1EdTech\'s: a school\'s students and teachers need roster.readonly), and no other', async (t) => {
   const app = await build(t)
   const r = await roster(app)

@@ -5,7 +5,8 @@
 // - `roster.readonly`: the full roster: the core plus contact and school-issued identifiers (email,
 //   title, student number, the school's address and phone). Holding it grants the core too, as in
 //   OneRoster, where roster.readonly covers every endpoint roster-core.readonly does.
-// - `roster-demographics.readonly`: demographic fields (date of birth). On its own it grants
+// - `roster-demographics.readonly`: demographic fields (date of birth; OneRoster's demographics:
+//   sex, race and ethnicity, place of birth, residence status). On its own it grants
 //   nothing else: a client asks for it beside a roster scope.
 // - Writes (docs/api/mutations.md): `roster-core.createput` creates and changes records and links
 //   (the core fields); `roster.createput` grants it and also writes the fields outside the core
@@ -20,6 +21,7 @@
 // operation selecting a field outside the caller's scopes is refused before it runs
 // (src/graphql/scope-check.ts).
 import type { DeniedColumns } from '../db/reach.js'
+import { DEMOGRAPHIC_COLUMNS } from '../db/typed-reads.js'
 
 export const SCOPES = [
   'roster-core.readonly', 'roster.readonly', 'roster-demographics.readonly',
@@ -173,6 +175,13 @@ export const FIELD_SCOPES: Readonly<Record<string, Fields>> = {
 }
 
 /**
+ * A user's columns of OneRoster's users.csv that are contacts or identifiers, as email and the
+ * student number: the username, the other identifiers (userIds), the SMS and phone numbers. The
+ * names beside them (middle, preferred middle and last names, pronouns) are the core's.
+ */
+const USER_CONTACT_COLUMNS: Readonly<Record<string, Scope>> = { username: FULL, userIds: FULL, sms: FULL, phone: FULL }
+
+/**
  * The database columns outside the core scope, by model, with the scope each needs: what wall 1
  * (src/db/reach.ts) refuses to read for a caller without it. Every other column needs the core
  * scope, which every caller holds. A test checks it against FIELD_SCOPES (a field and the column
@@ -180,8 +189,8 @@ export const FIELD_SCOPES: Readonly<Record<string, Fields>> = {
  */
 export const COLUMN_SCOPES: Readonly<Record<string, Readonly<Record<string, Scope>>>> = {
   School: Object.fromEntries(['addressLine1', 'addressLine2', 'city', 'region', 'postalCode', 'country', 'phone', 'website'].map((column) => [column, FULL])),
-  Student: { studentNumber: FULL, email: FULL, dateOfBirth: DEMOGRAPHICS },
-  Teacher: { email: FULL, title: FULL },
+  Student: { studentNumber: FULL, email: FULL, ...USER_CONTACT_COLUMNS, ...Object.fromEntries(DEMOGRAPHIC_COLUMNS.map((column) => [column, DEMOGRAPHICS])) },
+  Teacher: { email: FULL, title: FULL, ...USER_CONTACT_COLUMNS },
   Change: { studentNumber: FULL },
   TeacherChange: { studentNumber: FULL }
 }

@@ -50,9 +50,29 @@ export const COLUMN_TYPES = {
     givenName: 'text',
     familyName: 'text',
     preferredName: 'text',
+    middleName: 'text',
+    preferredMiddleName: 'text',
+    preferredLastName: 'text',
+    pronouns: 'text',
+    username: 'text',
+    userIds: '_text',
+    sms: 'text',
+    phone: 'text',
     studentNumber: 'text',
     email: 'text',
     dateOfBirth: 'date',
+    sex: 'text',
+    americanIndianOrAlaskaNative: 'bool',
+    asian: 'bool',
+    blackOrAfricanAmerican: 'bool',
+    nativeHawaiianOrOtherPacificIslander: 'bool',
+    white: 'bool',
+    demographicRaceTwoOrMoreRaces: 'bool',
+    hispanicOrLatinoEthnicity: 'bool',
+    countryOfBirthCode: 'text',
+    stateOfBirthAbbreviation: 'text',
+    cityOfBirth: 'text',
+    publicSchoolResidenceStatus: 'text',
     gradeLevel: 'GradeLevel',
     status: 'StudentStatus',
     enrollmentStartDate: 'date',
@@ -71,6 +91,14 @@ export const COLUMN_TYPES = {
     givenName: 'text',
     familyName: 'text',
     preferredName: 'text',
+    middleName: 'text',
+    preferredMiddleName: 'text',
+    preferredLastName: 'text',
+    pronouns: 'text',
+    username: 'text',
+    userIds: '_text',
+    sms: 'text',
+    phone: 'text',
     email: 'text',
     title: 'text',
     status: 'TeacherStatus',
@@ -146,6 +174,16 @@ export const COLUMN_TYPES = {
   Course: Record<Prisma.CourseScalarFieldEnum, string>
   TeacherClassroom: Record<Prisma.TeacherClassroomScalarFieldEnum, string>
 }
+
+/**
+ * The student's columns of OneRoster's demographics (DemographicsDType), each named as 1EdTech's
+ * field but the date of birth: what makes a demographics record, and what it answers.
+ */
+export const DEMOGRAPHIC_COLUMNS = [
+  'dateOfBirth', 'sex', 'americanIndianOrAlaskaNative', 'asian', 'blackOrAfricanAmerican', 'nativeHawaiianOrOtherPacificIslander', 'white',
+  'demographicRaceTwoOrMoreRaces', 'hispanicOrLatinoEthnicity', 'countryOfBirthCode', 'stateOfBirthAbbreviation', 'cityOfBirth',
+  'publicSchoolResidenceStatus'
+] as const satisfies ReadonlyArray<keyof typeof COLUMN_TYPES.Student>
 
 /** The enumerations among the column types: read, compared and ordered by their names (as text). */
 const ENUM_TYPES: ReadonlySet<string> = new Set(['GradeLevel', 'StudentStatus', 'TeacherStatus', 'AcademicSessionType', 'TeacherRole'])
@@ -495,6 +533,13 @@ const KEYS: Readonly<Record<string, Key>> = {
     model: 'TeacherClassroom',
     columns: ['teacherId'],
     sql: (a, reach) => `(SELECT ${sourcedSql('te')} FROM teachers te WHERE ${confined('teachers', 'te', reach)} AND te.school_id = ${a}.school_id AND te.id = ${a}.teacher_id)`
+  },
+  // Whether the student has a OneRoster demographics record: one of its demographic columns holds a
+  // value (DEMOGRAPHIC_COLUMNS; wall 1 admits it to a caller holding roster-demographics.readonly only).
+  demographicsKey: {
+    model: 'Student',
+    columns: DEMOGRAPHIC_COLUMNS,
+    sql: (a) => `(${DEMOGRAPHIC_COLUMNS.map((field) => `${a}.${columnOf(field)} IS NOT NULL`).join(' OR ')})`
   },
   termKeys: {
     model: 'Classroom',

@@ -9,13 +9,15 @@
 //     its begin and end dates; a teacher's classrooms, `primary` true → PRIMARY, false → ASSISTANT,
 //     with its begin and end dates; each kept with the enrollment's sourcedId (OneRoster's
 //     enrollments, src/oneroster/enrollments.ts).
-//   demographics.csv → birthDate.
+//   demographics.csv → a student's demographics: birthDate, sex, the race and ethnicity flags, the
+//     place of birth and the public school residence status (rows of other users are not kept).
 //
 // Bulk and delta (the manifest's file.<name>): a bulk file is the whole truth of its kind for the
 // records of the import's (those with a sourcedId): what it does not hold is removed, enrollments
 // ended; a delta file changes what it lists, rows tobedeleted removing theirs; a file absent changes
 // nothing. Removals are planned here, with everything else, and written by write.ts.
 import { v7 as uuidv7 } from 'uuid'
+import { DEMOGRAPHIC_COLUMNS } from '../db/typed-reads.js'
 import { ImportError, readTable, type Bundle, type Row, type Table } from './bundle.js'
 
 export type GradeLevel =
@@ -56,7 +58,50 @@ export interface ClassroomRecord {
   references?: { table: Table, line: number, course: string, terms: string[] }
 }
 
-export interface StudentRecord {
+/**
+ * A student's demographics as demographics.csv gives them (DEMOGRAPHIC_COLUMNS of typed-reads.ts,
+ * birthDate as dateOfBirth): all null for a student the file does not hold.
+ */
+export interface Demographics {
+  dateOfBirth: string | null
+  sex: string | null
+  americanIndianOrAlaskaNative: boolean | null
+  asian: boolean | null
+  blackOrAfricanAmerican: boolean | null
+  nativeHawaiianOrOtherPacificIslander: boolean | null
+  white: boolean | null
+  demographicRaceTwoOrMoreRaces: boolean | null
+  hispanicOrLatinoEthnicity: boolean | null
+  countryOfBirthCode: string | null
+  stateOfBirthAbbreviation: string | null
+  cityOfBirth: string | null
+  publicSchoolResidenceStatus: string | null
+}
+
+const NO_DEMOGRAPHICS: Demographics = Object.fromEntries(DEMOGRAPHIC_COLUMNS.map((field) => [field, null])) as unknown as Demographics
+
+/** The demographics among a student's values. */
+const demographicsIn = (values: Demographics): Demographics =>
+  Object.fromEntries(DEMOGRAPHIC_COLUMNS.map((field) => [field, values[field]])) as unknown as Demographics
+
+const sameDemographics = (a: Demographics, b: Demographics): boolean => DEMOGRAPHIC_COLUMNS.every((field) => a[field] === b[field])
+
+/**
+ * What users.csv gives of a user beyond the names, status and email (UserDType): kept as given,
+ * null (no identifiers) when the file has none; userIds each as `type:identifier`.
+ */
+export interface UserDetails {
+  middleName: string | null
+  preferredMiddleName: string | null
+  preferredLastName: string | null
+  pronouns: string | null
+  username: string | null
+  userIds: string[]
+  sms: string | null
+  phone: string | null
+}
+
+export interface StudentRecord extends Demographics, UserDetails {
   id: string
   sourcedId: string
   givenName: string
@@ -64,7 +109,6 @@ export interface StudentRecord {
   preferredName: string | null
   studentNumber: string | null
   email: string | null
-  dateOfBirth: string | null
   gradeLevel: GradeLevel | null
   status: 'ACTIVE' | 'INACTIVE'
   enrollmentStartDate: string | null
@@ -74,7 +118,7 @@ export interface StudentRecord {
   classroomId: string | null
 }
 
-export interface TeacherRecord {
+export interface TeacherRecord extends UserDetails {
   id: string
   sourcedId: string
   givenName: string
@@ -95,13 +139,12 @@ export interface AssignmentRecord {
 }
 
 /** A student the users file does not hold, whose classroom, enrollment dates or birth date change. */
-export interface StudentUpdate {
+export interface StudentUpdate extends Demographics {
   id: string
   classroomId: string | null
   enrollmentStartDate: string | null
   enrollmentEndDate: string | null
   enrollmentSourcedId: string | null
-  dateOfBirth: string | null
 }
 
 /**
@@ -150,7 +193,7 @@ export function emptyPlan (): ImportPlan {
 export interface Existing {
   classrooms: Array<{ id: string, sourcedId: string | null, name: string }>
   /** Every student of the school; dates as YYYY-MM-DD. */
-  students: Array<{
+  students: Array<Demographics & {
     id: string
     sourcedId: string | null
     studentNumber: string | null
@@ -158,7 +201,6 @@ export interface Existing {
     enrollmentStartDate: string | null
     enrollmentEndDate: string | null
     enrollmentSourcedId: string | null
-    dateOfBirth: string | null
   }>
   /** The teachers with a sourcedId (the others are not the import's). */
   teachers: Array<{ id: string, sourcedId: string | null }>
@@ -239,6 +281,68 @@ export function resolveClassReferences (
       return id === undefined ? [] : [id]
     })
     delete classroom.references
+  }
+}
+
+/**
+ * userIds as OneRoster's CSV writes them: `{type:identifier}` items separated by commas (braces
+ * optional without a comma inside), the type before the first colon; each kept as `type:identifier`.
+ */
+function userIdsOf (table: Table, row: Row): string[] {
+  const value = row.get('userIds')
+  if (value === '') return []
+  const braced = value.includes('{')
+  if (braced && value.replace(/\{[^{}]*\}/g, '').replace(/[\s,]/g, '') !== '') fail(table, row.line, `userIds: "${value}" is not a list of {type:identifier}`)
+  const items = braced ? [...value.matchAll(/\{([^{}]*)\}/g)].map((match) => match[1]!) : value.split(',')
+  return items.map((item) => {
+    const at = item.indexOf(':')
+    const type = item.slice(0, at).trim()
+    const identifier = item.slice(at + 1).trim()
+    if (at < 0 || type === '' || identifier === '') fail(table, row.line, `userIds: "${item.trim()}" is not {type:identifier}`)
+    if (item.length > 200) fail(table, row.line, 'userIds: an identifier has more than 200 characters')
+    return `${type}:${identifier}`
+  })
+}
+
+/** The columns of users.csv kept beside the names (UserDetails), checked. */
+function userDetails (table: Table, row: Row): UserDetails {
+  const userIds = userIdsOf(table, row)
+  return {
+    middleName: text(table, row, 'middleName'),
+    preferredMiddleName: text(table, row, 'preferredMiddleName'),
+    // 1.2's CSV names it preferredFamilyName (UserDType: preferredLastName).
+    preferredLastName: text(table, row, 'preferredFamilyName') ?? text(table, row, 'preferredLastName'),
+    pronouns: text(table, row, 'pronouns'),
+    username: text(table, row, 'username'),
+    userIds,
+    sms: text(table, row, 'sms', 64),
+    phone: text(table, row, 'phone', 64)
+  }
+}
+
+/** 1EdTech's values of sex (DemographicsDType); an extension is written ext:name. */
+const SEXES = ['male', 'female', 'unspecified', 'other']
+
+/** A row of demographics.csv: each column as the binding holds it, checked. */
+function demographicsRow (table: Table, row: Row): Demographics {
+  const sex = text(table, row, 'sex', 64)
+  if (sex !== null && !SEXES.includes(sex) && !/^ext:[a-zA-Z0-9.\-_]+$/.test(sex)) {
+    fail(table, row.line, `sex "${sex}" is not one of ${SEXES.join(', ')} or an extension ext:name`)
+  }
+  return {
+    dateOfBirth: day(table, row, 'birthDate'),
+    sex,
+    americanIndianOrAlaskaNative: bool(table, row, 'americanIndianOrAlaskaNative'),
+    asian: bool(table, row, 'asian'),
+    blackOrAfricanAmerican: bool(table, row, 'blackOrAfricanAmerican'),
+    nativeHawaiianOrOtherPacificIslander: bool(table, row, 'nativeHawaiianOrOtherPacificIslander'),
+    white: bool(table, row, 'white'),
+    demographicRaceTwoOrMoreRaces: bool(table, row, 'demographicRaceTwoOrMoreRaces'),
+    hispanicOrLatinoEthnicity: bool(table, row, 'hispanicOrLatinoEthnicity'),
+    countryOfBirthCode: text(table, row, 'countryOfBirthCode', 64),
+    stateOfBirthAbbreviation: text(table, row, 'stateOfBirthAbbreviation', 64),
+    cityOfBirth: text(table, row, 'cityOfBirth'),
+    publicSchoolResidenceStatus: text(table, row, 'publicSchoolResidenceStatus')
   }
 }
 
@@ -378,8 +482,8 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
   const demographics = fileOf(bundle, manifest, 'demographics.csv', ['sourcedId'])
   // academicSessions.csv and courses.csv are planned by calendar.ts; a bundle of them alone is an import too.
   const calendar = ['file.academicsessions', 'file.courses'].some((p) => [...manifest].some(([k, v]) => k.toLowerCase() === p && (v === 'bulk' || v === 'delta')))
-  if (users === undefined && classes === undefined && enrollments === undefined && !calendar) {
-    fail('manifest.csv', undefined, 'users.csv, classes.csv, enrollments.csv, academicSessions.csv and courses.csv are all absent: nothing to import')
+  if (users === undefined && classes === undefined && enrollments === undefined && demographics === undefined && !calendar) {
+    fail('manifest.csv', undefined, 'users.csv, classes.csv, enrollments.csv, demographics.csv, academicSessions.csv and courses.csv are all absent: nothing to import')
   }
 
   // --- Roles: 1.2's roles.csv (the primary role of each user), else 1.1's users.role column.
@@ -507,15 +611,16 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
     if (c.sourcedId !== null && !classBySourced.has(c.sourcedId)) classBySourced.set(c.sourcedId, { id: c.id, homeroom: false })
   }
 
-  // --- Birth dates: a bulk demographics.csv is all of them; a delta changes those it lists.
-  const birthDates = new Map<string, string | null>()
+  // --- Demographics: a bulk demographics.csv is all of them (a student it leaves out has none); a
+  // delta changes those it lists, a row tobedeleted taking them all away.
+  const demographicsBySourced = new Map<string, Demographics>()
   if (demographics !== undefined) {
     for (const { sourcedId, row, deleted } of keyedRows(demographics.table, demographics.mode)) {
-      birthDates.set(sourcedId, deleted ? null : day(demographics.table, row, 'birthDate'))
+      demographicsBySourced.set(sourcedId, deleted ? NO_DEMOGRAPHICS : demographicsRow(demographics.table, row))
     }
   }
-  const birthDate = (sourcedId: string, before: string | null): string | null =>
-    birthDates.has(sourcedId) ? birthDates.get(sourcedId)! : demographics?.mode === 'bulk' ? null : before
+  const demographicsOf = (sourcedId: string, before: Demographics): Demographics =>
+    demographicsBySourced.get(sourcedId) ?? (demographics?.mode === 'bulk' ? NO_DEMOGRAPHICS : demographicsIn(before))
 
   // --- Users.
   const existingStudent = new Map(keptStudents.filter((s) => s.sourcedId !== null).map((s) => [s.sourcedId!, s]))
@@ -540,6 +645,7 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
     const status = enabled === false ? 'INACTIVE' : 'ACTIVE'
     const preferredName = text(table, row, 'preferredGivenName') ?? text(table, row, 'preferredFirstName')
     const mail = email(table, row)
+    const details = userDetails(table, row)
     if (role === 'teacher') {
       teachers.set(sourcedId, {
         id: existingTeacher.get(sourcedId) ?? uuidv7(),
@@ -548,7 +654,8 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
         familyName,
         preferredName,
         email: mail,
-        status
+        status,
+        ...details
       })
       continue
     }
@@ -577,7 +684,8 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
       preferredName,
       studentNumber,
       email: mail,
-      dateOfBirth: birthDate(sourcedId, before?.dateOfBirth ?? null),
+      ...details,
+      ...demographicsOf(sourcedId, before ?? NO_DEMOGRAPHICS),
       gradeLevel: gradeList[0] ?? null,
       status,
       // The placement below decides these.
@@ -688,11 +796,11 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
     if (inUsersFile.has(s.id)) continue
     const managed = s.sourcedId !== null
     const placement = place(s.id, managed, s)
-    const dateOfBirth = managed ? birthDate(s.sourcedId!, s.dateOfBirth) : s.dateOfBirth
+    const kept = managed ? demographicsOf(s.sourcedId!, s) : demographicsIn(s)
     endedIf(s.id, s.sourcedId ?? s.id, s.classroomId, placement.classroomId)
-    const update: StudentUpdate = { id: s.id, ...placement, dateOfBirth }
+    const update: StudentUpdate = { id: s.id, ...placement, ...kept }
     if (update.classroomId !== s.classroomId || update.enrollmentStartDate !== s.enrollmentStartDate ||
-        update.enrollmentEndDate !== s.enrollmentEndDate || update.enrollmentSourcedId !== s.enrollmentSourcedId || update.dateOfBirth !== s.dateOfBirth) {
+        update.enrollmentEndDate !== s.enrollmentEndDate || update.enrollmentSourcedId !== s.enrollmentSourcedId || !sameDemographics(update, s)) {
       studentUpdates.push(update)
     }
   }

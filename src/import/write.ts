@@ -3,7 +3,8 @@
 // second run of the same bundle updates nothing and adds nothing to the change feed. Removals go
 // first, a few thousand ids per DELETE, so that a name or student number they free can be taken by
 // the rows written after them; the triggers write their change feed entries (DELETED tombstones).
-import type { Existing, ImportPlan } from './oneroster.js'
+import { COLUMN_TYPES, columnOf, DEMOGRAPHIC_COLUMNS } from '../db/typed-reads.js'
+import type { Demographics, Existing, ImportPlan, StudentRecord, StudentUpdate, TeacherRecord, UserDetails } from './oneroster.js'
 
 /** The one connection of an import: a pg client or the embedded PGlite. */
 export interface Sql {
@@ -36,6 +37,25 @@ interface Column<R> {
   /** The column's type when the element is written as another (a text[] column as its array literal: unnest flattens arrays of arrays). */
   cast?: string
   value: (row: R) => unknown
+}
+
+/** A student's demographic columns (typed-reads.ts DEMOGRAPHIC_COLUMNS), each of its type. */
+function demographicColumns<R extends Demographics> (): Array<Column<R>> {
+  return DEMOGRAPHIC_COLUMNS.map((field) => ({ name: columnOf(field), type: COLUMN_TYPES.Student[field] === 'bool' ? 'boolean' : COLUMN_TYPES.Student[field], value: (r: R) => r[field] }))
+}
+
+/** A user's columns of users.csv beside the names (UserDetails); no identifiers written as NULL, as a record made by hand has. */
+function detailColumns<R extends UserDetails> (): Array<Column<R>> {
+  return [
+    { name: 'middle_name', type: 'text', value: (r) => r.middleName },
+    { name: 'preferred_middle_name', type: 'text', value: (r) => r.preferredMiddleName },
+    { name: 'preferred_last_name', type: 'text', value: (r) => r.preferredLastName },
+    { name: 'pronouns', type: 'text', value: (r) => r.pronouns },
+    { name: 'username', type: 'text', value: (r) => r.username },
+    { name: 'user_ids', type: 'text', cast: 'text[]', value: (r) => r.userIds.length === 0 ? null : arrayLiteral(r.userIds) },
+    { name: 'sms', type: 'text', value: (r) => r.sms },
+    { name: 'phone', type: 'text', value: (r) => r.phone }
+  ]
 }
 
 /**
@@ -106,7 +126,8 @@ export async function readExisting (sql: Sql): Promise<Existing> {
   const students = await sql.query<Existing['students'][number]>(
     'SELECT "id", "sourced_id" AS "sourcedId", "student_number" AS "studentNumber", "classroom_id" AS "classroomId", ' +
     '"enrollment_start_date"::text AS "enrollmentStartDate", "enrollment_end_date"::text AS "enrollmentEndDate", ' +
-    '"enrollment_sourced_id" AS "enrollmentSourcedId", "date_of_birth"::text AS "dateOfBirth" ' +
+    '"enrollment_sourced_id" AS "enrollmentSourcedId", ' +
+    DEMOGRAPHIC_COLUMNS.map((field) => `"${columnOf(field)}"${field === 'dateOfBirth' ? '::text' : ''} AS "${field}"`).join(', ') + ' ' +
     'FROM "students" WHERE "school_id" = current_setting(\'app.school_id\')::uuid')
   const teachers = await sql.query<{ id: string, sourcedId: string | null }>(
     'SELECT "id", "sourced_id" AS "sourcedId" FROM "teachers" WHERE "school_id" = current_setting(\'app.school_id\')::uuid AND "sourced_id" IS NOT NULL')
@@ -184,7 +205,8 @@ export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, o
     { name: 'family_name', type: 'text', value: (r) => r.familyName },
     { name: 'preferred_name', type: 'text', value: (r) => r.preferredName },
     { name: 'email', type: 'text', value: (r) => r.email },
-    { name: 'status', type: '"TeacherStatus"', value: (r) => r.status }
+    { name: 'status', type: '"TeacherStatus"', value: (r) => r.status },
+    ...detailColumns<TeacherRecord>()
   ], options)
   const written = await upsert(sql, 'students', schoolId, plan.students, ['id'], [
     { name: 'id', type: 'uuid', value: (r) => r.id },
@@ -194,7 +216,8 @@ export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, o
     { name: 'preferred_name', type: 'text', value: (r) => r.preferredName },
     { name: 'student_number', type: 'text', value: (r) => r.studentNumber },
     { name: 'email', type: 'text', value: (r) => r.email },
-    { name: 'date_of_birth', type: 'date', value: (r) => r.dateOfBirth },
+    ...demographicColumns<StudentRecord>(),
+    ...detailColumns<StudentRecord>(),
     { name: 'grade_level', type: '"GradeLevel"', value: (r) => r.gradeLevel },
     { name: 'status', type: '"StudentStatus"', value: (r) => r.status },
     { name: 'enrollment_start_date', type: 'date', value: (r) => r.enrollmentStartDate },
@@ -210,7 +233,7 @@ export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, o
     { name: 'enrollment_start_date', type: 'date', value: (r) => r.enrollmentStartDate },
     { name: 'enrollment_end_date', type: 'date', value: (r) => r.enrollmentEndDate },
     { name: 'enrollment_sourced_id', type: 'text', value: (r) => r.enrollmentSourcedId },
-    { name: 'date_of_birth', type: 'date', value: (r) => r.dateOfBirth }
+    ...demographicColumns<StudentUpdate>()
   ], { ...options, updatedIds: updatedStudents })
   if (updates.created > 0) throw new Error('A student of the school went while the import ran: nothing was written')
   const teacherAssignments = await upsert(sql, 'teacher_classrooms', schoolId, plan.assignments, ['teacher_id', 'classroom_id'], [

@@ -1,7 +1,7 @@
 // The binding's records as this service holds them, declared once per kind: each field of
 // OneRoster's UserDType and OrgDType that the data model holds, the columns it reads, its value in
 // an answer, what a comparison on it (a filter) becomes over those columns, and what it sorts by.
-// A field the model does not hold (middleName, username, userIds, phone, agents, ...) is not here
+// A field the model does not hold (userMasterIdentifier, userProfiles, agents, ...) is not here
 // and never answered; docs/api/oneroster.md lists the decisions.
 //
 // - sourcedId: the record's imported sourcedId, or its id when it has none (one entered by hand):
@@ -112,23 +112,49 @@ const grades: BindingField = {
   sort: 'gradeLevel'
 }
 
+/**
+ * userIds: the user's other identifiers, each kept as `type:identifier` (the import's reading of the
+ * file's `{type:identifier}`), answered as UserIdDType; left out without any. Not filtered by.
+ */
+const userIds: BindingField = {
+  columns: ['userIds'],
+  answer: (row) => {
+    const ids = row.userIds as string[] | null
+    if (ids === null || ids.length === 0) return undefined
+    return ids.map((id) => {
+      const at = id.indexOf(':')
+      return { type: id.slice(0, at), identifier: id.slice(at + 1) }
+    })
+  },
+  compare: () => { throw badValue('userIds', 'is a list of identifiers: not filtered by') },
+  sort: 'id'
+}
+
 /** The fields of a user of one role in the caller's school. */
 function userFields (role: 'student' | 'teacher'): Record<string, BindingField> {
   return {
     sourcedId: { columns: ['sourcedId', 'id'], answer: (row) => row.sourcedId ?? row.id, compare: compare('sourcedKey'), sort: 'sourcedKey' },
     status: constant(() => 'active'),
     dateLastModified,
+    username: text('username'),
+    userIds,
     enabledUser,
     givenName: text('givenName'),
     familyName: text('familyName'),
+    middleName: text('middleName'),
     preferredFirstName: text('preferredName'),
+    preferredMiddleName: text('preferredMiddleName'),
+    preferredLastName: text('preferredLastName'),
+    pronouns: text('pronouns'),
     roles: { ...constant(() => role, false), answer: (_row, context) => [{ roleType: 'primary', role, org: context.school }] },
     'roles.role': constant(() => role, false),
     'roles.roleType': constant(() => 'primary', false),
     'roles.org.sourcedId': constant((context) => context.schoolId, false),
     primaryOrg: { ...constant((context) => context.schoolId, false), answer: (_row, context) => context.school },
     'primaryOrg.sourcedId': constant((context) => context.schoolId, false),
-    email: text('email')
+    email: text('email'),
+    sms: text('sms'),
+    phone: text('phone')
   }
 }
 
@@ -146,8 +172,8 @@ export const TEACHER_USERS: Kind = {
 
 /** The fields of UserDType this service answers, in the binding's order: what `fields` may name. */
 export const USER_FIELDS: readonly string[] = [
-  'sourcedId', 'status', 'dateLastModified', 'enabledUser', 'givenName', 'familyName', 'preferredFirstName',
-  'roles', 'primaryOrg', 'identifier', 'email', 'grades'
+  'sourcedId', 'status', 'dateLastModified', 'username', 'userIds', 'enabledUser', 'givenName', 'familyName', 'middleName', 'preferredFirstName',
+  'preferredMiddleName', 'preferredLastName', 'pronouns', 'roles', 'primaryOrg', 'identifier', 'email', 'sms', 'phone', 'grades'
 ]
 
 /** The school's columns an org answer reads. */
@@ -359,6 +385,21 @@ function enrollmentFields (role: 'student' | 'teacher'): Record<string, BindingF
   }
 }
 
+// ---- Demographics (DemographicsDType) --------------------------------------------------------
+
+/** A flag of the race and ethnicity (a boolean column): 'true' or 'false', as the binding writes it; left out without a value. */
+function flag (field: string): BindingField {
+  return {
+    columns: [field],
+    answer: (row) => typeof row[field] === 'boolean' ? String(row[field]) : undefined,
+    compare (op, value) {
+      if ((op !== '=' && op !== '!=') || (value !== 'true' && value !== 'false')) throw badValue(field, `is 'true' or 'false', compared with = or != (got ${op}'${value}')`)
+      return { kind: 'compare', field, op, value }
+    },
+    sort: field
+  }
+}
+
 /**
  * A student's enrollment: its classroom (students.classroom_id), when that classroom is a class.
  * Its sourcedId is the import's (enrollment_sourced_id), else the student's id; its dates are the
@@ -411,3 +452,36 @@ export const ENROLLMENT_IN_CLASS = IN_A_CLASS
 
 /** The fields of EnrollmentDType this service answers, in the binding's order: what `fields` may name. */
 export const ENROLLMENT_FIELDS: readonly string[] = ['sourcedId', 'status', 'dateLastModified', 'user', 'class', 'school', 'role', 'primary', 'beginDate', 'endDate']
+
+/**
+ * A student's demographics, kept on the student (typed-reads.ts DEMOGRAPHIC_COLUMNS): its sourcedId
+ * is the student's, its dateLastModified the student's last write; birthDate is the date of birth.
+ * Every field but the record's own needs roster-demographics.readonly (wall 1's column scopes).
+ */
+export const DEMOGRAPHICS: Kind = {
+  model: 'Student',
+  fields: {
+    sourcedId,
+    status: constant(() => 'active'),
+    dateLastModified,
+    birthDate: day('dateOfBirth', 'birthDate'),
+    sex: text('sex'),
+    americanIndianOrAlaskaNative: flag('americanIndianOrAlaskaNative'),
+    asian: flag('asian'),
+    blackOrAfricanAmerican: flag('blackOrAfricanAmerican'),
+    nativeHawaiianOrOtherPacificIslander: flag('nativeHawaiianOrOtherPacificIslander'),
+    white: flag('white'),
+    demographicRaceTwoOrMoreRaces: flag('demographicRaceTwoOrMoreRaces'),
+    hispanicOrLatinoEthnicity: flag('hispanicOrLatinoEthnicity'),
+    countryOfBirthCode: text('countryOfBirthCode'),
+    stateOfBirthAbbreviation: text('stateOfBirthAbbreviation'),
+    cityOfBirth: text('cityOfBirth'),
+    publicSchoolResidenceStatus: text('publicSchoolResidenceStatus')
+  }
+}
+
+/** The fields of DemographicsDType this service answers, in the binding's order: what `fields` may name. */
+export const DEMOGRAPHICS_FIELDS: readonly string[] = Object.keys(DEMOGRAPHICS.fields)
+
+/** The route condition of the demographics: a student with one of its demographic columns set. */
+export const HAS_DEMOGRAPHICS = { kind: 'predicate', predicate: { kind: 'compare', field: 'demographicsKey', op: '=', value: 'true' } } as const

@@ -26,6 +26,8 @@ const CORE_READ: OpenAPIV3.SecurityRequirementObject[] = [
   { OAuth2CC: [fullScopeName('roster.readonly'), fullScopeName('roster-core.readonly')] }
 ]
 const ROSTER_READ: OpenAPIV3.SecurityRequirementObject[] = [{ OAuth2CC: [fullScopeName('roster.readonly')] }]
+// The demographics: their scope alone, as 1EdTech's file gives it.
+const DEMOGRAPHICS_READ: OpenAPIV3.SecurityRequirementObject[] = [{ OAuth2CC: [fullScopeName('roster-demographics.readonly')] }]
 
 // ---- Parameters, as 1EdTech's file writes them in every operation.
 
@@ -129,16 +131,18 @@ interface Single {
   kind: string
   /** The Single schema of the answer, e.g. SingleUserDType. */
   schema: string
+  /** The core read scopes when undefined. */
+  security?: OpenAPIV3.SecurityRequirementObject[]
 }
 
-const single = ({ operationId, tag, kind, schema }: Single): OpenAPIV3.PathItemObject => ({
+const single = ({ operationId, tag, kind, schema, security = CORE_READ }: Single): OpenAPIV3.PathItemObject => ({
   get: {
     operationId,
     summary: `${operationId}: one ${kind} by its sourcedId.`,
     tags: [tag],
     description: `Reads the ${kind} of this sourcedId; one this caller cannot read, or that does not exist, answers 404 unknownobject.`,
     parameters: [pathParameter('sourcedId', `The sourcedId of the ${kind}.`), FIELDS],
-    security: CORE_READ,
+    security,
     responses: {
       ...ERRORS,
       ...UNKNOWN_OBJECT,
@@ -194,6 +198,14 @@ const ENROLLMENT_PATHS: OpenAPIV3.PathsObject = {
     'Reads the enrollments of a school; a school this caller cannot read answers 404 unknownobject.'),
   '/schools/{schoolSourcedId}/classes/{classSourcedId}/enrollments': nested('getEnrollmentsForClassInSchool', 'SchoolsManagement', 'EnrollmentSetDType', [school, classParent],
     'Reads the enrollments of a class of a school; a school or class this caller cannot read answers 404 unknownobject.')
+}
+
+// A student's demographics (docs/api/oneroster.md), under their own scope.
+const DEMOGRAPHICS_PATHS: OpenAPIV3.PathsObject = {
+  '/demographics': collection({
+    operationId: 'getAllDemographics', tag: 'DemographicsManagement', description: "Reads the demographics: the students' that have any.", schema: 'DemographicsSetDType', security: DEMOGRAPHICS_READ
+  }),
+  '/demographics/{sourcedId}': single({ operationId: 'getDemographics', tag: 'DemographicsManagement', kind: 'demographics', schema: 'SingleDemographicsDType', security: DEMOGRAPHICS_READ })
 }
 
 const PATHS: OpenAPIV3.PathsObject = {
@@ -260,7 +272,8 @@ const PATHS: OpenAPIV3.PathsObject = {
     description: 'Reads the terms of a school; a school this caller cannot read answers 404 unknownobject.'
   }),
   ...CLASS_PATHS,
-  ...ENROLLMENT_PATHS
+  ...ENROLLMENT_PATHS,
+  ...DEMOGRAPHICS_PATHS
 }
 
 // ---- Component schemas: 1EdTech's, keyword for keyword.
@@ -563,6 +576,41 @@ const SCHEMAS: Record<string, Schema> = {
     required: ['imsx_codeMinorField'],
     additionalProperties: false
   },
+  DemographicsDType: {
+    description: "A user's demographics, after the Common Educational Data Standards (CEDS); their sourcedId is the user's.",
+    type: 'object',
+    properties: {
+      ...BASE,
+      birthDate: { ...date, description: 'The date of birth, YYYY-MM-DD.' },
+      sex: extensible(['male', 'female', 'unspecified', 'other']),
+      americanIndianOrAlaskaNative: trueOrFalse,
+      asian: trueOrFalse,
+      blackOrAfricanAmerican: trueOrFalse,
+      nativeHawaiianOrOtherPacificIslander: trueOrFalse,
+      white: trueOrFalse,
+      demographicRaceTwoOrMoreRaces: trueOrFalse,
+      hispanicOrLatinoEthnicity: trueOrFalse,
+      countryOfBirthCode: string,
+      stateOfBirthAbbreviation: string,
+      cityOfBirth: string,
+      publicSchoolResidenceStatus: string
+    },
+    required: ['sourcedId', 'status', 'dateLastModified'],
+    additionalProperties: false
+  },
+  DemographicsSetDType: {
+    description: 'A page of demographics.',
+    type: 'object',
+    properties: { demographics: listOf(schemaRef('DemographicsDType')) },
+    additionalProperties: false
+  },
+  SingleDemographicsDType: {
+    description: "One user's demographics.",
+    type: 'object',
+    properties: { demographics: schemaRef('DemographicsDType') },
+    required: ['demographics'],
+    additionalProperties: false
+  },
   imsx_CodeMinorFieldDType: {
     description: 'One reason.',
     type: 'object',
@@ -599,6 +647,7 @@ export const oneRosterDescription: OpenAPIV3.Document = {
     { name: 'AcademicSessionsManagement', description: 'Academic sessions: school years, terms, grading periods, semesters.' },
     { name: 'CoursesManagement', description: 'Courses.' },
     { name: 'EnrollmentsManagement', description: "Enrollments: students' classes and teachers' assignments to classes." },
+    { name: 'DemographicsManagement', description: "Demographics: the students' date of birth, sex, race and ethnicity, place of birth, residence status." },
     { name: 'GradingPeriodsManagement', description: 'Grading periods (academic sessions of type gradingPeriod).' },
     { name: 'OrgsManagement', description: 'Orgs: schools and the bodies above them.' },
     { name: 'SchoolsManagement', description: 'Schools (orgs of type school), and their students, teachers, courses and terms.' },

@@ -19,7 +19,8 @@ import type { SchoolDb } from '../db/school-client.js'
 import { DATABASE_RETRY_AFTER, DATABASE_UNAVAILABLE_MESSAGE, databaseUnavailable } from '../db/unavailable.js'
 import type { ListCondition } from '../db/typed-reads.js'
 import {
-  ACADEMIC_SESSION_FIELDS, ACADEMIC_SESSIONS, COURSE_FIELDS, COURSES, STUDENT_USERS, TEACHER_USERS, type AnswerContext, type Kind
+  ACADEMIC_SESSION_FIELDS, ACADEMIC_SESSIONS, COURSE_FIELDS, COURSES, STUDENT_USERS, TEACHER_USERS, type AnswerContext, type Kind,
+  DEMOGRAPHICS, DEMOGRAPHICS_FIELDS, HAS_DEMOGRAPHICS
 } from './kinds.js'
 import { checkQueryString } from './malformed.js'
 import { registerClassRoutes } from './classes.js'
@@ -45,6 +46,8 @@ const USERS: readonly Kind[] = [STUDENT_USERS, TEACHER_USERS]
 
 const SESSIONS: RecordCollection = { kind: ACADEMIC_SESSIONS, names: ACADEMIC_SESSION_FIELDS, noun: 'academic sessions' }
 const COURSE_RECORDS: RecordCollection = { kind: COURSES, names: COURSE_FIELDS, noun: 'courses' }
+/** The students' demographics: only those with a value (HAS_DEMOGRAPHICS); both routes take the condition. */
+const DEMOGRAPHICS_RECORDS: RecordCollection = { kind: DEMOGRAPHICS, names: DEMOGRAPHICS_FIELDS, noun: 'demographics' }
 
 /** The academic sessions of one type (1EdTech's spelling): /terms, /gradingPeriods. */
 const ofType = (type: 'term' | 'gradingPeriod'): ListCondition[] => [{ kind: 'equals', field: 'type', value: type }]
@@ -164,6 +167,9 @@ function registerRoutes (app: FastifyInstance, routes: FastifyInstance): void {
   })
   registerClassRoutes(get, { requireSchool, unknownObject, records, record })
   registerEnrollmentRoutes(get, { requireSchool, unknownObject, page })
+  get('/demographics', 'getAllDemographics', async (request, reply, caller) => await records(request, reply, caller, DEMOGRAPHICS_RECORDS, 'demographics', [HAS_DEMOGRAPHICS]))
+  get('/demographics/:sourcedId', 'getDemographics', async (request, _reply, caller) =>
+    await record(request, caller, DEMOGRAPHICS_RECORDS, 'demographics', 'demographics', [HAS_DEMOGRAPHICS]))
 }
 
 /** The scheme and host the request came to (behind a proxy TRUST_PROXY names, what it forwarded), as a URL writes them. */

@@ -3,15 +3,18 @@
 // without one, answered by its id), and whose academic sessions and courses (imported) and classes
 // (their classrooms given a course and a term, one without a sourcedId) and enrollments (the
 // students' classrooms and the teachers' assignments: one student's without a sourcedId, answered
-// by the student's id) have the same sourcedIds too, probed by sourcedId, by filter, by nested path and by offset
-// past the end, by an administrator, a teacher and a roster-core.readonly client of each school;
+// by the student's id) have the same sourcedIds too, and whose students all have demographics,
+// probed by sourcedId, by filter, by nested path and by offset past the end, by an administrator, a
+// teacher, a roster-core.readonly and a roster-demographics.readonly client of each school;
 // with both walls, with wall 1 alone (a role that bypasses row-level security), with wall 2 alone
 // (the school and reach conditions taken out of the statements) and, as the control that shows the
 // probes can fail, with neither.
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import type { Database } from '../../src/db/client.js'
+import { createClient } from '../../src/admin/clients.js'
 import { calendarBundle, importCalendar } from '../fixtures/calendar.js'
+import { clientToken } from '../fixtures/oauth.js'
 import { createTestDatabase, type TestDatabaseOptions } from '../helper.js'
 import { idsIn, mirror, type MirrorSchool } from './mirror.js'
 
@@ -42,7 +45,8 @@ async function collide (db: Database, school: MirrorSchool): Promise<void> {
   await importCalendar(db, school.schoolId, calendarBundle(SESSIONS(mark), COURSES(mark)))
   const tenant = db.forSchool(school.schoolId)
   for (const [i, id] of school.studentIds.entries()) {
-    await tenant.student.updateMany({ where: { id }, data: { preferredName: `mark:${id}`, sourcedId: i === 0 ? null : `stu-${i}` } })
+    // The demographics marked too (their city of birth): a demographics record names no other field of the student's.
+    await tenant.student.updateMany({ where: { id }, data: { preferredName: `mark:${id}`, cityOfBirth: `mark:${id}`, sex: 'other', sourcedId: i === 0 ? null : `stu-${i}` } })
   }
   for (const [i, id] of school.teacherIds.entries()) {
     await tenant.teacher.updateMany({ where: { id }, data: { preferredName: `mark:${id}`, sourcedId: `tea-${i}` } })
@@ -130,10 +134,16 @@ async function leaks (app: FastifyInstance, caller: Caller, own: MirrorSchool, o
     `/enrollments?${filter(`school.sourcedId='${other.schoolId}'`)}`, `/enrollments?${filter("sourcedId='en-s-1' OR role='teacher'")}`,
     `/enrollments?${filter("dateLastModified>'2000-01-01T00:00:00Z'")}&sort=user.sourcedId&orderBy=desc`,
     `/enrollments?offset=${enrollmentCounts.get(own.schoolId)!}&limit=1000`, `/enrollments?offset=${enrollmentCounts.get(own.schoolId)! + 3}`,
-    ...Array.from({ length: 2 * enrollmentCounts.get(own.schoolId)! }, (_, i) => `/enrollments?limit=1&offset=${i}&sort=sourcedId`)
+    ...Array.from({ length: 2 * enrollmentCounts.get(own.schoolId)! }, (_, i) => `/enrollments?limit=1&offset=${i}&sort=sourcedId`),
+    // The demographics: the collection, by the colliding sourcedIds (and the other school's ids), by filter, by offset.
+    '/demographics?limit=1000', ...sourcedIds.map((id) => `/demographics/${id}`),
+    `/demographics?${filter(`sourcedId='${other.studentIds[0]!}' OR cityOfBirth~'${other.studentIds[1]!}'`)}`, `/demographics?${filter("sex='other'")}&sort=cityOfBirth&orderBy=desc`,
+    `/demographics?${filter("dateLastModified>'2000-01-01T00:00:00Z'")}`, `/demographics?offset=${own.studentIds.length}&limit=1000`,
+    ...Array.from({ length: 2 * own.studentIds.length }, (_, i) => `/demographics?limit=1&offset=${i}&sort=sourcedId`)
   ]
   /** The most records of each collection the caller's school has: X-Total-Count above it counts another school's. */
-  const most: Array<[RegExp, number]> = [[/^\/academicSessions\?/, SESSION_COUNT], [/^\/courses\?/, COURSE_COUNT], [/^\/terms\?/, 2], [/^\/classes\?/, own.classroomIds.length], [/^\/enrollments\?/, enrollmentCounts.get(own.schoolId)!]]
+  const most: Array<[RegExp, number]> = [[/^\/academicSessions\?/, SESSION_COUNT], [/^\/courses\?/, COURSE_COUNT], [/^\/terms\?/, 2], [/^\/classes\?/, own.classroomIds.length],
+    [/^\/enrollments\?/, enrollmentCounts.get(own.schoolId)!], [/^\/demographics\?/, own.studentIds.length]]
   const leaked = new Set<string>()
   for (const probe of probes) {
     const res = await app.inject({ method: 'GET', url: BASE + probe, headers: { authorization: `Bearer ${caller.token}` } })
@@ -161,11 +171,15 @@ for (const config of CONFIGURATIONS) {
     await collide(db, m.a)
     await collide(db, m.b)
     const found: string[] = []
+    const demographicsToken = async (school: MirrorSchool): Promise<string> =>
+      await clientToken(m.app, await createClient(db, { schoolId: school.schoolId, name: 'Demographics client', scopes: ['roster-demographics.readonly'] }))
+    const demographics = new Map([[m.a, await demographicsToken(m.a)], [m.b, await demographicsToken(m.b)]])
     for (const [own, other] of [[m.a, m.b], [m.b, m.a]] as const) {
       const callers: Caller[] = [
         { name: 'administrator', token: own.token, allowed: own.ids },
         { name: 'teacher', token: own.teacherToken, allowed: own.teacherReach },
-        { name: 'roster-core.readonly client', token: own.coreClientToken, allowed: own.ids }
+        { name: 'roster-core.readonly client', token: own.coreClientToken, allowed: own.ids },
+        { name: 'roster-demographics.readonly client', token: demographics.get(own)!, allowed: own.ids }
       ]
       for (const caller of callers) {
         const leaked = await leaks(m.app, caller, own, other)
@@ -175,7 +189,7 @@ for (const config of CONFIGURATIONS) {
     }
     if (config.leaks) {
       t.ok(found.length > 0, `without either wall, the probes find the other school's records (${found.length} answers)`)
-      for (const path of ['/academicSessions', '/terms', '/gradingPeriods', '/courses', '/classes', '/enrollments']) {
+      for (const path of ['/academicSessions', '/terms', '/gradingPeriods', '/courses', '/classes', '/enrollments', '/demographics']) {
         t.ok(found.some((probe) => probe.startsWith(path)), `and the probes of ${path} find them too`)
       }
     }
@@ -199,6 +213,10 @@ for (const config of CONFIGURATIONS) {
       t.same(classes.json().classes.map((c: { title: string }) => c.title).sort(), m.a.classroomIds.map((id) => `mark:${id}`).sort(), 'A\'s administrator reads every class of A')
       const own = await m.app.inject({ url: `${BASE}/classes/k-1`, headers: { authorization: `Bearer ${m.b.token}` } })
       t.equal(own.json().class.title, `mark:${m.b.classroomIds[1]}`, 'a colliding sourcedId finds the caller\'s own class')
+      const demographicsOfA = await m.app.inject({ url: `${BASE}/demographics?limit=1000`, headers: { authorization: `Bearer ${demographics.get(m.a)!}` } })
+      t.same(demographicsOfA.json().demographics.map((d: { cityOfBirth: string }) => d.cityOfBirth).sort(), m.a.studentIds.map((id) => `mark:${id}`).sort(), 'A\'s demographics client reads every demographics record of A')
+      const mineToo = await m.app.inject({ url: `${BASE}/demographics/stu-1`, headers: { authorization: `Bearer ${demographics.get(m.b)!}` } })
+      t.equal(mineToo.json().demographics.cityOfBirth, `mark:${m.b.studentIds[1]}`, 'a colliding sourcedId finds the caller\'s own demographics')
       const taught = await m.app.inject({ url: `${BASE}/classes?limit=1000`, headers: { authorization: `Bearer ${m.a.teacherToken}` } })
       t.same(taught.json().classes.map((c: { title: string }) => c.title).sort(), m.a.classroomIds.filter((id) => m.a.teacherReach.has(id)).map((id) => `mark:${id}`).sort(), 'the teacher reads her own classes')
       const enrollments = await m.app.inject({ url: `${BASE}/enrollments?limit=1000`, headers: { authorization: `Bearer ${m.a.token}` } })
