@@ -135,11 +135,25 @@ export async function applyMigrations (target: MigrationTarget, dir: string = mi
   if ('url' in target) await checkSettingPrivileges(target.url, migrationsList, dir)
   const citus = 'url' in target && await distributedOnCitus(target.url)
   const { withSchemaEngine } = await engine()
-  const applied = await withSchemaEngine(await factoryFor(target, citus), {}, async (engine) => {
-    const { appliedMigrationNames } = await engine.applyMigrations({ migrationsList, filters: NO_FILTER })
+  const apply = async (list: MigrationList): Promise<string[]> => await withSchemaEngine(await factoryFor(target, citus), {}, async (engine) => {
+    const { appliedMigrationNames } = await engine.applyMigrations({ migrationsList: list, filters: NO_FILTER })
     return appliedMigrationNames
   })
-  if (citus) await distributeAdded(target.url)
+  if (!citus) return await apply(migrationsList)
+  // On a distributed database, one migration at a time, each followed by the distribution of the
+  // tables it added: a later migration's key from a distributed table to one of them is refused by
+  // Citus until both are distributed and co-located (classrooms' key to courses). Its keys lose ON
+  // UPDATE CASCADE, as the distribution's keys do (src/admin/citus.ts: Citus refuses it on a key
+  // holding the distribution column; the ids never change).
+  const pending = new Set(await pendingMigrations(target, dir))
+  const applied: string[] = []
+  for (const [i, migration] of migrationsList.migrationDirectories.entries()) {
+    if (!pending.has(migration.path)) continue
+    const { content } = migration.migrationFile
+    const distributedForm = content.tag === 'ok' ? { ...migration, migrationFile: { ...migration.migrationFile, content: { tag: 'ok' as const, value: content.value.replaceAll(' ON UPDATE CASCADE', '') } } } : migration
+    applied.push(...await apply({ ...migrationsList, migrationDirectories: [...migrationsList.migrationDirectories.slice(0, i), distributedForm] }))
+    await distributeAdded(target.url)
+  }
   return applied
 }
 
