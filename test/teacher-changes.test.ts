@@ -507,12 +507,13 @@ t.test('two writers of one school at once: the later one sees the other and writ
   // Sam is moved into Room A while Ada is assigned to it: whichever commits second sees the other.
   await one.query('UPDATE students SET classroom_id = $1 WHERE id = $2', [roomA, sam])
   const assigning = two.query('INSERT INTO teacher_classrooms (school_id, teacher_id, classroom_id) VALUES ($1, $2, $3)', [school.id, ada, roomA])
-  // The assignment waits for the move's lock on the school (on Citus, on the school's worker).
+  // The assignment waits for the move's lock on the school (on Citus, on the school's worker, as the
+  // shard's statement: INSERT INTO public.teacher_classrooms_<shard> ...).
   const watcher = await connect()
   let waiting = false
   for (let i = 0; i < 500 && !waiting; i++) {
     const { rows } = await watcher.query(
-      `SELECT count(*)::int AS n FROM ${school.db.citus ? 'citus_stat_activity' : 'pg_stat_activity'} WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO teacher_classrooms%'`)
+      `SELECT count(*)::int AS n FROM ${school.db.citus ? 'citus_stat_activity' : 'pg_stat_activity'} WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO %teacher_classrooms%'`)
     waiting = rows[0].n > 0
     if (!waiting) await new Promise((resolve) => setTimeout(resolve, 20))
   }
