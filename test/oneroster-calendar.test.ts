@@ -6,11 +6,10 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { createSchool } from '../src/admin/schools.js'
-import { createUser } from '../src/admin/users.js'
 import { createTeacher } from '../src/records/teachers.js'
 import { calendarBundle, importCalendar } from './fixtures/calendar.js'
-import { clientToken, seedClient } from './fixtures/oauth.js'
-import { build, login, PASSWORD, testDatabase, unique } from './helper.js'
+import { build, testDatabase, unique } from './helper.js'
+import { schoolCallers } from './oneroster/callers.js'
 import { type Answer, answeredByScope, BASE, checkedAnswers, type Endpoint, refused } from './oneroster/answers.js'
 import { validateAnswer } from './oneroster/validate.js'
 
@@ -46,20 +45,8 @@ async function calendar (app: FastifyInstance, courses = COURSES): Promise<Calen
   const db = await testDatabase()
   const schoolId = await createSchool(db, unique('Calendar School'))
   await importCalendar(db, schoolId, calendarBundle(SESSIONS, courses))
-  const adminName = unique('cal-admin')
-  await createUser(db, { username: adminName, password: PASSWORD, schoolId })
   const teacherId = await createTeacher(db, { schoolId, fullName: 'Ms Calendar', sourcedId: 'tea-cal' })
-  const teacherName = unique('cal-teacher')
-  await createUser(db, { username: teacherName, password: PASSWORD, schoolId })
-  await db.prisma.user.update({ where: { username: teacherName }, data: { role: 'TEACHER', teacherId } })
-  return {
-    schoolId,
-    admin: (await login(app, adminName)).accessToken,
-    teacher: (await login(app, teacherName)).accessToken,
-    core: await clientToken(app, await seedClient(schoolId, ['roster-core.readonly'])),
-    full: await clientToken(app, await seedClient(schoolId, ['roster.readonly'])),
-    demographics: await clientToken(app, await seedClient(schoolId, ['roster-demographics.readonly']))
-  }
+  return { schoolId, ...await schoolCallers(app, db, schoolId, teacherId, 'cal') }
 }
 
 /** Every answer of this file is validated against the service's OpenAPI description. */

@@ -8,13 +8,12 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { createSchool } from '../src/admin/schools.js'
-import { createUser } from '../src/admin/users.js'
 import type { Database } from '../src/db/client.js'
 import { createStudent } from '../src/records/students.js'
 import { assignTeacher, createTeacher } from '../src/records/teachers.js'
 import { calendarBundle, importCalendar } from './fixtures/calendar.js'
-import { clientToken, seedClient } from './fixtures/oauth.js'
-import { build, login, PASSWORD, testDatabase, unique } from './helper.js'
+import { build, testDatabase, unique } from './helper.js'
+import { schoolCallers } from './oneroster/callers.js'
 import { type Answer, answeredByScope, BASE, checkedAnswers, type Endpoint, refused } from './oneroster/answers.js'
 
 const SESSIONS = [
@@ -83,20 +82,7 @@ async function school (app: FastifyInstance): Promise<School> {
   })
   await makeClass(db, schoolId, 'Biology - P2', { sourcedId: 'k-bio', course: 'c-bio', terms: ['t-spring'], classType: 'homeroom' })
   const handMade = (await db.forSchool(schoolId).classroom.findFirstOrThrow({ where: { name: 'Art' }, select: { id: true } })).id
-  const adminName = unique('class-admin')
-  await createUser(db, { username: adminName, password: PASSWORD, schoolId })
-  const teacherName = unique('class-teacher')
-  await createUser(db, { username: teacherName, password: PASSWORD, schoolId })
-  await db.prisma.user.update({ where: { username: teacherName }, data: { role: 'TEACHER', teacherId: algebra } })
-  return {
-    schoolId,
-    handMade,
-    admin: (await login(app, adminName)).accessToken,
-    teacher: (await login(app, teacherName)).accessToken,
-    core: await clientToken(app, await seedClient(schoolId, ['roster-core.readonly'])),
-    full: await clientToken(app, await seedClient(schoolId, ['roster.readonly'])),
-    demographics: await clientToken(app, await seedClient(schoolId, ['roster-demographics.readonly']))
-  }
+  return { schoolId, handMade, ...await schoolCallers(app, db, schoolId, algebra, 'class') }
 }
 
 /** Every answer of this file is validated against the service's OpenAPI description. */

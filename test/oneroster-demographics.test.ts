@@ -9,12 +9,12 @@ import pg from 'pg'
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { createSchool } from '../src/admin/schools.js'
-import { createUser } from '../src/admin/users.js'
 import { createStudent } from '../src/records/students.js'
 import { createTeacher } from '../src/records/teachers.js'
 import { createClassroomAssignment } from './fixtures.js'
+import { build, gql, testDatabase, unique, type TestDatabase } from './helper.js'
 import { clientToken, seedClient } from './fixtures/oauth.js'
-import { build, gql, login, PASSWORD, testDatabase, unique, type TestDatabase } from './helper.js'
+import { schoolCallers } from './oneroster/callers.js'
 import { type Answer, checkedAnswers, refused } from './oneroster/answers.js'
 
 interface School {
@@ -62,18 +62,9 @@ async function school (app: FastifyInstance): Promise<School> {
   await tenant.student.updateMany({ where: { sourcedId: 's-3' }, data: { dateOfBirth: new Date('2016-07-01T00:00:00Z') } })
   const teacherId = await createTeacher(db, { schoolId, fullName: 'Ms One', sourcedId: 'tea-1' })
   await createClassroomAssignment(db, schoolId, teacherId, 'Room 1')
-  const adminName = unique('demo-admin')
-  await createUser(db, { username: adminName, password: PASSWORD, schoolId })
-  const teacherName = unique('demo-teacher')
-  await createUser(db, { username: teacherName, password: PASSWORD, schoolId })
-  await db.prisma.user.update({ where: { username: teacherName }, data: { role: 'TEACHER', teacherId } })
   return {
     schoolId,
-    admin: (await login(app, adminName)).accessToken,
-    teacher: (await login(app, teacherName)).accessToken,
-    core: await clientToken(app, await seedClient(schoolId, ['roster-core.readonly'])),
-    full: await clientToken(app, await seedClient(schoolId, ['roster.readonly'])),
-    demographics: await clientToken(app, await seedClient(schoolId, ['roster-demographics.readonly'])),
+    ...await schoolCallers(app, db, schoolId, teacherId, 'demo'),
     both: await clientToken(app, await seedClient(schoolId, ['roster.readonly', 'roster-demographics.readonly']))
   }
 }

@@ -8,13 +8,12 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { createSchool } from '../src/admin/schools.js'
-import { createUser } from '../src/admin/users.js'
 import type { Database } from '../src/db/client.js'
 import { createStudent } from '../src/records/students.js'
 import { assignTeacher, createTeacher } from '../src/records/teachers.js'
 import { calendarBundle, importCalendar } from './fixtures/calendar.js'
-import { clientToken, seedClient } from './fixtures/oauth.js'
-import { build, login, PASSWORD, testDatabase, unique } from './helper.js'
+import { build, testDatabase, unique } from './helper.js'
+import { schoolCallers } from './oneroster/callers.js'
 import { type Answer, answeredByScope, BASE, checkedAnswers, type Endpoint, refused } from './oneroster/answers.js'
 
 const SESSIONS = [
@@ -76,24 +75,7 @@ async function school (app: FastifyInstance): Promise<School> {
   await tenant.student.update({ where: { schoolId_id: { schoolId, id: s1 } }, data: { enrollmentSourcedId: 'e-s1', enrollmentStartDate: new Date('2026-09-01'), enrollmentEndDate: new Date('2027-01-15') } })
   await tenant.teacherClassroom.updateMany({ where: { teacherId: algebra }, data: { sourcedId: 'e-alg', beginDate: new Date('2026-08-20') } })
   const link = async (teacherId: string): Promise<string> => (await tenant.teacherClassroom.findFirstOrThrow({ where: { teacherId }, select: { id: true } })).id
-  const adminName = unique('enrol-admin')
-  await createUser(db, { username: adminName, password: PASSWORD, schoolId })
-  const teacherName = unique('enrol-teacher')
-  await createUser(db, { username: teacherName, password: PASSWORD, schoolId })
-  await db.prisma.user.update({ where: { username: teacherName }, data: { role: 'TEACHER', teacherId: algebra } })
-  return {
-    db,
-    schoolId,
-    s2,
-    s3,
-    aide: await link(aide),
-    bio: await link(biology),
-    admin: (await login(app, adminName)).accessToken,
-    teacher: (await login(app, teacherName)).accessToken,
-    core: await clientToken(app, await seedClient(schoolId, ['roster-core.readonly'])),
-    full: await clientToken(app, await seedClient(schoolId, ['roster.readonly'])),
-    demographics: await clientToken(app, await seedClient(schoolId, ['roster-demographics.readonly']))
-  }
+  return { db, schoolId, s2, s3, aide: await link(aide), bio: await link(biology), ...await schoolCallers(app, db, schoolId, algebra, 'enrol') }
 }
 
 /** Every answer of this file is validated against the service's OpenAPI description. */
