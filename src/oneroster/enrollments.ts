@@ -8,6 +8,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { SchoolDb } from '../db/school-client.js'
 import type { ListCondition } from '../db/typed-reads.js'
 import { readRows, readRowsCounted } from '../records/lists.js'
+import { mergedPage, sortValue, type Sorted } from './merge.js'
 import { CLASS_FIELDS, CLASSES, ENROLLMENT_FIELDS, ENROLLMENT_IN_CLASS, IS_CLASS, STUDENT_ENROLLMENTS, TEACHER_ENROLLMENTS, type AnswerContext } from './kinds.js'
 import { collectionQuery, fieldsOf, type CollectionQuery } from './query.js'
 import { planOf, recordAnswer, recordBySourcedId, selectedFields, type Plan, type RecordCollection } from './records.js'
@@ -39,20 +40,8 @@ const ENROLLMENTS: readonly RecordCollection[] = [
 ]
 const CLASS_RECORDS: RecordCollection = { kind: CLASSES, names: CLASS_FIELDS, noun: 'classes' }
 
-/** A row of a merge: its sort value (null without one) and id. */
-interface Sorted { readonly value: string | number | null, readonly id: string, readonly row: Row, readonly at: number }
-
-/** The order of two rows as the database orders each table: ascending, nulls last, then by id; descending is its reverse. */
-function compareSorted (a: Sorted, b: Sorted, descending: boolean): number {
-  let ascending = 0
-  if (a.value !== b.value) ascending = a.value === null ? 1 : b.value === null ? -1 : a.value < b.value ? -1 : 1
-  else if (a.id !== b.id) ascending = a.id < b.id ? -1 : 1
-  return descending ? -ascending : ascending
-}
-
-function sorted (row: Row, plan: Plan, at: number): Sorted {
-  const value = plan.order.length > 1 ? row[plan.order[0]!] : null
-  return { value: value === null || value === undefined ? null : value instanceof Date ? value.getTime() : typeof value === 'string' ? value : JSON.stringify(value), id: row.id as string, row, at }
+function sorted (row: Row, plan: Plan): Sorted {
+  return { value: sortValue(plan.order.length > 1 ? row[plan.order[0]!] : null), id: row.id as string, row }
 }
 
 /** The columns a plan reads, with its sort value (a key read as itself) for the merge. */
@@ -70,18 +59,8 @@ export async function pageOfEnrollments (db: SchoolDb, query: CollectionQuery, c
     })))
   const total = pages[0]!.total + pages[1]!.total
   if (query.offset >= total) return { records: [], total }
-  const lists = pages.map(({ rows }, i) => rows.map((row) => sorted(row, plans[i]!, i)))
-  // Each list's prefix decides the merge's prefix, so pages never overlap or skip.
-  const next = [0, 0]
-  const records: Row[] = []
-  for (let n = 0; n < query.offset + query.limit; n++) {
-    const a = lists[0]![next[0]!]
-    const b = lists[1]![next[1]!]
-    const best = a === undefined ? b : b === undefined ? a : compareSorted(a, b, query.descending) <= 0 ? a : b
-    if (best === undefined) break
-    next[best.at]! += 1
-    if (n >= query.offset) records.push(recordAnswer(ENROLLMENTS[best.at]!.kind, best.row, selected, context))
-  }
+  const lists = pages.map(({ rows }, i) => rows.map((row) => sorted(row, plans[i]!)))
+  const records = mergedPage(lists, query.offset, query.limit, query.descending).map(({ list, row }) => recordAnswer(ENROLLMENTS[list]!.kind, row, selected, context))
   return { records, total }
 }
 

@@ -7,6 +7,7 @@
 import type { SchoolDb } from '../db/school-client.js'
 import type { ListCondition, Predicate } from '../db/typed-reads.js'
 import { readRows, readRowsCounted } from '../records/lists.js'
+import { compareSorted, mergedPage, sortValue, type Sorted } from './merge.js'
 import { deletedUsers, sortValueOf, tombstoneAnswer, type Tombstone } from './deletions.js'
 import { mapComparisons, simplify } from './filter.js'
 import { recordAnswer } from './records.js'
@@ -86,22 +87,9 @@ export function selectedUserFields (db: SchoolDb, kinds: readonly Kind[], fields
   return USER_FIELDS.filter((name) => fields.includes(name))
 }
 
-/** A row of a merge: its sort value (null without one, or for a kind ordered by id alone) and id. */
-interface Sorted { readonly value: string | number | null, readonly id: string, readonly row: Row }
-
-/** The order of two rows as the database orders each table: ascending, nulls last, then by id; a descending order is its reverse. */
-function compareSorted (a: Sorted, b: Sorted, descending: boolean): number {
-  let ascending = 0
-  if (a.value !== b.value) ascending = a.value === null ? 1 : b.value === null ? -1 : a.value < b.value ? -1 : 1
-  else if (a.id !== b.id) ascending = a.id < b.id ? -1 : 1
-  return descending ? -ascending : ascending
-}
-
 function sorted (row: Row, order: readonly string[]): Sorted {
   const field = order.length > 1 ? order[0]! : undefined
-  const value = field === undefined ? null : field === 'sourcedKey' ? row.sourcedId ?? row.id : row[field]
-  // A column's value as the driver hands it over: text (an enum's name too, read as text), or a date.
-  return { value: value === null || value === undefined ? null : value instanceof Date ? value.getTime() : typeof value === 'string' ? value : JSON.stringify(value), id: row.id as string, row }
+  return { value: sortValue(field === undefined ? null : field === 'sourcedKey' ? row.sourcedId ?? row.id : row[field]), id: row.id as string, row }
 }
 
 /**
@@ -121,9 +109,8 @@ export async function pageOfUsers (db: SchoolDb, kinds: readonly Kind[], query: 
     const { rows, total } = await read(plan, query.limit, query.offset)
     return { users: rows.map((row) => recordAnswer(plan.kind, row, selected, context)), total }
   }
-  // Several lists: the first offset + limit of each table, in the order asked, and the deletions
-  // (all of them, ordered here as the database orders the tables), merged; the page is the merge's
-  // slice. Each list's prefix decides the merge's prefix, so pages never overlap or skip.
+  // Several lists (merge.ts): the first offset + limit of each table, in the order asked, and the
+  // deletions (all of them, ordered here as the database orders the tables).
   const pages = await Promise.all(plans.map(async (plan) => await read(plan, query.offset + query.limit, 0)))
   const total = pages.reduce((sum, page) => sum + page.total, 0) + deleted.length
   if (query.offset >= total) return { users: [], total }
@@ -134,19 +121,7 @@ export async function pageOfUsers (db: SchoolDb, kinds: readonly Kind[], query: 
       .sort((a, b) => compareSorted(a, b, query.descending)))
     answers.push((row) => tombstoneAnswer(row.tombstone as Tombstone, selected, context))
   }
-  const at = lists.map(() => 0)
-  const users: Row[] = []
-  for (let n = 0; n < query.offset + query.limit; n++) {
-    let best = -1
-    for (let i = 0; i < lists.length; i++) {
-      const next = lists[i]![at[i]!]
-      if (next !== undefined && (best === -1 || compareSorted(next, lists[best]![at[best]!]!, query.descending) < 0)) best = i
-    }
-    if (best === -1) break
-    const { row } = lists[best]![at[best]!++]!
-    if (n >= query.offset) users.push(answers[best]!(row))
-  }
-  return { users, total }
+  return { users: mergedPage(lists, query.offset, query.limit, query.descending).map(({ list, row }) => answers[list]!(row)), total }
 }
 
 /** One user of these kinds by sourcedId (an imported one, or the id of a record without one), or null. */
