@@ -218,6 +218,10 @@ t.test('the description is a valid OpenAPI 3.0 document', async (t) => {
     const declared = (operation.parameters ?? []).map((parameter) => resolve(parameter)).filter((parameter) => parameter.in === 'path').map((parameter) => parameter.name)
     t.same(declared, [...template.matchAll(/\{([^}]+)\}/g)].map((match) => match[1]), `${template} declares its path parameters`)
   }
+  // As 1EdTech's file does: each tag an operation names is one the document declares, once.
+  const tags = (oneRosterDescription.tags ?? []).map((tag) => tag.name)
+  t.same(new Set(tags).size, tags.length, 'the tags are declared once each')
+  t.same([...new Set(operations.flatMap(({ operation }) => operation.tags ?? []))].filter((tag) => !tags.includes(tag)), [], 'every tag of an operation is declared')
 })
 
 t.test('every operation serves its envelope and the binding\'s errors', async (t) => {
@@ -345,8 +349,9 @@ function schemasUsed (document: any, value: unknown, found = new Set<string>()):
 
 /**
  * Where the description departs from 1EdTech's file: for each of its operations, the path and
- * method, operationId, parameters (by location and name), security, the statuses with their
- * schemas and 1EdTech's headers; and every component schema it uses, and the scopes. Prose is not
+ * method, operationId, tags, parameters (by location and name), security, the statuses with their
+ * schemas and 1EdTech's headers; and every component schema it uses, the scopes and the names of
+ * the document's tags. Prose is not
  * compared; nor are what 1EdTech's file leaves to each service (server, token URL) and what this
  * description adds to a response (headers the service sends besides 1EdTech's, the page links).
  */
@@ -361,6 +366,7 @@ function compare (ours: any, theirs: any): string[] {
         continue
       }
       found.push(...differences(operation.operationId, their.operationId, at + '/operationId'))
+      found.push(...differences(operation.tags, their.tags, at + '/tags'))
       const byName = (parameters: any[] = []): Record<string, Json> =>
         Object.fromEntries(parameters.map((parameter) => [`${parameter.in} ${parameter.name}`, facts(parameter)]))
       found.push(...differences(byName(operation.parameters), byName(their.parameters), at + '/parameters'))
@@ -382,6 +388,10 @@ function compare (ours: any, theirs: any): string[] {
   }
   const scopes = (document: any): Json => Object.keys(document.components?.securitySchemes?.OAuth2CC?.flows?.clientCredentials?.scopes ?? {}).sort()
   found.push(...differences(scopes(ours), scopes(theirs), '/components/securitySchemes/OAuth2CC/flows/clientCredentials/scopes'))
+  // The document's tags: the same names (their order and prose are not compared).
+  const tagNames = (document: any): string[] => (document.tags ?? []).map((tag: { name: string }) => tag.name)
+  for (const name of tagNames(ours).filter((name) => !tagNames(theirs).includes(name))) found.push(`/tags: ours declares ${name}, 1EdTech's file does not`)
+  for (const name of tagNames(theirs).filter((name) => !tagNames(ours).includes(name))) found.push(`/tags: 1EdTech's file declares ${name}, ours does not`)
   return found.filter((difference) => !Object.keys(narrowings).some((narrowed) => difference.startsWith(narrowed + '/') || difference.startsWith(narrowed + ':')))
 }
 
@@ -393,11 +403,15 @@ t.test('the comparison finds a departure from the file it is given', async (t) =
   other.paths['/users'].get.parameters[0].schema.maximum = 1000
   delete other.paths['/users/{sourcedId}']
   other.components.schemas.RoleDType.properties.description = { type: 'string' }
+  other.paths['/users'].get.tags = ['StudentsManagement']
+  other.tags = other.tags.filter((tag: { name: string }) => tag.name !== 'ClassesManagement')
   t.same(compare(description, other), [
+    "/paths/~1users/get/tags/0: ours \"UsersManagement\", 1EdTech's \"StudentsManagement\"",
     "/paths/~1users/get/parameters/query limit/schema/maximum: ours undefined, 1EdTech's 1000",
     "/paths/~1users~1{sourcedId}/get: 1EdTech's file has no GET /users/{sourcedId}",
     "/components/schemas/RoleDType/properties/description: ours undefined, 1EdTech's {\"type\":\"string\"}",
-    "/components/schemas/UserDType/properties/enabledUser/enum/2: ours undefined, 1EdTech's \"unknown\""
+    "/components/schemas/UserDType/properties/enabledUser/enum/2: ours undefined, 1EdTech's \"unknown\"",
+    "/tags: ours declares ClassesManagement, 1EdTech's file does not"
   ])
 })
 

@@ -643,18 +643,20 @@ export const oneRosterDescription: OpenAPIV3.Document = {
       "with 1EdTech's paths, parameters, scopes and schemas."
   },
   servers: [{ url: ONEROSTER_PATH, description: 'Relative to the service.' }],
+  // 1EdTech's tags, in its order: every tag an operation names is declared here.
   tags: [
     { name: 'AcademicSessionsManagement', description: 'Academic sessions: school years, terms, grading periods, semesters.' },
-    { name: 'CoursesManagement', description: 'Courses.' },
-    { name: 'EnrollmentsManagement', description: "Enrollments: students' classes and teachers' assignments to classes." },
+    { name: 'ClassesManagement', description: 'Classes (classrooms with a course and terms), and their students and teachers.' },
+    { name: 'CoursesManagement', description: 'Courses, and their classes.' },
     { name: 'DemographicsManagement', description: "Demographics: the students' date of birth, sex, race and ethnicity, place of birth, residence status." },
+    { name: 'EnrollmentsManagement', description: "Enrollments: students' classes and teachers' assignments to classes." },
     { name: 'GradingPeriodsManagement', description: 'Grading periods (academic sessions of type gradingPeriod).' },
     { name: 'OrgsManagement', description: 'Orgs: schools and the bodies above them.' },
-    { name: 'SchoolsManagement', description: 'Schools (orgs of type school), and their students, teachers, courses and terms.' },
-    { name: 'StudentsManagement', description: 'Students (users whose role is student).' },
-    { name: 'TeachersManagement', description: 'Teachers (users whose role is teacher).' },
-    { name: 'TermsManagement', description: 'Terms (academic sessions of type term), and their grading periods.' },
-    { name: 'UsersManagement', description: 'Users: students and teachers.' }
+    { name: 'SchoolsManagement', description: 'Schools (orgs of type school), and their students, teachers, courses, terms, classes and enrollments.' },
+    { name: 'StudentsManagement', description: 'Students (users whose role is student), and their classes.' },
+    { name: 'TeachersManagement', description: 'Teachers (users whose role is teacher), and their classes.' },
+    { name: 'TermsManagement', description: 'Terms (academic sessions of type term), and their grading periods and classes.' },
+    { name: 'UsersManagement', description: 'Users: students and teachers, and their classes.' }
   ],
   paths: PATHS,
   components: {
