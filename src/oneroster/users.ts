@@ -10,7 +10,7 @@ import { readRows, readRowsCounted } from '../records/lists.js'
 import { compareSorted, mergedPage, sortValue, type Sorted } from './merge.js'
 import { deletedUsers, sortValueOf, tombstoneAnswer, type Tombstone } from './deletions.js'
 import { mapComparisons, simplify } from './filter.js'
-import { recordAnswer } from './records.js'
+import { readable, recordAnswer } from './records.js'
 import { USER_FIELDS, type AnswerContext, type BindingField, type Kind } from './kinds.js'
 import type { CollectionQuery } from './query.js'
 import { OneRosterError } from './status-info.js'
@@ -24,8 +24,7 @@ function knownFields (kinds: readonly Kind[]): Set<string> {
 
 /** A field's columns the caller may not read, as the refusal says it (`email needs roster.readonly`). */
 function outOfScope (db: SchoolDb, kind: Kind, name: string, field: BindingField, what: string): OneRosterError | undefined {
-  const readable = db.$readableColumns(kind.model)
-  if (field.columns.every((column) => readable.includes(column))) return undefined
+  if (readable(db, kind, field)) return undefined
   return new OneRosterError('forbidden', `${what}: ${name} is outside the scopes of this access token (it needs roster.readonly)`)
 }
 
@@ -75,14 +74,15 @@ function planOf (db: SchoolDb, kind: Kind, all: readonly Kind[], query: Pick<Col
  * every one the caller may read.
  */
 export function selectedUserFields (db: SchoolDb, kinds: readonly Kind[], fields: readonly string[] | undefined): string[] {
-  const readable = (name: string): boolean => kinds.every((kind) => {
+  // A check only: an error (and its stack) is made for a refusal sent, not for each field left out.
+  const answered = (name: string): boolean => kinds.every((kind) => {
     const field = kind.fields[name]
-    return field === undefined || outOfScope(db, kind, name, field, 'fields') === undefined
+    return field === undefined || readable(db, kind, field)
   })
-  if (fields === undefined) return USER_FIELDS.filter(readable)
+  if (fields === undefined) return USER_FIELDS.filter(answered)
   for (const name of fields) {
     if (!USER_FIELDS.includes(name)) throw new OneRosterError('invalid_selection_field', `fields: ${name} is not a field of users this service answers (${USER_FIELDS.join(', ')})`)
-    if (!readable(name)) throw new OneRosterError('forbidden', `fields: ${name} is outside the scopes of this access token (it needs roster.readonly)`)
+    if (!answered(name)) throw new OneRosterError('forbidden', `fields: ${name} is outside the scopes of this access token (it needs roster.readonly)`)
   }
   return USER_FIELDS.filter((name) => fields.includes(name))
 }
