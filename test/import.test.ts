@@ -255,6 +255,11 @@ t.test('a bad row stops the import with file:line: reason, and nothing is writte
     ['bad date', (f) => { f.demographics![1]![3] = '2017-02-30' }, /^error: demographics\.csv:2: birthDate "2017-02-30" is not a date/m],
     ['bad userIds', (f) => { f.users![2]![5] = '{Fed}' }, /^error: users\.csv:3: userIds: "Fed" is not \{type:identifier\}/m],
     ['unknown sex', (f) => { f.demographics![1]![4] = 'M' }, /^error: demographics\.csv:2: sex "M" is not one of male, female, unspecified, other or an extension ext:name/m],
+    ["a teacher's unknown sex", (f) => { f.demographics!.push(['tea-1', '', '', '', 'X']) }, /^error: demographics\.csv:4: sex "X" is not one of male, female/m],
+    ['demographics of an unknown user', (f) => { f.demographics!.push(['nobody', '', '', '1990-01-01', 'male']) },
+      /^error: demographics\.csv:4: user "nobody" is neither a student nor a teacher of users\.csv or of the school: demographics\.csv keeps theirs only/m],
+    ['demographics of a user the bundle removes', (f) => { f.users = without(f.users!, ['stu-3']); f.demographics!.push(['stu-3', '', '', '', 'female']) },
+      /^error: demographics\.csv:4: user "stu-3" is a student this import removes \(users\.csv leaves it out or marks it tobedeleted\)/m],
     ['bad enrollment date', (f) => { f.enrollments![6]![8] = 'soon' }, /^error: enrollments\.csv:7: beginDate "soon" is not a date/m],
     ['duplicate sourcedId', (f) => { f.classes![2]![0] = 'cls-1' }, /^error: classes\.csv:3: sourcedId "cls-1" is already on line 2/m],
     ['duplicate student number', (f) => { f.users![2]![9] = '1001' }, /^error: users\.csv:3: identifier "1001" is already the student number on line 2/m],
@@ -515,7 +520,7 @@ const DEMOGRAPHICS_HEADER = ['sourcedId', 'status', 'dateLastModified', 'birthDa
   'nativeHawaiianOrOtherPacificIslander', 'white', 'demographicRaceTwoOrMoreRaces', 'hispanicOrLatinoEthnicity', 'countryOfBirthCode', 'stateOfBirthAbbreviation',
   'cityOfBirth', 'publicSchoolResidenceStatus']
 
-/** A student's demographic columns as the database holds them (the date as YYYY-MM-DD). */
+/** A student's or teacher's demographic columns as the database holds them (the date as YYYY-MM-DD). */
 const demographicsOf = (student: any): unknown[] => [student.sourcedId, student.dateOfBirth?.toISOString().slice(0, 10) ?? null, student.sex,
   student.americanIndianOrAlaskaNative, student.asian, student.blackOrAfricanAmerican, student.nativeHawaiianOrOtherPacificIslander, student.white,
   student.demographicRaceTwoOrMoreRaces, student.hispanicOrLatinoEthnicity, student.countryOfBirthCode, student.stateOfBirthAbbreviation,
@@ -537,17 +542,26 @@ t.test('demographics.csv: every column of DemographicsDType is kept; a bulk file
     ['stu-1', '2017-12-10', 'female', false, true, false, false, true, true, false, 'GB', null, 'London', '01652'],
     ['stu-2', null, 'ext:nonbinary', null, null, null, null, false, null, true, null, null, null, null],
     ['stu-3', null, null, null, null, null, null, null, null, null, null, null, null, null]
-  ], "each column as given, the flags as booleans, empty as none; a teacher's row is not kept")
+  ], 'each column as given, the flags as booleans, empty as none')
+  t.same(after.teachers.map(demographicsOf), [
+    ['tea-1', '1970-01-01', 'female', null, null, null, null, null, null, null, null, null, null, null],
+    ['tea-2', null, null, null, null, null, null, null, null, null, null, null, null, null]
+  ], "a teacher's row is kept as a student's")
 
   const again = await importJson(writeFolder(files), school)
   t.same(again.summary.students, counts(0, 0, 3), 'the same bundle again changes nothing')
+  t.same(again.summary.teachers, counts(0, 0, 2))
 
-  // A delta: stu-2's demographics taken away, stu-3 given some; stu-1's stay.
+  // A delta: stu-2's and tea-1's demographics taken away, stu-3 and tea-2 given some; stu-1's stay.
+  // tobedeleted of a user neither file nor school holds takes nothing away.
   const before = after.changes.length
   const run = await importJson(writeFolder(delta({
     demographics: [DEMOGRAPHICS_HEADER,
       ['stu-2', 'tobedeleted', MODIFIED, '', '', '', '', '', '', '', '', '', '', '', '', ''],
-      ['stu-3', 'active', MODIFIED, '2016-05-04', 'male', '', '', '', '', '', '', 'false', 'US', 'TX', 'Austin', '']]
+      ['stu-3', 'active', MODIFIED, '2016-05-04', 'male', '', '', '', '', '', '', 'false', 'US', 'TX', 'Austin', ''],
+      ['tea-1', 'tobedeleted', MODIFIED, '', '', '', '', '', '', '', '', '', '', '', '', ''],
+      ['tea-2', 'active', MODIFIED, '1965-02-03', 'male', '', '', '', '', 'true', '', '', 'NL', '', 'Rotterdam', ''],
+      ['gone-1', 'tobedeleted', MODIFIED, '', '', '', '', '', '', '', '', '', '', '', '', '']]
   })), school)
   t.equal(run.code, 0, run.stderr)
   after = await snapshot(school) as any
@@ -556,7 +570,19 @@ t.test('demographics.csv: every column of DemographicsDType is kept; a bulk file
     ['stu-2', null, null, null, null, null, null, null, null, null, null, null, null, null],
     ['stu-3', '2016-05-04', 'male', null, null, null, null, null, null, false, 'US', 'TX', 'Austin', null]
   ], 'a delta changes the rows it lists only')
-  t.same(feedAfter(after, before), ['UPDATED STUDENT stu-2', 'UPDATED STUDENT stu-3'])
+  t.same(after.teachers.map(demographicsOf), [
+    ['tea-1', null, null, null, null, null, null, null, null, null, null, null, null, null],
+    ['tea-2', '1965-02-03', 'male', null, null, null, null, true, null, null, 'NL', null, 'Rotterdam', null]
+  ], "a delta changes a teacher's the same way, users.csv absent")
+  t.same(run.summary.teachers, counts(0, 2, 0), 'the teachers whose demographics changed, updated')
+  t.same(feedAfter(after, before), ['UPDATED STUDENT stu-2', 'UPDATED STUDENT stu-3', 'UPDATED TEACHER tea-1', 'UPDATED TEACHER tea-2'])
+
+  const unknown = await importJson(writeFolder(delta({
+    demographics: [DEMOGRAPHICS_HEADER, ['nobody', 'active', MODIFIED, '1990-01-01', '', '', '', '', '', '', '', '', '', '', '', '']]
+  })), school)
+  t.not(unknown.code, 0, 'a delta row of a user neither the bundle nor the school holds is refused')
+  t.match(unknown.stderr, /^error: demographics\.csv:2: user "nobody" is neither a student nor a teacher of users\.csv or of the school/m)
+  t.same(await snapshot(school), after, 'and nothing is written')
 
   // A bulk file without stu-1: stu-1 has no demographics any more.
   files.demographics = [DEMOGRAPHICS_HEADER, ['stu-3', '', '', '2016-05-04', 'male', '', '', '', '', '', '', 'false', 'US', 'TX', 'Austin', '']]
@@ -564,6 +590,7 @@ t.test('demographics.csv: every column of DemographicsDType is kept; a bulk file
   t.equal(bulk.code, 0, bulk.stderr)
   after = await snapshot(school) as any
   t.same(after.students.map(demographicsOf)[0], ['stu-1', null, null, null, null, null, null, null, null, null, null, null, null, null], 'a bulk file is all of them')
+  t.same(after.teachers.map(demographicsOf)[1], ['tea-2', null, null, null, null, null, null, null, null, null, null, null, null, null], "a teacher's too")
 })
 
 t.test('--dry-run plans the removals and prints them, and writes nothing', { skip: engineIndependentSkip }, async (t) => {

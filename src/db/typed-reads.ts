@@ -101,6 +101,19 @@ export const COLUMN_TYPES = {
     phone: 'text',
     email: 'text',
     title: 'text',
+    dateOfBirth: 'date',
+    sex: 'text',
+    americanIndianOrAlaskaNative: 'bool',
+    asian: 'bool',
+    blackOrAfricanAmerican: 'bool',
+    nativeHawaiianOrOtherPacificIslander: 'bool',
+    white: 'bool',
+    demographicRaceTwoOrMoreRaces: 'bool',
+    hispanicOrLatinoEthnicity: 'bool',
+    countryOfBirthCode: 'text',
+    stateOfBirthAbbreviation: 'text',
+    cityOfBirth: 'text',
+    publicSchoolResidenceStatus: 'text',
     status: 'TeacherStatus',
     createdAt: 'timestamptz',
     updatedAt: 'timestamptz',
@@ -176,14 +189,14 @@ export const COLUMN_TYPES = {
 }
 
 /**
- * The student's columns of OneRoster's demographics (DemographicsDType), each named as 1EdTech's
- * field but the date of birth: what makes a demographics record, and what it answers.
+ * A student's and a teacher's columns of OneRoster's demographics (DemographicsDType), each named as
+ * 1EdTech's field but the date of birth: what makes a demographics record, and what it answers.
  */
 export const DEMOGRAPHIC_COLUMNS = [
   'dateOfBirth', 'sex', 'americanIndianOrAlaskaNative', 'asian', 'blackOrAfricanAmerican', 'nativeHawaiianOrOtherPacificIslander', 'white',
   'demographicRaceTwoOrMoreRaces', 'hispanicOrLatinoEthnicity', 'countryOfBirthCode', 'stateOfBirthAbbreviation', 'cityOfBirth',
   'publicSchoolResidenceStatus'
-] as const satisfies ReadonlyArray<keyof typeof COLUMN_TYPES.Student>
+] as const satisfies ReadonlyArray<keyof typeof COLUMN_TYPES.Student & keyof typeof COLUMN_TYPES.Teacher>
 
 /** The enumerations among the column types: read, compared and ordered by their names (as text). */
 const ENUM_TYPES: ReadonlySet<string> = new Set(['GradeLevel', 'StudentStatus', 'TeacherStatus', 'AcademicSessionType', 'TeacherRole'])
@@ -534,10 +547,10 @@ const KEYS: Readonly<Record<string, Key>> = {
     columns: ['teacherId'],
     sql: (a, reach) => `(SELECT ${sourcedSql('te')} FROM teachers te WHERE ${confined('teachers', 'te', reach)} AND te.school_id = ${a}.school_id AND te.id = ${a}.teacher_id)`
   },
-  // Whether the student has a OneRoster demographics record: one of its demographic columns holds a
-  // value (DEMOGRAPHIC_COLUMNS; wall 1 admits it to a caller holding roster-demographics.readonly only).
+  // Whether the student or teacher has a OneRoster demographics record: one of its demographic
+  // columns holds a value (DEMOGRAPHIC_COLUMNS, the same on both tables; wall 1 admits it to a caller
+  // holding roster-demographics.readonly only).
   demographicsKey: {
-    model: 'Student',
     columns: DEMOGRAPHIC_COLUMNS,
     sql: (a) => `(${DEMOGRAPHIC_COLUMNS.map((field) => `${a}.${columnOf(field)} IS NOT NULL`).join(' OR ')})`
   },

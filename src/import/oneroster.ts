@@ -9,8 +9,9 @@
 //     its begin and end dates; a teacher's classrooms, `primary` true → PRIMARY, false → ASSISTANT,
 //     with its begin and end dates; each kept with the enrollment's sourcedId (OneRoster's
 //     enrollments, src/oneroster/enrollments.ts).
-//   demographics.csv → a student's demographics: birthDate, sex, the race and ethnicity flags, the
-//     place of birth and the public school residence status (rows of other users are not kept).
+//   demographics.csv → a student's or a teacher's demographics: birthDate, sex, the race and
+//     ethnicity flags, the place of birth and the public school residence status (rows of users of
+//     other roles are skipped; a row of a user that is neither in users.csv nor in the school is refused).
 //
 // Bulk and delta (the manifest's file.<name>): a bulk file is the whole truth of its kind for the
 // records of the import's (those with a sourcedId): what it does not hold is removed, enrollments
@@ -59,8 +60,8 @@ export interface ClassroomRecord {
 }
 
 /**
- * A student's demographics as demographics.csv gives them (DEMOGRAPHIC_COLUMNS of typed-reads.ts,
- * birthDate as dateOfBirth): all null for a student the file does not hold.
+ * A student's or a teacher's demographics as demographics.csv gives them (DEMOGRAPHIC_COLUMNS of
+ * typed-reads.ts, birthDate as dateOfBirth): all null for a user the file does not hold.
  */
 export interface Demographics {
   dateOfBirth: string | null
@@ -80,7 +81,7 @@ export interface Demographics {
 
 const NO_DEMOGRAPHICS: Demographics = Object.fromEntries(DEMOGRAPHIC_COLUMNS.map((field) => [field, null])) as unknown as Demographics
 
-/** The demographics among a student's values. */
+/** The demographics among a student's or a teacher's values. */
 const demographicsIn = (values: Demographics): Demographics =>
   Object.fromEntries(DEMOGRAPHIC_COLUMNS.map((field) => [field, values[field]])) as unknown as Demographics
 
@@ -118,7 +119,7 @@ export interface StudentRecord extends Demographics, UserDetails {
   classroomId: string | null
 }
 
-export interface TeacherRecord extends UserDetails {
+export interface TeacherRecord extends Demographics, UserDetails {
   id: string
   sourcedId: string
   givenName: string
@@ -147,6 +148,11 @@ export interface StudentUpdate extends Demographics {
   enrollmentSourcedId: string | null
 }
 
+/** A teacher the users file does not hold, whose demographics change. */
+export interface TeacherUpdate extends Demographics {
+  id: string
+}
+
 /**
  * What an import takes away (docs/running/import.md): records of the import's (with a
  * sourcedId) that a bulk file does not hold or a delta file marks tobedeleted, and enrollments
@@ -169,6 +175,8 @@ export interface ImportPlan {
   assignments: AssignmentRecord[]
   /** Students kept but not in users.csv whose enrollment or birth date the bundle changes. */
   studentUpdates: StudentUpdate[]
+  /** Teachers kept but not in users.csv whose demographics the bundle changes. */
+  teacherUpdates: TeacherUpdate[]
   removed: Removals
   /** Users of other roles (parents, administrators, ...) and their enrollments, not imported. */
   skippedUsers: number
@@ -183,6 +191,7 @@ export function emptyPlan (): ImportPlan {
     teachers: [],
     assignments: [],
     studentUpdates: [],
+    teacherUpdates: [],
     removed: { classrooms: [], teachers: [], students: [], assignments: [], enrollments: [] },
     skippedUsers: 0,
     skippedEnrollments: 0
@@ -202,8 +211,8 @@ export interface Existing {
     enrollmentEndDate: string | null
     enrollmentSourcedId: string | null
   }>
-  /** The teachers with a sourcedId (the others are not the import's). */
-  teachers: Array<{ id: string, sourcedId: string | null }>
+  /** The teachers with a sourcedId (the others are not the import's); dates as YYYY-MM-DD. */
+  teachers: Array<Demographics & { id: string, sourcedId: string | null }>
   assignments: Array<{ teacherId: string, classroomId: string }>
 }
 
@@ -611,11 +620,13 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
     if (c.sourcedId !== null && !classBySourced.has(c.sourcedId)) classBySourced.set(c.sourcedId, { id: c.id, homeroom: false })
   }
 
-  // --- Demographics: a bulk demographics.csv is all of them (a student it leaves out has none); a
-  // delta changes those it lists, a row tobedeleted taking them all away.
+  // --- Demographics: a bulk demographics.csv is all of them (a student or teacher it leaves out has
+  // none); a delta changes those it lists, a row tobedeleted taking them all away. Each row's user
+  // is checked once the users are known (below).
   const demographicsBySourced = new Map<string, Demographics>()
+  const demographicsRows = demographics === undefined ? [] : keyedRows(demographics.table, demographics.mode)
   if (demographics !== undefined) {
-    for (const { sourcedId, row, deleted } of keyedRows(demographics.table, demographics.mode)) {
+    for (const { sourcedId, row, deleted } of demographicsRows) {
       demographicsBySourced.set(sourcedId, deleted ? NO_DEMOGRAPHICS : demographicsRow(demographics.table, row))
     }
   }
@@ -625,7 +636,9 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
   // --- Users.
   const existingStudent = new Map(keptStudents.filter((s) => s.sourcedId !== null).map((s) => [s.sourcedId!, s]))
   const existingByNumber = new Map(keptStudents.filter((s) => s.studentNumber !== null).map((s) => [s.studentNumber!, s]))
-  const existingTeacher = new Map(existing.teachers.filter((s) => s.sourcedId !== null && !removedTeacherIds.has(s.id)).map((s) => [s.sourcedId!, s.id]))
+  const keptTeachers = existing.teachers.filter((s) => s.sourcedId !== null && !removedTeacherIds.has(s.id))
+  const existingTeacherRow = new Map(keptTeachers.map((s) => [s.sourcedId!, s]))
+  const existingTeacher = new Map(keptTeachers.map((s) => [s.sourcedId!, s.id]))
   const students = new Map<string, StudentRecord>()
   const teachers = new Map<string, TeacherRecord>()
   const skippedUsers = new Set<string>()
@@ -655,7 +668,8 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
         preferredName,
         email: mail,
         status,
-        ...details
+        ...details,
+        ...demographicsOf(sourcedId, existingTeacherRow.get(sourcedId) ?? NO_DEMOGRAPHICS)
       })
       continue
     }
@@ -705,6 +719,13 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
     fail(table, row.line, removedSourced.has(`${what} ${sourcedId}`)
       ? `${what} "${sourcedId}" is a ${removedSourced.get(`${what} ${sourcedId}`)!} this import removes (${what === 'class' ? 'classes' : 'users'}.csv leaves it out or marks it tobedeleted)`
       : fallback)
+  // A demographics row names a student or a teacher of the bundle or the school; one of a user of
+  // another role is skipped (as their enrollments are), one of a user neither holds is refused. A
+  // row tobedeleted of an unknown user takes nothing away.
+  for (const { sourcedId, row, deleted } of demographicsRows) {
+    if (deleted || skippedUsers.has(sourcedId) || studentBySourced.has(sourcedId) || teacherBySourced.has(sourcedId)) continue
+    refuse(demographics!.table, row, 'user', sourcedId, `user "${sourcedId}" is neither a student nor a teacher of users.csv or of the school: demographics.csv keeps theirs only`)
+  }
 
   const assignments = new Map<string, AssignmentRecord>()
   const endedAssignments = new Set<string>()
@@ -805,6 +826,14 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
     }
   }
 
+  // --- Teachers the users file does not hold: their demographics only.
+  const teacherUpdates: TeacherUpdate[] = []
+  for (const s of keptTeachers) {
+    if (teachers.has(s.sourcedId!)) continue
+    const kept = demographicsOf(s.sourcedId!, s)
+    if (!sameDemographics(kept, s)) teacherUpdates.push({ id: s.id, ...kept })
+  }
+
   // --- Assignments ended: a bulk enrollments.csv ends those of the import's teachers in the
   // import's classes that it does not hold; a delta those it marks tobedeleted. Those of a removed
   // teacher or classroom go with it.
@@ -827,6 +856,7 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
     teachers: [...teachers.values()],
     assignments: [...assignments.values()],
     studentUpdates,
+    teacherUpdates,
     removed: {
       classrooms: removedClassrooms.map((c) => ({ id: c.id, sourcedId: c.sourcedId!, name: c.name })),
       teachers: removedTeachers.map((s) => ({ id: s.id, sourcedId: s.sourcedId! })),

@@ -4,7 +4,7 @@
 // first, a few thousand ids per DELETE, so that a name or student number they free can be taken by
 // the rows written after them; the triggers write their change feed entries (DELETED tombstones).
 import { COLUMN_TYPES, columnOf, DEMOGRAPHIC_COLUMNS } from '../db/typed-reads.js'
-import type { Demographics, Existing, ImportPlan, StudentRecord, StudentUpdate, TeacherRecord, UserDetails } from './oneroster.js'
+import type { Demographics, Existing, ImportPlan, StudentRecord, StudentUpdate, TeacherRecord, TeacherUpdate, UserDetails } from './oneroster.js'
 
 /** The one connection of an import: a pg client or the embedded PGlite. */
 export interface Sql {
@@ -39,7 +39,7 @@ interface Column<R> {
   value: (row: R) => unknown
 }
 
-/** A student's demographic columns (typed-reads.ts DEMOGRAPHIC_COLUMNS), each of its type. */
+/** A student's or a teacher's demographic columns (typed-reads.ts DEMOGRAPHIC_COLUMNS, the same on both tables), each of its type. */
 function demographicColumns<R extends Demographics> (): Array<Column<R>> {
   return DEMOGRAPHIC_COLUMNS.map((field) => ({ name: columnOf(field), type: COLUMN_TYPES.Student[field] === 'bool' ? 'boolean' : COLUMN_TYPES.Student[field], value: (r: R) => r[field] }))
 }
@@ -123,14 +123,16 @@ export async function readExisting (sql: Sql): Promise<Existing> {
   const classrooms = await sql.query<{ id: string, sourcedId: string | null, name: string }>(
     'SELECT "id", "sourced_id" AS "sourcedId", "name" FROM "classrooms" WHERE "school_id" = current_setting(\'app.school_id\')::uuid')
   // Dates as text: YYYY-MM-DD, as the plan compares them (pg would make local-time Dates).
+  const demographicsSelect = DEMOGRAPHIC_COLUMNS.map((field) => `"${columnOf(field)}"${field === 'dateOfBirth' ? '::text' : ''} AS "${field}"`).join(', ')
   const students = await sql.query<Existing['students'][number]>(
     'SELECT "id", "sourced_id" AS "sourcedId", "student_number" AS "studentNumber", "classroom_id" AS "classroomId", ' +
     '"enrollment_start_date"::text AS "enrollmentStartDate", "enrollment_end_date"::text AS "enrollmentEndDate", ' +
     '"enrollment_sourced_id" AS "enrollmentSourcedId", ' +
-    DEMOGRAPHIC_COLUMNS.map((field) => `"${columnOf(field)}"${field === 'dateOfBirth' ? '::text' : ''} AS "${field}"`).join(', ') + ' ' +
+    demographicsSelect + ' ' +
     'FROM "students" WHERE "school_id" = current_setting(\'app.school_id\')::uuid')
-  const teachers = await sql.query<{ id: string, sourcedId: string | null }>(
-    'SELECT "id", "sourced_id" AS "sourcedId" FROM "teachers" WHERE "school_id" = current_setting(\'app.school_id\')::uuid AND "sourced_id" IS NOT NULL')
+  const teachers = await sql.query<Existing['teachers'][number]>(
+    `SELECT "id", "sourced_id" AS "sourcedId", ${demographicsSelect} ` +
+    'FROM "teachers" WHERE "school_id" = current_setting(\'app.school_id\')::uuid AND "sourced_id" IS NOT NULL')
   const assignments = await sql.query<{ teacherId: string, classroomId: string }>(
     'SELECT "teacher_id" AS "teacherId", "classroom_id" AS "classroomId" FROM "teacher_classrooms" WHERE "school_id" = current_setting(\'app.school_id\')::uuid')
   return { classrooms, students, teachers, assignments }
@@ -138,7 +140,7 @@ export async function readExisting (sql: Sql): Promise<Existing> {
 
 export function rowsToWrite (plan: ImportPlan): number {
   const { removed } = plan
-  return plan.classrooms.length + plan.students.length + plan.teachers.length + plan.assignments.length + plan.studentUpdates.length +
+  return plan.classrooms.length + plan.students.length + plan.teachers.length + plan.assignments.length + plan.studentUpdates.length + plan.teacherUpdates.length +
     removed.classrooms.length * 2 + removed.teachers.length + removed.students.length + removed.assignments.length
 }
 
@@ -206,8 +208,15 @@ export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, o
     { name: 'preferred_name', type: 'text', value: (r) => r.preferredName },
     { name: 'email', type: 'text', value: (r) => r.email },
     { name: 'status', type: '"TeacherStatus"', value: (r) => r.status },
-    ...detailColumns<TeacherRecord>()
+    ...detailColumns<TeacherRecord>(),
+    ...demographicColumns<TeacherRecord>()
   ], options)
+  // Teachers the users file does not hold: their demographics only (each exists, as the students' updates below).
+  const teacherUpdates = await upsert(sql, 'teachers', schoolId, plan.teacherUpdates, ['id'], [
+    { name: 'id', type: 'uuid', value: (r) => r.id },
+    ...demographicColumns<TeacherUpdate>()
+  ], options)
+  if (teacherUpdates.created > 0) throw new Error('A teacher of the school went while the import ran: nothing was written')
   const written = await upsert(sql, 'students', schoolId, plan.students, ['id'], [
     { name: 'id', type: 'uuid', value: (r) => r.id },
     { name: 'sourced_id', type: 'text', value: (r) => r.sourcedId },
@@ -250,7 +259,7 @@ export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, o
   const updatedInFile = [...updatedStudents].filter((id) => inFile.has(id)).length
   return {
     classrooms: { ...classrooms, removed: classroomsRemoved },
-    teachers: { ...teachers, removed: teachersRemoved },
+    teachers: { ...teachers, updated: teachers.updated + teacherUpdates.updated, removed: teachersRemoved },
     students: {
       created: written.created,
       updated: updatedStudents.size,

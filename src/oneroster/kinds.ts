@@ -454,12 +454,13 @@ export const ENROLLMENT_IN_CLASS = IN_A_CLASS
 export const ENROLLMENT_FIELDS: readonly string[] = ['sourcedId', 'status', 'dateLastModified', 'user', 'class', 'school', 'role', 'primary', 'beginDate', 'endDate']
 
 /**
- * A student's demographics, kept on the student (typed-reads.ts DEMOGRAPHIC_COLUMNS): its sourcedId
- * is the student's, its dateLastModified the student's last write; birthDate is the date of birth.
- * Every field but the record's own needs roster-demographics.readonly (wall 1's column scopes).
+ * A student's or a teacher's demographics, kept on the student or teacher (typed-reads.ts
+ * DEMOGRAPHIC_COLUMNS, the same columns on both): its sourcedId is the user's, its dateLastModified
+ * the user's last write; birthDate is the date of birth. Every field but the record's own needs
+ * roster-demographics.readonly (wall 1's column scopes).
  */
-export const DEMOGRAPHICS: Kind = {
-  model: 'Student',
+const demographicsOf = (model: 'Student' | 'Teacher'): Kind => ({
+  model,
   fields: {
     sourcedId,
     status: constant(() => 'active'),
@@ -478,10 +479,15 @@ export const DEMOGRAPHICS: Kind = {
     cityOfBirth: text('cityOfBirth'),
     publicSchoolResidenceStatus: text('publicSchoolResidenceStatus')
   }
-}
+})
+
+/** Students' demographics. */
+export const STUDENT_DEMOGRAPHICS: Kind = demographicsOf('Student')
+/** Teachers' demographics. */
+export const TEACHER_DEMOGRAPHICS: Kind = demographicsOf('Teacher')
 
 /** The fields of DemographicsDType this service answers, in the binding's order: what `fields` may name. */
-export const DEMOGRAPHICS_FIELDS: readonly string[] = Object.keys(DEMOGRAPHICS.fields)
+export const DEMOGRAPHICS_FIELDS: readonly string[] = Object.keys(STUDENT_DEMOGRAPHICS.fields)
 
-/** The route condition of the demographics: a student with one of its demographic columns set. */
+/** The route condition of the demographics: a student or teacher with one of its demographic columns set. */
 export const HAS_DEMOGRAPHICS = { kind: 'predicate', predicate: { kind: 'compare', field: 'demographicsKey', op: '=', value: 'true' } } as const

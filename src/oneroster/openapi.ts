@@ -200,10 +200,10 @@ const ENROLLMENT_PATHS: OpenAPIV3.PathsObject = {
     'Reads the enrollments of a class of a school; a school or class this caller cannot read answers 404 unknownobject.')
 }
 
-// A student's demographics (docs/api/oneroster.md), under their own scope.
+// A student's or a teacher's demographics (docs/api/oneroster.md), under their own scope.
 const DEMOGRAPHICS_PATHS: OpenAPIV3.PathsObject = {
   '/demographics': collection({
-    operationId: 'getAllDemographics', tag: 'DemographicsManagement', description: "Reads the demographics: the students' that have any.", schema: 'DemographicsSetDType', security: DEMOGRAPHICS_READ
+    operationId: 'getAllDemographics', tag: 'DemographicsManagement', description: "Reads the demographics: the students' and teachers' that have any.", schema: 'DemographicsSetDType', security: DEMOGRAPHICS_READ
   }),
   '/demographics/{sourcedId}': single({ operationId: 'getDemographics', tag: 'DemographicsManagement', kind: 'demographics', schema: 'SingleDemographicsDType', security: DEMOGRAPHICS_READ })
 }
@@ -648,7 +648,7 @@ export const oneRosterDescription: OpenAPIV3.Document = {
     { name: 'AcademicSessionsManagement', description: 'Academic sessions: school years, terms, grading periods, semesters.' },
     { name: 'ClassesManagement', description: 'Classes (classrooms with a course and terms), and their students and teachers.' },
     { name: 'CoursesManagement', description: 'Courses, and their classes.' },
-    { name: 'DemographicsManagement', description: "Demographics: the students' date of birth, sex, race and ethnicity, place of birth, residence status." },
+    { name: 'DemographicsManagement', description: "Demographics: the students' and teachers' date of birth, sex, race and ethnicity, place of birth, residence status." },
     { name: 'EnrollmentsManagement', description: "Enrollments: students' classes and teachers' assignments to classes." },
     { name: 'GradingPeriodsManagement', description: 'Grading periods (academic sessions of type gradingPeriod).' },
     { name: 'OrgsManagement', description: 'Orgs: schools and the bodies above them.' },

@@ -3,7 +3,7 @@
 // without one, answered by its id), and whose academic sessions and courses (imported) and classes
 // (their classrooms given a course and a term, one without a sourcedId) and enrollments (the
 // students' classrooms and the teachers' assignments: one student's without a sourcedId, answered
-// by the student's id) have the same sourcedIds too, and whose students all have demographics,
+// by the student's id) have the same sourcedIds too, and whose students and teachers all have demographics,
 // probed by sourcedId, by filter, by nested path and by offset past the end, by an administrator, a
 // teacher, a roster-core.readonly and a roster-demographics.readonly client of each school;
 // with both walls, with wall 1 alone (a role that bypasses row-level security), with wall 2 alone
@@ -49,7 +49,7 @@ async function collide (db: Database, school: MirrorSchool): Promise<void> {
     await tenant.student.updateMany({ where: { id }, data: { preferredName: `mark:${id}`, cityOfBirth: `mark:${id}`, sex: 'other', sourcedId: i === 0 ? null : `stu-${i}` } })
   }
   for (const [i, id] of school.teacherIds.entries()) {
-    await tenant.teacher.updateMany({ where: { id }, data: { preferredName: `mark:${id}`, sourcedId: `tea-${i}` } })
+    await tenant.teacher.updateMany({ where: { id }, data: { preferredName: `mark:${id}`, cityOfBirth: `mark:${id}`, sex: 'other', sourcedId: `tea-${i}` } })
   }
   // Every classroom a class (course c-1, term t-1), named with its mark: a class's title is its classroom's name.
   // The school named: with a wall taken out, the client's own condition may be gone.
@@ -89,6 +89,7 @@ async function leaks (app: FastifyInstance, caller: Caller, own: MirrorSchool, o
   const sourcedIds = [...other.studentIds.map((_, i) => `stu-${i}`), ...other.teacherIds.map((_, i) => `tea-${i}`), other.studentIds[0]!]
   const filter = (text: string): string => 'filter=' + encodeURIComponent(text)
   const classKeys = [other.classroomIds[0]!, ...other.classroomIds.slice(1).map((_, i) => `k-${i + 1}`)]
+  const demographicsCount = own.studentIds.length + own.teacherIds.length
   const probes = [
     '/users?limit=1000', '/students?limit=1000', '/teachers?limit=1000', '/orgs', '/schools',
     `/schools/${own.schoolId}/students`, `/schools/${own.schoolId}/teachers`,
@@ -137,13 +138,14 @@ async function leaks (app: FastifyInstance, caller: Caller, own: MirrorSchool, o
     ...Array.from({ length: 2 * enrollmentCounts.get(own.schoolId)! }, (_, i) => `/enrollments?limit=1&offset=${i}&sort=sourcedId`),
     // The demographics: the collection, by the colliding sourcedIds (and the other school's ids), by filter, by offset.
     '/demographics?limit=1000', ...sourcedIds.map((id) => `/demographics/${id}`),
-    `/demographics?${filter(`sourcedId='${other.studentIds[0]!}' OR cityOfBirth~'${other.studentIds[1]!}'`)}`, `/demographics?${filter("sex='other'")}&sort=cityOfBirth&orderBy=desc`,
-    `/demographics?${filter("dateLastModified>'2000-01-01T00:00:00Z'")}`, `/demographics?offset=${own.studentIds.length}&limit=1000`,
-    ...Array.from({ length: 2 * own.studentIds.length }, (_, i) => `/demographics?limit=1&offset=${i}&sort=sourcedId`)
+    `/demographics?${filter(`sourcedId='${other.studentIds[0]!}' OR cityOfBirth~'${other.studentIds[1]!}' OR cityOfBirth~'${other.teacherIds[0]!}'`)}`,
+    `/demographics?${filter("sex='other'")}&sort=cityOfBirth&orderBy=desc`, `/demographics?${filter("birthDate!='2000-01-01'")}&sort=sourcedId&orderBy=desc`,
+    `/demographics?${filter("dateLastModified>'2000-01-01T00:00:00Z'")}`, `/demographics?offset=${demographicsCount}&limit=1000`,
+    ...Array.from({ length: 2 * demographicsCount }, (_, i) => `/demographics?limit=1&offset=${i}&sort=sourcedId`)
   ]
   /** The most records of each collection the caller's school has: X-Total-Count above it counts another school's. */
   const most: Array<[RegExp, number]> = [[/^\/academicSessions\?/, SESSION_COUNT], [/^\/courses\?/, COURSE_COUNT], [/^\/terms\?/, 2], [/^\/classes\?/, own.classroomIds.length],
-    [/^\/enrollments\?/, enrollmentCounts.get(own.schoolId)!], [/^\/demographics\?/, own.studentIds.length]]
+    [/^\/enrollments\?/, enrollmentCounts.get(own.schoolId)!], [/^\/demographics\?/, demographicsCount]]
   const leaked = new Set<string>()
   for (const probe of probes) {
     const res = await app.inject({ method: 'GET', url: BASE + probe, headers: { authorization: `Bearer ${caller.token}` } })
@@ -192,6 +194,7 @@ for (const config of CONFIGURATIONS) {
       for (const path of ['/academicSessions', '/terms', '/gradingPeriods', '/courses', '/classes', '/enrollments', '/demographics']) {
         t.ok(found.some((probe) => probe.startsWith(path)), `and the probes of ${path} find them too`)
       }
+      t.ok(found.some((probe) => probe.startsWith('/demographics/tea-')), "and those of a teacher's demographics by sourcedId")
     }
     if (!config.leaks) {
       // Positive controls: each caller reads all of its own, by sourcedId too.
@@ -214,9 +217,12 @@ for (const config of CONFIGURATIONS) {
       const own = await m.app.inject({ url: `${BASE}/classes/k-1`, headers: { authorization: `Bearer ${m.b.token}` } })
       t.equal(own.json().class.title, `mark:${m.b.classroomIds[1]}`, 'a colliding sourcedId finds the caller\'s own class')
       const demographicsOfA = await m.app.inject({ url: `${BASE}/demographics?limit=1000`, headers: { authorization: `Bearer ${demographics.get(m.a)!}` } })
-      t.same(demographicsOfA.json().demographics.map((d: { cityOfBirth: string }) => d.cityOfBirth).sort(), m.a.studentIds.map((id) => `mark:${id}`).sort(), 'A\'s demographics client reads every demographics record of A')
+      t.same(demographicsOfA.json().demographics.map((d: { cityOfBirth: string }) => d.cityOfBirth).sort(), [...m.a.studentIds, ...m.a.teacherIds].map((id) => `mark:${id}`).sort(),
+        'A\'s demographics client reads every demographics record of A, its students\' and its teachers\'')
       const mineToo = await m.app.inject({ url: `${BASE}/demographics/stu-1`, headers: { authorization: `Bearer ${demographics.get(m.b)!}` } })
       t.equal(mineToo.json().demographics.cityOfBirth, `mark:${m.b.studentIds[1]}`, 'a colliding sourcedId finds the caller\'s own demographics')
+      const teachersToo = await m.app.inject({ url: `${BASE}/demographics/tea-0`, headers: { authorization: `Bearer ${demographics.get(m.b)!}` } })
+      t.equal(teachersToo.json().demographics.cityOfBirth, `mark:${m.b.teacherIds[0]}`, 'a colliding teacher\'s sourcedId finds the caller\'s own teacher\'s demographics')
       const taught = await m.app.inject({ url: `${BASE}/classes?limit=1000`, headers: { authorization: `Bearer ${m.a.teacherToken}` } })
       t.same(taught.json().classes.map((c: { title: string }) => c.title).sort(), m.a.classroomIds.filter((id) => m.a.teacherReach.has(id)).map((id) => `mark:${id}`).sort(), 'the teacher reads her own classes')
       const enrollments = await m.app.inject({ url: `${BASE}/enrollments?limit=1000`, headers: { authorization: `Bearer ${m.a.token}` } })
