@@ -128,13 +128,13 @@ export const WORKLOADS = [
   // The other collections of a sync, a page of REST_PAGE_LIMIT each (`envelope`: the answer's list;
   // the answer must hold the school's first records of the collection, by sourcedId, in the
   // binding's order). `graphql`: the nearest GraphQL equivalent, where one exists.
-  { name: 'rest-classes-100', kind: 'rest', caller: 'client', path: `${ONEROSTER_PATH}/classes?limit=${REST_PAGE_LIMIT}`, envelope: 'classes', limit: REST_PAGE_LIMIT, ceiling: false, rlsCompare: false, uncachedOnly: true, graphql: 'graphql-classrooms-100' },
+  { name: 'rest-classes-100', roster: true, kind: 'rest', caller: 'client', path: `${ONEROSTER_PATH}/classes?limit=${REST_PAGE_LIMIT}`, envelope: 'classes', limit: REST_PAGE_LIMIT, ceiling: false, rlsCompare: false, uncachedOnly: true, graphql: 'graphql-classrooms-100' },
   { name: 'graphql-classrooms-100', kind: 'read', caller: 'client', query: CLASSROOMS_QUERY, expected: 'classrooms100', limit: REST_PAGE_LIMIT, ceiling: false, rlsCompare: false, uncachedOnly: true, restPeer: true },
-  { name: 'rest-enrollments-100', kind: 'rest', caller: 'client', path: `${ONEROSTER_PATH}/enrollments?limit=${REST_PAGE_LIMIT}`, envelope: 'enrollments', limit: REST_PAGE_LIMIT, ceiling: false, rlsCompare: false, uncachedOnly: true },
-  { name: 'rest-sessions-100', kind: 'rest', caller: 'client', path: `${ONEROSTER_PATH}/academicSessions?limit=${REST_PAGE_LIMIT}`, envelope: 'academicSessions', limit: REST_PAGE_LIMIT, ceiling: false, rlsCompare: false, uncachedOnly: true },
-  { name: 'rest-courses-100', kind: 'rest', caller: 'client', path: `${ONEROSTER_PATH}/courses?limit=${REST_PAGE_LIMIT}`, envelope: 'courses', limit: REST_PAGE_LIMIT, ceiling: false, rlsCompare: false, uncachedOnly: true },
-  { name: 'rest-demographics-100', kind: 'rest', caller: 'admin', path: `${ONEROSTER_PATH}/demographics?limit=${REST_PAGE_LIMIT}`, envelope: 'demographics', limit: REST_PAGE_LIMIT, ceiling: false, rlsCompare: false, uncachedOnly: true, graphql: 'graphql-birthdates-100' },
-  { name: 'graphql-birthdates-100', kind: 'read', caller: 'admin', query: BIRTH_DATES_QUERY, expected: 'birthDates100', limit: REST_PAGE_LIMIT, ceiling: false, rlsCompare: false, uncachedOnly: true, restPeer: true }
+  { name: 'rest-enrollments-100', roster: true, kind: 'rest', caller: 'client', path: `${ONEROSTER_PATH}/enrollments?limit=${REST_PAGE_LIMIT}`, envelope: 'enrollments', limit: REST_PAGE_LIMIT, ceiling: false, rlsCompare: false, uncachedOnly: true },
+  { name: 'rest-sessions-100', roster: true, kind: 'rest', caller: 'client', path: `${ONEROSTER_PATH}/academicSessions?limit=${REST_PAGE_LIMIT}`, envelope: 'academicSessions', limit: REST_PAGE_LIMIT, ceiling: false, rlsCompare: false, uncachedOnly: true },
+  { name: 'rest-courses-100', roster: true, kind: 'rest', caller: 'client', path: `${ONEROSTER_PATH}/courses?limit=${REST_PAGE_LIMIT}`, envelope: 'courses', limit: REST_PAGE_LIMIT, ceiling: false, rlsCompare: false, uncachedOnly: true },
+  { name: 'rest-demographics-100', roster: true, kind: 'rest', caller: 'admin', path: `${ONEROSTER_PATH}/demographics?limit=${REST_PAGE_LIMIT}`, envelope: 'demographics', limit: REST_PAGE_LIMIT, ceiling: false, rlsCompare: false, uncachedOnly: true, graphql: 'graphql-birthdates-100' },
+  { name: 'graphql-birthdates-100', roster: true, kind: 'read', caller: 'admin', query: BIRTH_DATES_QUERY, expected: 'birthDates100', limit: REST_PAGE_LIMIT, ceiling: false, rlsCompare: false, uncachedOnly: true, restPeer: true }
   // Another read workload: its query above, an expected page per school in bench/dataset.mjs
   // (expectedPages), and for the ceiling a SQL handler keyed by the same query text.
 ]
