@@ -19,7 +19,7 @@ import type { SchoolDb } from '../db/school-client.js'
 import { DATABASE_RETRY_AFTER, DATABASE_UNAVAILABLE_MESSAGE, databaseUnavailable } from '../db/unavailable.js'
 import type { ListCondition } from '../db/typed-reads.js'
 import {
-  ACADEMIC_SESSION_FIELDS, ACADEMIC_SESSIONS, COURSE_FIELDS, COURSES, STUDENT_USERS, TEACHER_USERS, type AnswerContext, type Kind,
+  ACADEMIC_SESSION_FIELDS, ACADEMIC_SESSIONS, COURSE_FIELDS, COURSES, AGENT_USERS, STUDENT_USERS, TEACHER_USERS, type AnswerContext, type Kind,
   DEMOGRAPHICS, DEMOGRAPHICS_FIELDS, HAS_DEMOGRAPHICS
 } from './kinds.js'
 import { checkQueryString } from './malformed.js'
@@ -42,7 +42,7 @@ interface Caller {
 type Params = Readonly<Record<string, string>>
 type Handler = (request: FastifyRequest, reply: FastifyReply, caller: Caller) => Promise<unknown>
 
-const USERS: readonly Kind[] = [STUDENT_USERS, TEACHER_USERS]
+const USERS: readonly Kind[] = [STUDENT_USERS, TEACHER_USERS, AGENT_USERS]
 
 const SESSIONS: RecordCollection = { kind: ACADEMIC_SESSIONS, names: ACADEMIC_SESSION_FIELDS, noun: 'academic sessions' }
 const COURSE_RECORDS: RecordCollection = { kind: COURSES, names: COURSE_FIELDS, noun: 'courses' }
