@@ -12,7 +12,8 @@
 import { RELATIONS } from '../db/data-model.js'
 import type { OperationObserver } from '../db/operation-observer.js'
 
-export type RecordType = 'Student' | 'Teacher'
+/** The personal records audited: students, teachers, and students' agents (guardians, parents, relatives). */
+export type RecordType = 'Student' | 'Teacher' | 'Agent'
 export type AccessAction = 'read' | 'write'
 
 /** One line of a request's tally: this many records of this type, read or written, in this school. */
@@ -44,7 +45,7 @@ export class RequestAccess implements OperationObserver {
   }
 }
 
-const AUDITED: ReadonlySet<string> = new Set<RecordType>(['Student', 'Teacher'])
+const AUDITED: ReadonlySet<string> = new Set<RecordType>(['Student', 'Teacher', 'Agent'])
 
 const READ_ROWS = new Set(['findUnique', 'findUniqueOrThrow', 'findFirst', 'findFirstOrThrow', 'findMany'])
 const WRITE_ROWS = new Set(['create', 'createManyAndReturn', 'update', 'updateManyAndReturn', 'upsert', 'delete'])

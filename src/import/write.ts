@@ -265,17 +265,26 @@ export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, o
     ...detailColumns<AgentRecord>(),
     { name: 'student_ids', type: 'text', cast: 'uuid[]', value: (r) => r.studentIds.length === 0 ? null : arrayLiteral(r.studentIds) }
   ], options)
-  const agentLinks = await upsert(sql, 'agents', schoolId, plan.agentLinks, ['id'], [
-    { name: 'id', type: 'uuid', value: (r) => r.id },
-    { name: 'student_ids', type: 'text', cast: 'uuid[]', value: (r) => r.studentIds.length === 0 ? null : arrayLiteral(r.studentIds) }
-  ], options)
-  if (agentLinks.created > 0) throw new Error('An agent of the school went while the import ran: nothing was written')
+  // The students of agents the file does not hold (an UPDATE: an upsert's insert would want the whole row).
+  let agentLinksUpdated = 0
+  const linkedAt = plan.agentLinks.length === 0 ? undefined : (await sql.query<{ now: string }>('SELECT now()::text AS "now"'))[0]!.now
+  for (let start = 0; start < plan.agentLinks.length; start += CHUNK) {
+    const chunk = plan.agentLinks.slice(start, start + CHUNK)
+    const rows = await sql.query(`
+      UPDATE "agents" SET "student_ids" = u."student_ids"::uuid[], "updated_at" = $4::timestamptz
+      FROM unnest($2::uuid[], $3::text[]) AS u("id", "student_ids")
+      WHERE "agents"."school_id" = $1::uuid AND "agents"."id" = u."id" AND "agents"."student_ids" IS DISTINCT FROM u."student_ids"::uuid[]
+      RETURNING "agents"."id"`,
+    [schoolId, chunk.map((r) => r.id), chunk.map((r) => r.studentIds.length === 0 ? null : arrayLiteral(r.studentIds)), linkedAt])
+    agentLinksUpdated += rows.length
+    onProgress(chunk.length)
+  }
   const inFile = new Set(plan.students.map((s) => s.id))
   const updatedInFile = [...updatedStudents].filter((id) => inFile.has(id)).length
   return {
     classrooms: { ...classrooms, removed: classroomsRemoved },
     teachers: { ...teachers, removed: teachersRemoved },
-    agents: { ...agents, updated: agents.updated + agentLinks.updated, removed: agentsRemoved },
+    agents: { ...agents, updated: agents.updated + agentLinksUpdated, removed: agentsRemoved },
     students: {
       created: written.created,
       updated: updatedStudents.size,
