@@ -5,7 +5,7 @@
 // tables: students, teachers and agents (guardians, parents, relatives), each read in the order
 // asked and merged; a delta's deletions (deletions.ts) are merged in the same way.
 import type { SchoolDb } from '../db/school-client.js'
-import type { ListCondition, Predicate } from '../db/typed-reads.js'
+import { columnsOfValue, type ListCondition, type Predicate } from '../db/typed-reads.js'
 import { readRows, readRowsCounted } from '../records/lists.js'
 import { compareSorted, mergedPage, sortValue, type Sorted } from './merge.js'
 import { deletedUsers, sortValueOf, tombstoneAnswer, type Tombstone } from './deletions.js'
@@ -25,7 +25,8 @@ function knownFields (kinds: readonly Kind[]): Set<string> {
 /** A field's columns the caller may not read, as the refusal says it (`email needs roster.readonly`). */
 function outOfScope (db: SchoolDb, kind: Kind, name: string, field: BindingField, what: string): OneRosterError | undefined {
   const readable = db.$readableColumns(kind.model)
-  if (field.columns.every((column) => readable.includes(column))) return undefined
+  // A key of the statement (a student's agentKeys) by the columns it reads.
+  if (field.columns.flatMap(columnsOfValue).every((column) => readable.includes(column))) return undefined
   return new OneRosterError('forbidden', `${what}: ${name} is outside the scopes of this access token (it needs roster.readonly)`)
 }
 
