@@ -178,6 +178,13 @@ const PROBES: Record<string, ModelProbe> = {
     match: (r) => ({ id: r.id }),
     change: { title: 'Renamed' }
   },
+  Agent: {
+    delegate: 'agent',
+    data: (n) => ({ role: 'guardian', givenName: `Probe ${n}`, familyName: 'Agent' }),
+    key: (r) => ({ schoolId_id: { schoolId: r.schoolId, id: r.id } }),
+    match: (r) => ({ id: r.id }),
+    change: { givenName: 'Renamed' }
+  },
   TeacherChange: {
     delegate: 'teacherChange',
     data: (_n, refs) => ({ teacherId: refs.teacherId, type: 'CREATED', recordType: 'TEACHER', recordId: refs.teacherId }),
