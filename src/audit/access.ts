@@ -1,7 +1,7 @@
 // What a request did to student and teacher records, counted where the records leave the database:
 // the school-scoped client (the only way resolvers reach tenant data) shows every operation's result
 // to the request's observer (src/db/operation-observer.ts), and the request's tally, the observer,
-// counts the Student and Teacher rows each operation returned or changed, including rows nested in
+// counts the Student, Teacher and Agent rows each operation returned or changed, including rows nested in
 // relation reads. Counting at the database rather than in the
 // GraphQL result means no resolver, loader or nested selection can be missed, whatever the schema
 // grows into; the count is what the database handed over (a page read with one row of look-ahead
