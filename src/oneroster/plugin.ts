@@ -1,5 +1,5 @@
 // OneRoster 1.2's rostering REST binding, read-only, under /ims/oneroster/rostering/v1p2: the
-// caller's school as an org, its students and teachers as users, its academic sessions (terms and
+// caller's school as an org, its students, teachers and students' agents as users, its academic sessions (terms and
 // grading periods among them), its courses and its classes (classes.ts) (docs/api/oneroster.md). The
 // same access tokens, scopes, rate limits and access audit as the GraphQL endpoint, and the same
 // read path: each route asks src/auth/school-access.ts for the caller's school client and reads

@@ -1,4 +1,4 @@
-// Users, students and teachers (the binding's UserDType), read through the record kinds' one read
+// Users, students, teachers and agents (the binding's UserDType), read through the record kinds' one read
 // path (src/records/lists.ts: typed statements on the caller's school client, both walls, a
 // teacher's reach): the filter, sort and fields of a request turned into a kind's columns
 // (kinds.ts), a page by offset with its total, and one record by sourcedId. /users holds three
