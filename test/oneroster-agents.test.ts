@@ -90,6 +90,11 @@ t.test('an administrator reads the agents among the users, with their role and t
   t.same(ids(await get(app, '/students?sort=sourcedId', s.admin)), ['s-1', 's-2'], 'the students are not the agents')
   refused(t, await get(app, '/students/g-1', s.admin), 404, 'unknownobject', 'an agent is no student')
   refused(t, await get(app, '/teachers/g-1', s.admin), 404, 'unknownobject', 'an agent is no teacher')
+
+  // A student deleted (GraphQL, the command line) leaves her id in her agents' lists: no answer names her.
+  const db = await testDatabase()
+  await db.forSchool(s.schoolId).student.deleteMany({ where: { schoolId: s.schoolId, id: s.students['s-2']! } })
+  t.same(refs((await get(app, '/users/g-1', s.admin)).body.user), ['user s-1'], 'the guardian\'s students are those the school holds')
 })
 
 t.test('filter, sort, fields and paging merge the agents with the other users', async (t) => {
