@@ -4,13 +4,14 @@
 // need roster.readonly as every user's; filter, sort and paging merge them with the students and
 // teachers; a teacher reads none of them (docs/decisions.md "A student's agents"); every answer
 // validated against the served OpenAPI description.
+import pg from 'pg'
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { createSchool } from '../src/admin/schools.js'
 import { createStudent } from '../src/records/students.js'
 import { createTeacher } from '../src/records/teachers.js'
 import { createClassroomAssignment } from './fixtures.js'
-import { build, testDatabase, unique } from './helper.js'
+import { build, testDatabase, unique, type TestDatabase } from './helper.js'
 import { schoolCallers, type SchoolCallers } from './oneroster/callers.js'
 import { type Answer, checkedAnswers, refused } from './oneroster/answers.js'
 
@@ -149,6 +150,32 @@ t.test("a teacher reads no agent: not listed, not found, not among her students'
   const student = (await get(app, '/users/s-1', s.teacher)).body.user
   t.equal(student.givenName, 'Ada')
   t.equal(student.agents, undefined, "her student's agents are not hers to read")
+})
+
+/** The access audit rows of a school, read as the administrator (the service role may not read them). */
+async function auditRows (db: TestDatabase, schoolId: string): Promise<Array<Record<string, unknown>>> {
+  const sql = 'SELECT operation, record_type, record_count, action FROM access_audit WHERE school_id = $1 ORDER BY id'
+  if (db.ownerUrl !== undefined) {
+    const client = new pg.Client({ connectionString: db.ownerUrl })
+    await client.connect()
+    try {
+      return (await client.query(sql, [schoolId])).rows
+    } finally {
+      await client.end()
+    }
+  }
+  return await db.prisma.$transaction(async (tx) => {
+    await tx.$executeRawUnsafe('SET LOCAL ROLE postgres')
+    return await tx.$queryRawUnsafe<Array<Record<string, unknown>>>(sql, schoolId)
+  })
+}
+
+t.test('reads of agents are written to the access audit (record type Agent)', async (t) => {
+  const app = await build(t)
+  const s = await school(app)
+  t.equal((await get(app, `/users?${filter("roles.role='guardian' OR roles.role='parent'")}`, s.admin)).statusCode, 200)
+  await app.audit.flush()
+  t.match(await auditRows(await testDatabase(), s.schoolId), [{ operation: 'getAllUsers', record_type: 'Agent', record_count: 2, action: 'read' }], 'the two agents handed over')
 })
 
 t.test('every answer of this file validates against the OpenAPI description (src/oneroster/openapi.ts)', async (t) => {

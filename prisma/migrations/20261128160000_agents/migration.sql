@@ -57,3 +57,8 @@ CREATE TRIGGER "agents_version" BEFORE UPDATE ON "agents" FOR EACH ROW EXECUTE F
 -- The key last, as in migration academic_sessions_and_courses (Citus: policies before the key to
 -- the reference table; `migrate` then distributes the table, src/db/migrations/citus-tables.ts).
 ALTER TABLE "agents" ADD CONSTRAINT "agents_school_id_fkey" FOREIGN KEY ("school_id") REFERENCES "schools"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+
+-- Reads of agents are audited as the students' and teachers' are (src/audit/access.ts): the access
+-- audit's record type admits them.
+ALTER TABLE "access_audit" DROP CONSTRAINT "access_audit_record_type_check";
+ALTER TABLE "access_audit" ADD CONSTRAINT "access_audit_record_type_check" CHECK ("record_type" IN ('Student', 'Teacher', 'Agent'));
