@@ -18,7 +18,7 @@ type RelationsOf<M extends ModelName> = [keyof Objects<M>] extends [never]
   : { readonly [F in keyof Objects<M>]-?: Target<Objects<M>[F]> }
 
 const RELATION_TABLE: { readonly [M in ModelName]: RelationsOf<M> } = {
-  School: { users: 'User[]', clients: 'Client[]', students: 'Student[]', teachers: 'Teacher[]', classrooms: 'Classroom[]', changes: 'Change[]', teacherChanges: 'TeacherChange[]', academicSessions: 'AcademicSession[]', courses: 'Course[]' },
+  School: { users: 'User[]', clients: 'Client[]', students: 'Student[]', teachers: 'Teacher[]', classrooms: 'Classroom[]', changes: 'Change[]', teacherChanges: 'TeacherChange[]', academicSessions: 'AcademicSession[]', courses: 'Course[]', agents: 'Agent[]' },
   User: { school: 'School', refreshTokens: 'RefreshToken[]' },
   RefreshToken: { user: 'User' },
   Client: { school: 'School', secrets: 'ClientSecret[]' },
@@ -30,6 +30,7 @@ const RELATION_TABLE: { readonly [M in ModelName]: RelationsOf<M> } = {
   TeacherClassroom: { teacher: 'Teacher', classroom: 'Classroom' },
   AcademicSession: { school: 'School', parent: 'AcademicSession', children: 'AcademicSession[]', courses: 'Course[]' },
   Course: { school: 'School', schoolYear: 'AcademicSession', classrooms: 'Classroom[]' },
+  Agent: { school: 'School' },
   Change: { school: 'School' },
   TeacherChange: { school: 'School' },
   AuditEvent: {},
@@ -49,6 +50,7 @@ const SCALAR_TABLE: { readonly [M in ModelName]: Readonly<Record<string, string>
   TeacherClassroom: Prisma.TeacherClassroomScalarFieldEnum,
   AcademicSession: Prisma.AcademicSessionScalarFieldEnum,
   Course: Prisma.CourseScalarFieldEnum,
+  Agent: Prisma.AgentScalarFieldEnum,
   Change: Prisma.ChangeScalarFieldEnum,
   TeacherChange: Prisma.TeacherChangeScalarFieldEnum,
   AuditEvent: Prisma.AuditEventScalarFieldEnum,
@@ -71,7 +73,8 @@ export const TENANT_TABLE_OF = {
   Change: 'changes',
   TeacherChange: 'teacher_changes',
   AcademicSession: 'academic_sessions',
-  Course: 'courses'
+  Course: 'courses',
+  Agent: 'agents'
 } as const satisfies Partial<Record<ModelName, string>>
 
 export type TenantModel = keyof typeof TENANT_TABLE_OF

@@ -3,7 +3,8 @@
 //
 // Mapping (docs/running/import.md):
 //   users.csv (role from roles.csv in 1.2, or the `role` column of 1.1): students and teachers;
-//     other roles (parents, administrators, ...) are skipped.
+//     guardians, parents and relatives as the school's agents, linked to their students by
+//     agentSourcedIds (agents.ts); other roles (aides, administrators, ...) are skipped.
 //   classes.csv → classrooms (title → name; one grade → grade level; subjects → subject).
 //   enrollments.csv → a student's classroom (the homeroom class if any, else the first listed) with
 //     its begin and end dates; a teacher's classrooms, `primary` true → PRIMARY, false → ASSISTANT,
@@ -19,6 +20,7 @@
 // nothing. Removals are planned here, with everything else, and written by write.ts.
 import { v7 as uuidv7 } from 'uuid'
 import { DEMOGRAPHIC_COLUMNS } from '../db/typed-reads.js'
+import { planAgents, isAgentRole, type AgentLinks, type AgentRecord, type AgentRole, type ExistingAgent } from './agents.js'
 import { ImportError, readTable, type Bundle, type Row, type Table } from './bundle.js'
 
 export type GradeLevel =
@@ -162,6 +164,7 @@ export interface Removals {
   classrooms: Array<{ id: string, sourcedId: string, name: string }>
   teachers: Array<{ id: string, sourcedId: string }>
   students: Array<{ id: string, sourcedId: string }>
+  agents: Array<{ id: string, sourcedId: string }>
   /** Assignments deleted; `teacher` is the teacher's sourcedId, `classroom` the classroom's name. */
   assignments: Array<{ teacherId: string, classroomId: string, teacher: string, classroom: string }>
   /** Students who stay but leave their classroom; `student` is the sourcedId, or the id of one made by hand. */
@@ -172,13 +175,17 @@ export interface ImportPlan {
   classrooms: ClassroomRecord[]
   students: StudentRecord[]
   teachers: TeacherRecord[]
+  /** The file's guardians, parents and relatives (agents.ts). */
+  agents: AgentRecord[]
+  /** Agents kept but not in users.csv whose students the file changes. */
+  agentLinks: AgentLinks[]
   assignments: AssignmentRecord[]
   /** Students kept but not in users.csv whose enrollment or birth date the bundle changes. */
   studentUpdates: StudentUpdate[]
   /** Teachers kept but not in users.csv whose demographics the bundle changes. */
   teacherUpdates: TeacherUpdate[]
   removed: Removals
-  /** Users of other roles (parents, administrators, ...) and their enrollments, not imported. */
+  /** Users of other roles (aides, administrators, ...) and their enrollments, not imported. */
   skippedUsers: number
   skippedEnrollments: number
 }
@@ -189,10 +196,12 @@ export function emptyPlan (): ImportPlan {
     classrooms: [],
     students: [],
     teachers: [],
+    agents: [],
+    agentLinks: [],
     assignments: [],
     studentUpdates: [],
     teacherUpdates: [],
-    removed: { classrooms: [], teachers: [], students: [], assignments: [], enrollments: [] },
+    removed: { classrooms: [], teachers: [], students: [], agents: [], assignments: [], enrollments: [] },
     skippedUsers: 0,
     skippedEnrollments: 0
   }
@@ -213,6 +222,8 @@ export interface Existing {
   }>
   /** The teachers with a sourcedId (the others are not the import's); dates as YYYY-MM-DD. */
   teachers: Array<Demographics & { id: string, sourcedId: string | null }>
+  /** Every agent of the school, with its role and students. */
+  agents: Array<ExistingAgent & { role: string }>
   assignments: Array<{ teacherId: string, classroomId: string }>
 }
 
@@ -425,11 +436,11 @@ export function keyedRows (table: Table, mode: FileMode): Keyed[] {
   })
 }
 
-type Role = 'student' | 'teacher' | 'other'
+type Role = 'student' | 'teacher' | AgentRole | 'other'
 
 function roleOf (name: string): Role {
   const role = name.trim().toLowerCase()
-  return role === 'student' ? 'student' : role === 'teacher' ? 'teacher' : 'other'
+  return role === 'student' ? 'student' : role === 'teacher' ? 'teacher' : isAgentRole(role) ? role : 'other'
 }
 
 /** The manifest's properties, values in lower case. */
@@ -526,6 +537,7 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
 
   const existingStudentBySourced = new Map(existing.students.filter((s) => s.sourcedId !== null).map((s) => [s.sourcedId!, s]))
   const existingTeacherBySourced = new Map(existing.teachers.filter((s) => s.sourcedId !== null).map((s) => [s.sourcedId!, s.id]))
+  const existingAgentBySourced = new Map(existing.agents.filter((a) => a.sourcedId !== null).map((a) => [a.sourcedId!, a]))
   const rolesMayBeOmitted = users?.mode === 'delta' || roles?.mode === 'delta'
   const roleByUser = new Map<string, Role>()
   for (const { sourcedId, row, deleted } of userRows) {
@@ -533,7 +545,7 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
     let role = roles !== undefined ? userRole.get(sourcedId) : (roleColumn ? roleOf(row.get('role') || row.get('roles')) : undefined)
     // A delta need not repeat an unchanged role: a user the school has keeps their kind.
     if (role === undefined && rolesMayBeOmitted) {
-      role = existingStudentBySourced.has(sourcedId) ? 'student' : existingTeacherBySourced.has(sourcedId) ? 'teacher' : undefined
+      role = existingStudentBySourced.has(sourcedId) ? 'student' : existingTeacherBySourced.has(sourcedId) ? 'teacher' : existingAgentBySourced.get(sourcedId)?.role as AgentRole | undefined
     }
     if (role === undefined) {
       fail(users!.table, row.line, roles !== undefined
@@ -547,13 +559,17 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
     (users?.mode === 'bulk' || listedUsers.has(sourcedId)) && roleByUser.get(sourcedId) !== kind
   const removedStudents = existing.students.filter((s) => takenAway(s.sourcedId, 'student'))
   const removedTeachers = existing.teachers.filter((s) => takenAway(s.sourcedId, 'teacher'))
+  // An agent's role may change between guardian, parent and relative: it stays the same agent.
+  const removedAgents = existing.agents.filter((a) => a.sourcedId !== null && (users?.mode === 'bulk' || listedUsers.has(a.sourcedId)) &&
+    !isAgentRole(roleByUser.get(a.sourcedId) ?? 'other'))
   const removedClassIds = new Set(removedClassrooms.map((c) => c.id))
   const removedStudentIds = new Set(removedStudents.map((s) => s.id))
   const removedTeacherIds = new Set(removedTeachers.map((s) => s.id))
   const removedSourced = new Map<string, string>([
     ...removedClassrooms.map((c): [string, string] => [`class ${c.sourcedId!}`, 'classroom']),
     ...removedStudents.map((s): [string, string] => [`user ${s.sourcedId!}`, 'student']),
-    ...removedTeachers.map((s): [string, string] => [`user ${s.sourcedId!}`, 'teacher'])
+    ...removedTeachers.map((s): [string, string] => [`user ${s.sourcedId!}`, 'teacher']),
+    ...removedAgents.map((a): [string, string] => [`user ${a.sourcedId!}`, 'guardian, parent or relative'])
   ])
   const keptClassrooms = existing.classrooms.filter((c) => !removedClassIds.has(c.id))
   const keptStudents = existing.students.filter((s) => !removedStudentIds.has(s.id))
@@ -643,6 +659,10 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
   const teachers = new Map<string, TeacherRecord>()
   const skippedUsers = new Set<string>()
   const numbers = new Map<string, number>()
+  const removedAgentIds = new Set(removedAgents.map((a) => a.id))
+  const existingAgent = new Map(existing.agents.filter((a) => a.sourcedId !== null && !removedAgentIds.has(a.id)).map((a) => [a.sourcedId!, a.id]))
+  const agentRows: Parameters<typeof planAgents>[0]['agents'] = []
+  const studentAgents = new Map<string, Parameters<typeof planAgents>[0]['students'][number]['named']>() // student sourcedId → its agentSourcedIds
   for (const { sourcedId, row, deleted } of userRows) {
     if (deleted) continue
     const role = roleByUser.get(sourcedId)!
@@ -659,6 +679,12 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
     const preferredName = text(table, row, 'preferredGivenName') ?? text(table, row, 'preferredFirstName')
     const mail = email(table, row)
     const details = userDetails(table, row)
+    const named = { table, row, sourcedIds: listOf(table, row, 'agentSourcedIds', 255) }
+    if (isAgentRole(role)) {
+      agentRows.push({ record: { id: existingAgent.get(sourcedId) ?? uuidv7(), sourcedId, role, givenName, familyName, preferredName, email: mail, status, ...details }, named })
+      continue
+    }
+    if (role === 'student') studentAgents.set(sourcedId, named)
     if (role === 'teacher') {
       teachers.set(sourcedId, {
         id: existingTeacher.get(sourcedId) ?? uuidv7(),
@@ -713,6 +739,22 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
   // --- Enrollments: resolved against the bundle's users and classes, then the school's.
   const studentBySourced = new Map<string, string>([...existingStudent].map(([sourcedId, s]) => [sourcedId, s.id]))
   for (const [sourcedId, s] of students) studentBySourced.set(sourcedId, s.id)
+
+  // --- Agents: the file's guardians, parents and relatives, and the students each is an agent of.
+  const teacherKeys = new Set([...existingTeacher.keys(), ...teachers.keys()])
+  const planned = planAgents({
+    agents: agentRows,
+    students: [...studentAgents].map(([sourcedId, named]) => ({ id: students.get(sourcedId)!.id, named })),
+    kept: existing.agents.filter((a) => !removedAgentIds.has(a.id)),
+    studentBySourced,
+    removedStudents: removedStudentIds,
+    otherUser: (sourcedId) => teacherKeys.has(sourcedId)
+      ? 'a teacher'
+      : removedSourced.has(`user ${sourcedId}`)
+        ? `a ${removedSourced.get(`user ${sourcedId}`)!} this import removes (users.csv leaves it out or marks it tobedeleted)`
+        : skippedUsers.has(sourcedId) ? 'of a role this service does not keep' : studentBySourced.has(sourcedId) ? 'a student' : undefined,
+    fail
+  })
   const teacherBySourced = new Map(existingTeacher)
   for (const [sourcedId, s] of teachers) teacherBySourced.set(sourcedId, s.id)
   const refuse = (table: Table, row: Row, what: 'class' | 'user', sourcedId: string, fallback: string): never =>
@@ -854,6 +896,8 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
     classrooms,
     students: [...students.values()],
     teachers: [...teachers.values()],
+    agents: planned.agents,
+    agentLinks: planned.links,
     assignments: [...assignments.values()],
     studentUpdates,
     teacherUpdates,
@@ -861,6 +905,7 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
       classrooms: removedClassrooms.map((c) => ({ id: c.id, sourcedId: c.sourcedId!, name: c.name })),
       teachers: removedTeachers.map((s) => ({ id: s.id, sourcedId: s.sourcedId! })),
       students: removedStudents.map((s) => ({ id: s.id, sourcedId: s.sourcedId! })),
+      agents: removedAgents.map((a) => ({ id: a.id, sourcedId: a.sourcedId! })),
       assignments: endedList,
       enrollments: ended
     },

@@ -233,7 +233,7 @@ const PATHS: OpenAPIV3.PathsObject = {
   '/students/{sourcedId}': single({ operationId: 'getStudent', tag: 'StudentsManagement', kind: 'student', schema: 'SingleUserDType' }),
   '/teachers': collection({ operationId: 'getAllTeachers', tag: 'TeachersManagement', description: 'Reads the users whose role is teacher.', schema: 'UserSetDType', security: CORE_READ }),
   '/teachers/{sourcedId}': single({ operationId: 'getTeacher', tag: 'TeachersManagement', kind: 'teacher', schema: 'SingleUserDType' }),
-  '/users': collection({ operationId: 'getAllUsers', tag: 'UsersManagement', description: 'Reads the users: students and teachers.', schema: 'UserSetDType', security: CORE_READ }),
+  '/users': collection({ operationId: 'getAllUsers', tag: 'UsersManagement', description: 'Reads the users: students, teachers and students\' agents (guardians, parents, relatives).', schema: 'UserSetDType', security: CORE_READ }),
   '/users/{sourcedId}': single({ operationId: 'getUser', tag: 'UsersManagement', kind: 'user', schema: 'SingleUserDType' }),
   '/academicSessions': collection({
     operationId: 'getAllAcademicSessions', tag: 'AcademicSessionsManagement', description: 'Reads the academic sessions: school years, terms, grading periods, semesters.', schema: 'AcademicSessionSetDType', security: CORE_READ
@@ -656,7 +656,7 @@ export const oneRosterDescription: OpenAPIV3.Document = {
     { name: 'StudentsManagement', description: 'Students (users whose role is student), and their classes.' },
     { name: 'TeachersManagement', description: 'Teachers (users whose role is teacher), and their classes.' },
     { name: 'TermsManagement', description: 'Terms (academic sessions of type term), and their grading periods and classes.' },
-    { name: 'UsersManagement', description: 'Users: students and teachers, and their classes.' }
+    { name: 'UsersManagement', description: 'Users: students, teachers and agents, and their classes.' }
   ],
   paths: PATHS,
   components: {

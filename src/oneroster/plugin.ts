@@ -1,7 +1,7 @@
 // OneRoster 1.2's rostering REST binding, read-only, under /ims/oneroster/rostering/v1p2: the
-// caller's school as an org, its students and teachers as users, its academic sessions (terms and
-// grading periods among them), its courses, its classes (classes.ts), enrollments (enrollments.ts) and
-// demographics (demographics.ts) (docs/api/oneroster.md). The
+// caller's school as an org, its students, teachers and students' agents as users, its academic
+// sessions (terms and grading periods among them), its courses, its classes (classes.ts),
+// enrollments (enrollments.ts) and demographics (demographics.ts) (docs/api/oneroster.md). The
 // same access tokens, scopes, rate limits and access audit as the GraphQL endpoint, and the same
 // read path: each route asks src/auth/school-access.ts for the caller's school client and reads
 // through the record kinds (users.ts, orgs.ts, records.ts).
@@ -20,7 +20,7 @@ import type { SchoolDb } from '../db/school-client.js'
 import { DATABASE_RETRY_AFTER, DATABASE_UNAVAILABLE_MESSAGE, databaseUnavailable } from '../db/unavailable.js'
 import type { ListCondition } from '../db/typed-reads.js'
 import {
-  ACADEMIC_SESSION_FIELDS, ACADEMIC_SESSIONS, COURSE_FIELDS, COURSES, STUDENT_USERS, TEACHER_USERS, type AnswerContext, type Kind
+  ACADEMIC_SESSION_FIELDS, ACADEMIC_SESSIONS, COURSE_FIELDS, COURSES, AGENT_USERS, STUDENT_USERS, TEACHER_USERS, type AnswerContext, type Kind
 } from './kinds.js'
 import { checkQueryString } from './malformed.js'
 import { registerClassRoutes } from './classes.js'
@@ -43,7 +43,7 @@ interface Caller {
 type Params = Readonly<Record<string, string>>
 type Handler = (request: FastifyRequest, reply: FastifyReply, caller: Caller) => Promise<unknown>
 
-const USERS: readonly Kind[] = [STUDENT_USERS, TEACHER_USERS]
+const USERS: readonly Kind[] = [STUDENT_USERS, TEACHER_USERS, AGENT_USERS]
 
 const SESSIONS: RecordCollection = { kind: ACADEMIC_SESSIONS, names: ACADEMIC_SESSION_FIELDS, noun: 'academic sessions' }
 const COURSE_RECORDS: RecordCollection = { kind: COURSES, names: COURSE_FIELDS, noun: 'courses' }

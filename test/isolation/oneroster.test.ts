@@ -4,6 +4,8 @@
 // (their classrooms given a course and a term, one without a sourcedId) and enrollments (the
 // students' classrooms and the teachers' assignments: one student's without a sourcedId, answered
 // by the student's id) have the same sourcedIds too, and whose students and teachers all have demographics,
+// two agents (a guardian without a sourcedId, answered by its id, and a parent ag-1, both marked
+// and each linked to the school's students: a student's `agents`, an agent's),
 // probed by sourcedId, by filter, by nested path and by offset past the end, by an administrator, a
 // teacher, a roster-core.readonly and a roster-demographics.readonly client of each school;
 // with both walls, with wall 1 alone (a role that bypasses row-level security), with wall 2 alone
@@ -67,11 +69,25 @@ async function collide (db: Database, school: MirrorSchool): Promise<void> {
     const key = `en-t-${school.teacherIds.indexOf(link.teacherId)}-${school.classroomIds.indexOf(link.classroomId)}`
     await tenant.teacherClassroom.updateMany({ where: { schoolId: school.schoolId, teacherId: link.teacherId, classroomId: link.classroomId }, data: { sourcedId: key } })
   }
+  // Two agents: a guardian without a sourcedId (its key, in a student's agents, is its id), a parent ag-1.
+  const agents: string[] = []
+  for (const [i, role] of (['guardian', 'parent'] as const).entries()) {
+    const agent = await tenant.agent.create({
+      data: { schoolId: school.schoolId, sourcedId: i === 0 ? null : `ag-${i}`, role, givenName: 'Agent', familyName: `${i}`, studentIds: school.studentIds },
+      select: { id: true }
+    })
+    await tenant.agent.updateMany({ where: { schoolId: school.schoolId, id: agent.id }, data: { preferredName: `mark:${agent.id}` } })
+    agents.push(agent.id)
+    school.ids.add(agent.id)
+  }
+  agentIds.set(school.schoolId, agents)
   enrollmentKeys.set(school.schoolId, [...school.studentIds.slice(1).map((_, i) => `en-s-${i + 1}`), ...links.map((l) => `en-t-${school.teacherIds.indexOf(l.teacherId)}-${school.classroomIds.indexOf(l.classroomId)}`)])
   const placed = await tenant.student.count({ where: { schoolId: school.schoolId, classroomId: { not: null } } })
   enrollmentCounts.set(school.schoolId, placed + links.length)
 }
 
+/** Each school's agents' ids (the first has no sourcedId; the second is ag-1). */
+const agentIds = new Map<string, string[]>()
 /** Each school's enrollments: their colliding sourcedIds, and how many there are. */
 const enrollmentKeys = new Map<string, string[]>()
 const enrollmentCounts = new Map<string, number>()
@@ -103,6 +119,9 @@ async function leaks (app: FastifyInstance, caller: Caller, own: MirrorSchool, o
     `/users?${filter(`roles.org.sourcedId='${other.schoolId}'`)}`,
     `/users?${filter("sourcedId!='none' OR familyName~''")}&sort=familyName&orderBy=desc`,
     `/users?${filter("dateLastModified>'2000-01-01T00:00:00Z'")}`,
+    // The agents: by the colliding sourcedId, by the other school's agent's id, by role, and a student's and an agent's references.
+    '/users/ag-1', `/users/${agentIds.get(other.schoolId)![0]!}`, `/users?${filter("roles.role='guardian' OR roles.role='parent'")}&sort=familyName`,
+    `/users?${filter(`sourcedId='ag-1' OR sourcedId='${agentIds.get(other.schoolId)![0]!}'`)}`, '/users?fields=sourcedId,agents&limit=1000', '/students/stu-1?fields=agents',
     // By offset past the end of the caller's own records, and pages of one.
     '/users?offset=6&limit=1000', '/users?offset=9&limit=1000', '/users?offset=20', '/students?offset=6', '/teachers?offset=3',
     ...Array.from({ length: 10 }, (_, i) => `/users?limit=1&offset=${i}&sort=sourcedId`),
@@ -191,6 +210,7 @@ for (const config of CONFIGURATIONS) {
     }
     if (config.leaks) {
       t.ok(found.length > 0, `without either wall, the probes find the other school's records (${found.length} answers)`)
+      t.ok(found.some((probe) => probe.includes('ag-1') || probe.includes('roles.role')), 'and the probes of the agents find them too')
       for (const path of ['/academicSessions', '/terms', '/gradingPeriods', '/courses', '/classes', '/enrollments', '/demographics']) {
         t.ok(found.some((probe) => probe.startsWith(path)), `and the probes of ${path} find them too`)
       }
@@ -199,7 +219,12 @@ for (const config of CONFIGURATIONS) {
     if (!config.leaks) {
       // Positive controls: each caller reads all of its own, by sourcedId too.
       const users = await m.app.inject({ url: `${BASE}/users?limit=1000`, headers: { authorization: `Bearer ${m.a.token}` } })
-      t.equal(users.json().users.length, m.a.studentIds.length + m.a.teacherIds.length, 'A\'s administrator reads every user of A')
+      t.equal(users.json().users.length, m.a.studentIds.length + m.a.teacherIds.length + 2, 'A\'s administrator reads every user of A, its two agents too')
+      const agent = await m.app.inject({ url: `${BASE}/users/ag-1`, headers: { authorization: `Bearer ${m.b.token}` } })
+      t.equal(agent.json().user.preferredFirstName, `mark:${agentIds.get(m.b.schoolId)![1]!}`, 'a colliding sourcedId finds the caller\'s own agent')
+      t.equal(agent.json().user.agents.length, m.b.studentIds.length, 'with its own students')
+      const student = await m.app.inject({ url: `${BASE}/users/stu-1`, headers: { authorization: `Bearer ${m.a.token}` } })
+      t.same(student.json().user.agents.map((ref: { sourcedId: string }) => ref.sourcedId).sort(), [agentIds.get(m.a.schoolId)![0]!, 'ag-1'].sort(), 'a student\'s agents are her school\'s')
       const mine = await m.app.inject({ url: `${BASE}/students/stu-1`, headers: { authorization: `Bearer ${m.a.token}` } })
       t.equal(mine.json().user.preferredFirstName, `mark:${m.a.studentIds[1]}`, 'a colliding sourcedId finds the caller\'s own record')
       const reach = await m.app.inject({ url: `${BASE}/users?limit=1000`, headers: { authorization: `Bearer ${m.a.teacherToken}` } })

@@ -14,7 +14,7 @@ import { TENANT_TABLES } from '../data-model.js'
  * teacher's names; every record's version, moved by the database on each update that changes the
  * row; an assignment's updated_at, likewise). Every other trigger of a distributed table is dropped or replaced by the distribution.
  */
-export const KEPT_TRIGGERS = ['students_names', 'teachers_names', 'students_version', 'teachers_version', 'classrooms_version', 'academic_sessions_version', 'courses_version', 'teacher_classrooms_updated_at']
+export const KEPT_TRIGGERS = ['students_names', 'teachers_names', 'students_version', 'teachers_version', 'classrooms_version', 'academic_sessions_version', 'courses_version', 'agents_version', 'teacher_classrooms_updated_at']
 
 /** Each enum of the schema gets an immutable cast to text: Prisma reads enum columns back as ::text, in RETURNING too, where Citus takes only immutable functions. */
 export const ENUM_CASTS = `DO $do$ DECLARE r record; BEGIN
