@@ -762,10 +762,12 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
       ? `${what} "${sourcedId}" is a ${removedSourced.get(`${what} ${sourcedId}`)!} this import removes (${what === 'class' ? 'classes' : 'users'}.csv leaves it out or marks it tobedeleted)`
       : fallback)
   // A demographics row names a student or a teacher of the bundle or the school; one of a user of
-  // another role is skipped (as their enrollments are), one of a user neither holds is refused. A
-  // row tobedeleted of an unknown user takes nothing away.
+  // another role (an agent of the bundle or the school, a role not kept) is skipped (as their
+  // enrollments are), one of a user none holds is refused. A row tobedeleted of an unknown user
+  // takes nothing away.
+  const agentSourced = new Set([...agentRows.map((a) => a.record.sourcedId), ...existing.agents.map((a) => a.sourcedId)])
   for (const { sourcedId, row, deleted } of demographicsRows) {
-    if (deleted || skippedUsers.has(sourcedId) || studentBySourced.has(sourcedId) || teacherBySourced.has(sourcedId)) continue
+    if (deleted || skippedUsers.has(sourcedId) || agentSourced.has(sourcedId) || studentBySourced.has(sourcedId) || teacherBySourced.has(sourcedId)) continue
     refuse(demographics!.table, row, 'user', sourcedId, `user "${sourcedId}" is neither a student nor a teacher of users.csv or of the school: demographics.csv keeps theirs only`)
   }
 
