@@ -43,38 +43,48 @@ export const TYPED_TABLES = {
 export type TypedModel = keyof typeof TYPED_TABLES
 
 /** The SQL type of each scalar field of the typed models (PostgreSQL's udt_name): checked against the database. */
+/** A person's names and identifiers: the same columns on students, teachers and agents. */
+const PERSON_NAMES = {
+  givenName: 'text',
+  familyName: 'text',
+  preferredName: 'text',
+  middleName: 'text',
+  preferredMiddleName: 'text',
+  preferredLastName: 'text',
+  pronouns: 'text',
+  username: 'text',
+  userIds: '_text'
+} as const
+
+/** OneRoster's demographics: the same columns on students and teachers (DEMOGRAPHIC_COLUMNS). */
+const DEMOGRAPHIC_TYPES = {
+  dateOfBirth: 'date',
+  sex: 'text',
+  americanIndianOrAlaskaNative: 'bool',
+  asian: 'bool',
+  blackOrAfricanAmerican: 'bool',
+  nativeHawaiianOrOtherPacificIslander: 'bool',
+  white: 'bool',
+  demographicRaceTwoOrMoreRaces: 'bool',
+  hispanicOrLatinoEthnicity: 'bool',
+  countryOfBirthCode: 'text',
+  stateOfBirthAbbreviation: 'text',
+  cityOfBirth: 'text',
+  publicSchoolResidenceStatus: 'text'
+} as const
+
 export const COLUMN_TYPES = {
   Student: {
     schoolId: 'uuid',
     id: 'uuid',
     sourcedId: 'text',
     fullName: 'text',
-    givenName: 'text',
-    familyName: 'text',
-    preferredName: 'text',
-    middleName: 'text',
-    preferredMiddleName: 'text',
-    preferredLastName: 'text',
-    pronouns: 'text',
-    username: 'text',
-    userIds: '_text',
+    ...PERSON_NAMES,
     sms: 'text',
     phone: 'text',
     studentNumber: 'text',
     email: 'text',
-    dateOfBirth: 'date',
-    sex: 'text',
-    americanIndianOrAlaskaNative: 'bool',
-    asian: 'bool',
-    blackOrAfricanAmerican: 'bool',
-    nativeHawaiianOrOtherPacificIslander: 'bool',
-    white: 'bool',
-    demographicRaceTwoOrMoreRaces: 'bool',
-    hispanicOrLatinoEthnicity: 'bool',
-    countryOfBirthCode: 'text',
-    stateOfBirthAbbreviation: 'text',
-    cityOfBirth: 'text',
-    publicSchoolResidenceStatus: 'text',
+    ...DEMOGRAPHIC_TYPES,
     gradeLevel: 'GradeLevel',
     status: 'StudentStatus',
     enrollmentStartDate: 'date',
@@ -90,32 +100,12 @@ export const COLUMN_TYPES = {
     id: 'uuid',
     sourcedId: 'text',
     fullName: 'text',
-    givenName: 'text',
-    familyName: 'text',
-    preferredName: 'text',
-    middleName: 'text',
-    preferredMiddleName: 'text',
-    preferredLastName: 'text',
-    pronouns: 'text',
-    username: 'text',
-    userIds: '_text',
+    ...PERSON_NAMES,
     sms: 'text',
     phone: 'text',
     email: 'text',
     title: 'text',
-    dateOfBirth: 'date',
-    sex: 'text',
-    americanIndianOrAlaskaNative: 'bool',
-    asian: 'bool',
-    blackOrAfricanAmerican: 'bool',
-    nativeHawaiianOrOtherPacificIslander: 'bool',
-    white: 'bool',
-    demographicRaceTwoOrMoreRaces: 'bool',
-    hispanicOrLatinoEthnicity: 'bool',
-    countryOfBirthCode: 'text',
-    stateOfBirthAbbreviation: 'text',
-    cityOfBirth: 'text',
-    publicSchoolResidenceStatus: 'text',
+    ...DEMOGRAPHIC_TYPES,
     status: 'TeacherStatus',
     createdAt: 'timestamptz',
     updatedAt: 'timestamptz',
@@ -186,15 +176,7 @@ export const COLUMN_TYPES = {
     id: 'uuid',
     sourcedId: 'text',
     role: 'text',
-    givenName: 'text',
-    familyName: 'text',
-    preferredName: 'text',
-    middleName: 'text',
-    preferredMiddleName: 'text',
-    preferredLastName: 'text',
-    pronouns: 'text',
-    username: 'text',
-    userIds: '_text',
+    ...PERSON_NAMES,
     email: 'text',
     sms: 'text',
     phone: 'text',
@@ -218,11 +200,7 @@ export const COLUMN_TYPES = {
  * A student's and a teacher's columns of OneRoster's demographics (DemographicsDType), each named as
  * 1EdTech's field but the date of birth: what makes a demographics record, and what it answers.
  */
-export const DEMOGRAPHIC_COLUMNS = [
-  'dateOfBirth', 'sex', 'americanIndianOrAlaskaNative', 'asian', 'blackOrAfricanAmerican', 'nativeHawaiianOrOtherPacificIslander', 'white',
-  'demographicRaceTwoOrMoreRaces', 'hispanicOrLatinoEthnicity', 'countryOfBirthCode', 'stateOfBirthAbbreviation', 'cityOfBirth',
-  'publicSchoolResidenceStatus'
-] as const satisfies ReadonlyArray<keyof typeof COLUMN_TYPES.Student & keyof typeof COLUMN_TYPES.Teacher>
+export const DEMOGRAPHIC_COLUMNS = Object.keys(DEMOGRAPHIC_TYPES) as ReadonlyArray<keyof typeof DEMOGRAPHIC_TYPES>
 
 /** The enumerations among the column types: read, compared and ordered by their names (as text). */
 const ENUM_TYPES: ReadonlySet<string> = new Set(['GradeLevel', 'StudentStatus', 'TeacherStatus', 'AcademicSessionType', 'TeacherRole'])
