@@ -18,7 +18,7 @@ type RelationsOf<M extends ModelName> = [keyof Objects<M>] extends [never]
   : { readonly [F in keyof Objects<M>]-?: Target<Objects<M>[F]> }
 
 const RELATION_TABLE: { readonly [M in ModelName]: RelationsOf<M> } = {
-  School: { users: 'User[]', clients: 'Client[]', students: 'Student[]', teachers: 'Teacher[]', classrooms: 'Classroom[]', changes: 'Change[]', teacherChanges: 'TeacherChange[]', academicSessions: 'AcademicSession[]', courses: 'Course[]' },
+  School: { users: 'User[]', clients: 'Client[]', students: 'Student[]', teachers: 'Teacher[]', classrooms: 'Classroom[]', changes: 'Change[]', teacherChanges: 'TeacherChange[]', rosterTombstones: 'RosterTombstone[]', academicSessions: 'AcademicSession[]', courses: 'Course[]' },
   User: { school: 'School', refreshTokens: 'RefreshToken[]' },
   RefreshToken: { user: 'User' },
   Client: { school: 'School', secrets: 'ClientSecret[]' },
@@ -32,6 +32,7 @@ const RELATION_TABLE: { readonly [M in ModelName]: RelationsOf<M> } = {
   Course: { school: 'School', schoolYear: 'AcademicSession', classrooms: 'Classroom[]' },
   Change: { school: 'School' },
   TeacherChange: { school: 'School' },
+  RosterTombstone: { school: 'School' },
   AuditEvent: {},
   IdempotencyKey: {}
 }
@@ -51,6 +52,7 @@ const SCALAR_TABLE: { readonly [M in ModelName]: Readonly<Record<string, string>
   Course: Prisma.CourseScalarFieldEnum,
   Change: Prisma.ChangeScalarFieldEnum,
   TeacherChange: Prisma.TeacherChangeScalarFieldEnum,
+  RosterTombstone: Prisma.RosterTombstoneScalarFieldEnum,
   AuditEvent: Prisma.AuditEventScalarFieldEnum,
   IdempotencyKey: Prisma.IdempotencyKeyScalarFieldEnum
 }
@@ -71,7 +73,8 @@ export const TENANT_TABLE_OF = {
   Change: 'changes',
   TeacherChange: 'teacher_changes',
   AcademicSession: 'academic_sessions',
-  Course: 'courses'
+  Course: 'courses',
+  RosterTombstone: 'roster_tombstones'
 } as const satisfies Partial<Record<ModelName, string>>
 
 export type TenantModel = keyof typeof TENANT_TABLE_OF
