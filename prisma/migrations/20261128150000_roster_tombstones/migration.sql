@@ -34,7 +34,8 @@ CREATE INDEX "roster_tombstones_school_id_kind_at_idx" ON "roster_tombstones"("s
 
 -- Wall 2: a school's rows only; a teacher's session its own rows and the school's sessions and
 -- courses, every other session the school's rows (no teacher's). Written by the functions below
--- only (app.writing_roster_tombstones set by their SET clause).
+-- only, with app.writing_teacher_feed set by their SET clause as the teacher feed's functions do
+-- (the same setting: the owner's SET privilege on it is granted already, docs/running/database-roles.md).
 ALTER TABLE "roster_tombstones" ENABLE ROW LEVEL SECURITY;
 ALTER TABLE "roster_tombstones" FORCE ROW LEVEL SECURITY;
 CREATE POLICY "school_isolation" ON "roster_tombstones" FOR SELECT
@@ -44,9 +45,9 @@ CREATE POLICY "school_isolation" ON "roster_tombstones" FOR SELECT
                OR ("teacher_id" IS NULL AND "kind" IN ('ACADEMIC_SESSION', 'COURSE')) END);
 CREATE POLICY "roster_tombstones_writer" ON "roster_tombstones"
   USING ("school_id" = NULLIF(current_setting('app.school_id', true), '')::uuid
-         AND current_setting('app.writing_roster_tombstones', true) = 'on')
+         AND current_setting('app.writing_teacher_feed', true) = 'on')
   WITH CHECK ("school_id" = NULLIF(current_setting('app.school_id', true), '')::uuid
-         AND current_setting('app.writing_roster_tombstones', true) = 'on');
+         AND current_setting('app.writing_teacher_feed', true) = 'on');
 
 -- Every table is named through teacher_feed_relation() and every function's name starts with
 -- teacher_feed_, as the teacher feed's: on Citus the triggers run on a shard, where the function
@@ -56,7 +57,7 @@ CREATE POLICY "roster_tombstones_writer" ON "roster_tombstones"
 -- Writes a tombstone for the school (a NULL in `teachers`) and for each teacher given, after
 -- pruning the school's rows older than 90 days.
 CREATE FUNCTION "teacher_feed_roster_write"(school uuid, teachers uuid[], kind text, sourced text, fields jsonb) RETURNS void LANGUAGE plpgsql
-  SET "app.teacher_id" = '' SET "app.writing_roster_tombstones" = 'on'
+  SET "app.teacher_id" = '' SET "app.writing_teacher_feed" = 'on'
 AS $$
 BEGIN
   EXECUTE format('DELETE FROM %s t WHERE t."school_id" = $1 AND t."at" < now() - interval ''90 days''',
