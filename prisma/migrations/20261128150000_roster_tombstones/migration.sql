@@ -291,14 +291,24 @@ BEGIN
 END
 $$;
 
-CREATE TRIGGER "students_roster_tombstones" AFTER UPDATE OR DELETE ON "students"
-  FOR EACH ROW EXECUTE FUNCTION "teacher_feed_roster_student"();
-CREATE TRIGGER "teacher_classrooms_roster_tombstones" AFTER UPDATE OR DELETE ON "teacher_classrooms"
+-- The WHEN clauses spare the function's call on the writes that end nothing (an import's updates).
+CREATE TRIGGER "students_roster_tombstones_updated" AFTER UPDATE ON "students"
+  FOR EACH ROW WHEN (OLD."classroom_id" IS NOT NULL AND (NEW."classroom_id" IS DISTINCT FROM OLD."classroom_id"
+    OR NEW."enrollment_sourced_id" IS DISTINCT FROM OLD."enrollment_sourced_id"))
+  EXECUTE FUNCTION "teacher_feed_roster_student"();
+CREATE TRIGGER "students_roster_tombstones_deleted" AFTER DELETE ON "students"
+  FOR EACH ROW WHEN (OLD."classroom_id" IS NOT NULL) EXECUTE FUNCTION "teacher_feed_roster_student"();
+CREATE TRIGGER "teacher_classrooms_roster_tombstones_updated" AFTER UPDATE ON "teacher_classrooms"
+  FOR EACH ROW WHEN (NEW."classroom_id" <> OLD."classroom_id" OR NEW."teacher_id" <> OLD."teacher_id" OR NEW."sourced_id" IS DISTINCT FROM OLD."sourced_id")
+  EXECUTE FUNCTION "teacher_feed_roster_assignment"();
+CREATE TRIGGER "teacher_classrooms_roster_tombstones_deleted" AFTER DELETE ON "teacher_classrooms"
   FOR EACH ROW EXECUTE FUNCTION "teacher_feed_roster_assignment"();
 CREATE TRIGGER "classrooms_roster_tombstones_deleted" BEFORE DELETE ON "classrooms"
-  FOR EACH ROW EXECUTE FUNCTION "teacher_feed_roster_classroom"();
+  FOR EACH ROW WHEN (OLD."course_id" IS NOT NULL) EXECUTE FUNCTION "teacher_feed_roster_classroom"();
 CREATE TRIGGER "classrooms_roster_tombstones_updated" AFTER UPDATE ON "classrooms"
-  FOR EACH ROW EXECUTE FUNCTION "teacher_feed_roster_classroom"();
+  FOR EACH ROW WHEN (OLD."course_id" IS NOT NULL AND (NEW."course_id" IS DISTINCT FROM OLD."course_id"
+    OR NEW."term_ids" IS DISTINCT FROM OLD."term_ids" OR NEW."sourced_id" IS DISTINCT FROM OLD."sourced_id"))
+  EXECUTE FUNCTION "teacher_feed_roster_classroom"();
 CREATE TRIGGER "teachers_roster_tombstones" BEFORE DELETE ON "teachers"
   FOR EACH ROW EXECUTE FUNCTION "teacher_feed_roster_teacher"();
 CREATE TRIGGER "academic_sessions_roster_tombstones" AFTER DELETE ON "academic_sessions"
