@@ -15,7 +15,8 @@ const GIVEN = ['Ada', 'Alan', 'Grace', 'Katherine', 'Edsger', 'Barbara', 'Donald
 const FAMILY = ['Lovelace', 'Turing', 'Hopper', 'Johnson', 'Dijkstra', 'Liskov', 'Knuth', 'Allen', 'McCarthy', 'Perlman', 'Berners-Lee', 'Hamilton', 'Thompson', 'Ritchie', 'Lamarr', 'Torvalds', 'Wilson', 'Garcia', 'Khan', 'Chen', 'Patel', 'Haddad', 'Novak', 'Sato']
 const GRADES = ['KG', '01', '02', '03', '04', '05', '06', '07', '08', '09', '10', '11', '12']
 
-const csv = (rows) => rows.map((r) => r.map((v) => /[",\n]/.test(String(v)) ? `"${String(v).replaceAll('"', '""')}"` : v).join(',')).join('\n') + '\n'
+/** Rows as a CSV file's text, a value with a comma, quote or line break quoted. */
+export const csv = (rows) => rows.map((r) => r.map((v) => /[",\n]/.test(String(v)) ? `"${String(v).replaceAll('"', '""')}"` : v).join(',')).join('\n') + '\n'
 
 export function writeBundle (dir, students) {
   seed = 42

@@ -1,9 +1,14 @@
 // The benchmark database: created fresh, migrated with the project's own CLI, loaded with
-// set-based SQL as the superuser, and opened to the non-superuser role the service runs as.
+// set-based SQL as the superuser (and the OneRoster records beyond the users with the project's
+// import, bench/oneroster-data.mjs), and opened to the non-superuser role the service runs as.
 import { spawn } from 'node:child_process'
 import { createHash, randomBytes } from 'node:crypto'
 import pg from 'pg'
-import { CLIENT_SCOPES, DEEP_PAGE_LIMIT, REST_MAX_LIMIT, deepPagePosition, expectedClientStudents, expectedDeepPage, expectedFlat, expectedRestStudents, expectedStudentsNested, expectedTeachersNested, studentCursor } from './workloads.mjs'
+import { DEMOGRAPHIC_COLUMNS, columnOf } from '../dist/db/typed-reads.js'
+import {
+  CLIENT_SCOPES, DEEP_PAGE_LIMIT, REST_MAX_LIMIT, REST_PAGE_LIMIT, deepPagePosition, expectedBirthDates, expectedClassrooms, expectedClientStudents, expectedDeepPage,
+  expectedFlat, expectedRestStudents, expectedStudentsNested, expectedTeachersNested, studentCursor
+} from './workloads.mjs'
 
 export const SERVICE_ROLE = 'sds_bench_service'
 
@@ -75,6 +80,11 @@ export function distribute (projectDir, url) {
   return cli(projectDir, url, ['citus', 'distribute'])
 }
 
+/** `school-data import oneroster DIR --school ID`, as an operator runs it (bench/oneroster-data.mjs). */
+export function importBundle (projectDir, url, dir, schoolId) {
+  return cli(projectDir, url, ['import', 'oneroster', dir, '--school', schoolId])
+}
+
 function cli (projectDir, url, args) {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['bin/school-data.js', ...args], {
@@ -123,15 +133,17 @@ export async function loadDataset (url, sizes, passwordHash) {
       FROM bench_schools b, generate_series(1, $1::int) r`, [classrooms])
     // Student i sits in room (i mod rooms) + 1; every 50th has no classroom (classroomName null).
     // Given and family name as OneRoster answers them (the REST workloads): `S07 Student`, `0123`.
-    await client.query(`INSERT INTO students (school_id, id, full_name, given_name, family_name, classroom_id, updated_at)
-      SELECT b.id, gen_random_uuid(), b.tag || ' Student ' || ${pad('i', studentWidth)}, b.tag || ' Student', ${pad('i', studentWidth)},
+    // Students and teachers have a OneRoster sourcedId (`s07-student-0123`), by which the import
+    // gives them demographics (bench/oneroster-data.mjs).
+    await client.query(`INSERT INTO students (school_id, id, sourced_id, full_name, given_name, family_name, classroom_id, updated_at)
+      SELECT b.id, gen_random_uuid(), lower(b.tag) || '-student-' || ${pad('i', studentWidth)}, b.tag || ' Student ' || ${pad('i', studentWidth)}, b.tag || ' Student', ${pad('i', studentWidth)},
              CASE WHEN i % 50 = 0 THEN NULL ELSE c.id END, now()
       FROM bench_schools b
       CROSS JOIN generate_series(1, $1::int) i
       JOIN classrooms c ON c.school_id = b.id AND c.name = b.tag || ' Room ' || ${pad(`i % ${classrooms} + 1`, roomWidth)}`,
     [students])
-    await client.query(`INSERT INTO teachers (school_id, id, full_name, updated_at)
-      SELECT b.id, gen_random_uuid(), b.tag || ' Teacher ' || ${pad('t', teacherWidth)}, now()
+    await client.query(`INSERT INTO teachers (school_id, id, sourced_id, full_name, updated_at)
+      SELECT b.id, gen_random_uuid(), lower(b.tag) || '-teacher-' || ${pad('t', teacherWidth)}, b.tag || ' Teacher ' || ${pad('t', teacherWidth)}, now()
       FROM bench_schools b, generate_series(1, $1::int) t`, [teachers])
     // Teacher t teaches `assignments` rooms spread over the school: (t + k * 7) mod rooms + 1.
     await client.query(`INSERT INTO teacher_classrooms (school_id, teacher_id, classroom_id)
@@ -279,7 +291,37 @@ export async function expectedPages (benchUrl, schools, studentsPerSchool) {
       const roster = (await client.query(`SELECT id, sourced_id, given_name, family_name, preferred_name, grade_level::text, status::text,
           to_char(updated_at, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS updated_at
         FROM students WHERE school_id = $1 ORDER BY id LIMIT $2`, [school.id, REST_MAX_LIMIT])).rows
+      // The other collections of a sync (bench/oneroster-data.mjs) as the binding orders them (by
+      // id; students' and teachers' rows merged by id): the sourcedIds of the first REST_PAGE_LIMIT.
+      const keys = async (sql) => (await client.query(`${sql} ORDER BY id LIMIT ${REST_PAGE_LIMIT}`, [school.id])).rows.map((r) => r.key)
+      const isClass = (c) => `${c}.course_id IS NOT NULL AND EXISTS (SELECT 1 FROM academic_sessions a WHERE a.school_id = ${c}.school_id AND a.id = ANY(${c}.term_ids))`
+      const hasDemographics = (u) => `(${DEMOGRAPHIC_COLUMNS.map((field) => `${u}.${columnOf(field)} IS NOT NULL`).join(' OR ')})`
+      const restKeys = {
+        classes: await keys(`SELECT id, COALESCE(sourced_id, id::text) AS key FROM classrooms c WHERE school_id = $1 AND ${isClass('c')}`),
+        enrollments: await keys(`SELECT * FROM (
+          SELECT s.id, COALESCE(s.enrollment_sourced_id, s.id::text) AS key FROM students s JOIN classrooms c ON c.school_id = s.school_id AND c.id = s.classroom_id
+            WHERE s.school_id = $1 AND ${isClass('c')}
+          UNION ALL
+          SELECT e.id, COALESCE(e.sourced_id, e.id::text) AS key FROM teacher_classrooms e JOIN classrooms c ON c.school_id = e.school_id AND c.id = e.classroom_id
+            WHERE e.school_id = $1 AND ${isClass('c')}) x`),
+        academicSessions: await keys('SELECT id, COALESCE(sourced_id, id::text) AS key FROM academic_sessions WHERE school_id = $1'),
+        courses: await keys('SELECT id, COALESCE(sourced_id, id::text) AS key FROM courses WHERE school_id = $1'),
+        demographics: await keys(`SELECT * FROM (
+          SELECT s.id, COALESCE(s.sourced_id, s.id::text) AS key FROM students s WHERE s.school_id = $1 AND ${hasDemographics('s')}
+          UNION ALL
+          SELECT t.id, COALESCE(t.sourced_id, t.id::text) AS key FROM teachers t WHERE t.school_id = $1 AND ${hasDemographics('t')}) x`)
+      }
+      for (const [collection, list] of Object.entries(restKeys)) {
+        if (list.length === 0) throw new Error(`school ${school.tag} has no ${collection}: the REST rows would read empty pages`)
+      }
+      // Their GraphQL peers: the first page of classrooms by id, and of students with their date of birth.
+      const classrooms = (await client.query(`SELECT id, sourced_id, name, to_char(updated_at, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS updated_at
+        FROM classrooms WHERE school_id = $1 ORDER BY id LIMIT ${REST_PAGE_LIMIT}`, [school.id])).rows
+      const births = (await client.query(`SELECT id, sourced_id, date_of_birth::text AS date_of_birth
+        FROM students WHERE school_id = $1 ORDER BY id LIMIT ${REST_PAGE_LIMIT}`, [school.id])).rows
       const page = {
+        classrooms100: expectedClassrooms(classrooms),
+        birthDates100: expectedBirthDates(births),
         clientStudents100: expectedClientStudents(roster, 100),
         clientStudentsMax: expectedClientStudents(roster, REST_MAX_LIMIT),
         flat: expectedFlat(students),
@@ -301,7 +343,7 @@ export async function expectedPages (benchUrl, schools, studentsPerSchool) {
         }
         return rest.get(key)
       }
-      pages.set(school.id, { ...expected, restPage, deepAfter: studentCursor(deep[0].after_id) })
+      pages.set(school.id, { ...expected, restPage, restKeys, deepAfter: studentCursor(deep[0].after_id) })
     }
     return pages
   })

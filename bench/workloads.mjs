@@ -46,6 +46,16 @@ export const clientStudentsQuery = (limit) => `{ students(limit: ${limit}) { ${C
 export const WALK_PAGE_QUERY =
   `query Walk($after: String) { studentsPage(limit: ${REST_MAX_LIMIT}, after: $after) { nodes { ${CLIENT_STUDENT_FIELDS} } pageInfo { endCursor hasNextPage } } }`
 
+// The other collections a OneRoster sync walks (bench/oneroster-data.mjs puts them in the data
+// set), a page of REST_PAGE_LIMIT each: classes beside the GraphQL classrooms of the same page
+// (by id), demographics beside the students' dates of birth (GraphQL's only demographic field; as
+// the administrator, whose role holds roster-demographics.readonly, as the client does not), and
+// enrollments, academic sessions and courses, which have no GraphQL equivalent.
+export const ONEROSTER_PATH = '/ims/oneroster/rostering/v1p2'
+export const REST_PAGE_LIMIT = 100
+export const CLASSROOMS_QUERY = `{ classrooms(limit: ${REST_PAGE_LIMIT}, orderBy: { field: ID }) { id sourcedId name updatedAt } }`
+export const BIRTH_DATES_QUERY = `{ students(limit: ${REST_PAGE_LIMIT}) { id sourcedId dateOfBirth } }`
+
 /** Students before the deep page: 1,500 of the default 2,000, fewer in a smaller data set. */
 export function deepPagePosition (studentsPerSchool) {
   return Math.max(1, Math.min(1500, studentsPerSchool - 2 * DEEP_PAGE_LIMIT))
@@ -114,7 +124,17 @@ export const WORKLOADS = [
   { name: 'rest-users-100', kind: 'rest', caller: 'client', path: `${ONEROSTER_STUDENTS_PATH}?limit=100`, limit: 100, ceiling: false, rlsCompare: false, uncachedOnly: true, graphql: 'graphql-users-100' },
   { name: 'graphql-users-100', kind: 'read', caller: 'client', query: clientStudentsQuery(100), expected: 'clientStudents100', limit: 100, ceiling: false, rlsCompare: false, uncachedOnly: true, restPeer: true },
   { name: 'rest-users-max', kind: 'rest', caller: 'client', path: `${ONEROSTER_STUDENTS_PATH}?limit=${REST_MAX_LIMIT}`, limit: REST_MAX_LIMIT, connections: 4, ceiling: false, rlsCompare: false, uncachedOnly: true, graphql: 'graphql-users-max' },
-  { name: 'graphql-users-max', kind: 'read', caller: 'client', query: clientStudentsQuery(REST_MAX_LIMIT), expected: 'clientStudentsMax', limit: REST_MAX_LIMIT, connections: 4, ceiling: false, rlsCompare: false, uncachedOnly: true, restPeer: true }
+  { name: 'graphql-users-max', kind: 'read', caller: 'client', query: clientStudentsQuery(REST_MAX_LIMIT), expected: 'clientStudentsMax', limit: REST_MAX_LIMIT, connections: 4, ceiling: false, rlsCompare: false, uncachedOnly: true, restPeer: true },
+  // The other collections of a sync, a page of REST_PAGE_LIMIT each (`envelope`: the answer's list;
+  // the answer must hold the school's first records of the collection, by sourcedId, in the
+  // binding's order). `graphql`: the nearest GraphQL equivalent, where one exists.
+  { name: 'rest-classes-100', roster: true, kind: 'rest', caller: 'client', path: `${ONEROSTER_PATH}/classes?limit=${REST_PAGE_LIMIT}`, envelope: 'classes', limit: REST_PAGE_LIMIT, ceiling: false, rlsCompare: false, uncachedOnly: true, graphql: 'graphql-classrooms-100' },
+  { name: 'graphql-classrooms-100', kind: 'read', caller: 'client', query: CLASSROOMS_QUERY, expected: 'classrooms100', limit: REST_PAGE_LIMIT, ceiling: false, rlsCompare: false, uncachedOnly: true, restPeer: true },
+  { name: 'rest-enrollments-100', roster: true, kind: 'rest', caller: 'client', path: `${ONEROSTER_PATH}/enrollments?limit=${REST_PAGE_LIMIT}`, envelope: 'enrollments', limit: REST_PAGE_LIMIT, ceiling: false, rlsCompare: false, uncachedOnly: true },
+  { name: 'rest-sessions-100', roster: true, kind: 'rest', caller: 'client', path: `${ONEROSTER_PATH}/academicSessions?limit=${REST_PAGE_LIMIT}`, envelope: 'academicSessions', limit: REST_PAGE_LIMIT, ceiling: false, rlsCompare: false, uncachedOnly: true },
+  { name: 'rest-courses-100', roster: true, kind: 'rest', caller: 'client', path: `${ONEROSTER_PATH}/courses?limit=${REST_PAGE_LIMIT}`, envelope: 'courses', limit: REST_PAGE_LIMIT, ceiling: false, rlsCompare: false, uncachedOnly: true },
+  { name: 'rest-demographics-100', roster: true, kind: 'rest', caller: 'admin', path: `${ONEROSTER_PATH}/demographics?limit=${REST_PAGE_LIMIT}`, envelope: 'demographics', limit: REST_PAGE_LIMIT, ceiling: false, rlsCompare: false, uncachedOnly: true, graphql: 'graphql-birthdates-100' },
+  { name: 'graphql-birthdates-100', roster: true, kind: 'read', caller: 'admin', query: BIRTH_DATES_QUERY, expected: 'birthDates100', limit: REST_PAGE_LIMIT, ceiling: false, rlsCompare: false, uncachedOnly: true, restPeer: true }
   // Another read workload: its query above, an expected page per school in bench/dataset.mjs
   // (expectedPages), and for the ceiling a SQL handler keyed by the same query text.
 ]
@@ -242,6 +262,34 @@ export function expectedRestStudents (rows, limit, schoolId, origin) {
       }
     })
   }
+}
+
+/** rows: { id, sourced_id, name, updated_at } of classrooms by id: the page of CLASSROOMS_QUERY. */
+export function expectedClassrooms (rows) {
+  return { data: { classrooms: rows.map((r) => ({ id: r.id, sourcedId: r.sourced_id, name: r.name, updatedAt: r.updated_at })) } }
+}
+
+/** rows: { id, sourced_id, date_of_birth (YYYY-MM-DD) } of students by id: the page of BIRTH_DATES_QUERY. */
+export function expectedBirthDates (rows) {
+  return { data: { students: rows.map((r) => ({ id: r.id, sourcedId: r.sourced_id, dateOfBirth: r.date_of_birth })) } }
+}
+
+/**
+ * Checks a OneRoster answer of another collection (`envelope`) against the school's expected
+ * sourcedIds in order (the first page of the collection, read from the database): a record of
+ * another school, a missing or extra one, or another order is reported.
+ */
+export function checkRestKeys (body, envelope, keys, school) {
+  const { parsed, problem } = parseAnswer(body, false)
+  if (problem !== undefined) return problem
+  const list = parsed[envelope]
+  if (!Array.isArray(list)) return `no ${envelope} list: ${body.slice(0, 200)}`
+  const seen = list.map((record) => record.sourcedId)
+  const at = seen.findIndex((key, i) => key !== keys[i])
+  if (at === -1 && seen.length === keys.length) return null
+  return at === -1
+    ? `${seen.length} ${envelope} instead of ${keys.length} for ${school.tag}`
+    : `${envelope}[${at}]: ${JSON.stringify(seen[at])} instead of ${JSON.stringify(keys[at])}, the school's (${school.tag}) in the binding's order`
 }
 
 /** Checks a OneRoster users answer against the expected page (as checkRead, for the binding's envelope). */

@@ -24,6 +24,7 @@ import { applyMigrations, migrationsDir } from '../src/db/migrations/index.js'
 import type { Prisma } from '../src/generated/prisma/client.js'
 import { DATA_CHANGED_CHANNEL } from '../src/db/notifications.js'
 import { CitusError, distributeOnCitus } from '../src/admin/citus.js'
+import { ROW_FEED_FUNCTION } from '../src/db/migrations/citus-tables.js'
 import { inSchoolTransaction } from '../src/import/connection.js'
 import { emptyPlan } from '../src/import/oneroster.js'
 import { writePlan } from '../src/import/write.js'
@@ -228,6 +229,40 @@ t.test('the service on a Citus coordinator', { skip: citusUrl === undefined ? 's
     t.equal(await db.forSchool(schools[2]!).change.count({ where: { recordId: id } }), 0, 'another school reads none of them')
   })
 
+  await t.test('both feeds wait on one lock of the school: writers taking them in either order never deadlock', async (t) => {
+    // Writer one's first statement changes nothing but updated_at: no school-feed entry, but a
+    // teacher feed's trigger locks the school. Writer two then writes a student (the school's
+    // feed first, then the teacher's); writer one next writes a teacher. With a lock of its own
+    // for each feed, two would hold the school feed's and wait for the teacher feed's, one the
+    // reverse: a deadlock on the school's worker, one of them cancelled.
+    const school = await createSchool(db, 'Citus Lock Order School')
+    const teacher = await createTeacher(db, { schoolId: school, fullName: 'Lock Teacher' })
+    await assignTeacher(db, { schoolId: school, teacherId: teacher, classroom: 'Lock Room' })
+    const student = await createStudent(db, { schoolId: school, fullName: 'Lock Student', classroom: 'Lock Room' })
+    const seqs = async (): Promise<number[]> => (await run(url, 'SELECT seq::int AS seq FROM changes WHERE school_id = $1 ORDER BY seq', [school])).rows.map((r: { seq: number }) => r.seq)
+    const before = await seqs()
+    const [one, two, watcher] = [new pg.Client({ connectionString: url }), new pg.Client({ connectionString: url }), new pg.Client({ connectionString: url })]
+    for (const client of [one, two, watcher]) await client.connect()
+    t.teardown(async () => { for (const client of [one, two, watcher]) await client.end().catch(() => {}) })
+    await one.query('BEGIN')
+    await one.query("UPDATE classrooms SET updated_at = now() + interval '1 second' WHERE school_id = $1", [school])
+    await two.query('BEGIN')
+    const twoWrites = two.query("UPDATE students SET preferred_name = 'Second' WHERE school_id = $1 AND id = $2", [school, student])
+    let waiting = false
+    for (let i = 0; i < 500 && !waiting; i++) {
+      const { rows } = await watcher.query("SELECT count(*)::int AS n FROM citus_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE %students%'")
+      waiting = rows[0].n > 0
+      if (!waiting) await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    t.ok(waiting, 'the second writer waits for the first')
+    await one.query("UPDATE teachers SET preferred_name = 'First' WHERE school_id = $1 AND id = $2", [school, teacher])
+    await one.query('COMMIT')
+    await twoWrites
+    await two.query('COMMIT')
+    const after = await seqs()
+    t.same(after.slice(before.length), [before.length + 1, before.length + 2], 'both committed, their changes numbered next, in commit order')
+  })
+
   await t.test('through the API: the school\'s feed and its cursors; a teacher\'s own feed', async (t) => {
     const app = await buildApp(testConfig({ databaseUrl: serviceUrl }), { database: db, logger: false })
     t.teardown(() => app.close())
@@ -381,6 +416,10 @@ t.test('a database distributed by an earlier release takes the later migrations'
   }
   t.match(await distributeOnCitus(url), { distributed: true })
   await run(url, 'DELETE FROM _prisma_migrations WHERE checksum = id')
+  // The row feed's function as an earlier release wrote it (a lock of its own).
+  const LOCK = 'PERFORM "teacher_feed_open"(ARRAY[school], false);'
+  t.ok(ROW_FEED_FUNCTION.includes(LOCK))
+  await run(url, ROW_FEED_FUNCTION.replace(LOCK, "PERFORM pg_advisory_xact_lock(hashtextextended('school_data_changes:' || school::text, 0));"))
 
   t.same(await applyMigrations({ url }), newer, 'school-data migrate applies the newer migrations on the distributed tables')
   // Tenant tables a newer migration made (academic sessions, courses) are distributed by migrate
@@ -412,4 +451,7 @@ t.test('a database distributed by an earlier release takes the later migrations'
   const bodies = (await run(url, `SELECT result FROM run_command_on_workers(
     $$SELECT bool_and(prosrc LIKE '%MATERIALIZED%') FROM pg_proc WHERE proname IN ('teacher_feed_students', 'teacher_feed_teachers', 'teacher_feed_classrooms_updated')$$)`)).rows as Array<{ result: string }>
   t.same(bodies.map((b) => b.result), workers.map(() => 't'), 'the teacher feed\'s functions are the newest on every worker')
+  const rowFeed = (await run(url, `SELECT result FROM run_command_on_workers(
+    $$SELECT bool_and(prosrc LIKE '%teacher_feed_open%' AND prosrc NOT LIKE '%pg_advisory_xact_lock%') FROM pg_proc WHERE proname = 'record_change_row'$$)`)).rows as Array<{ result: string }>
+  t.same(rowFeed.map((b) => b.result), workers.map(() => 't'), 'the row feed\'s function is this release\'s on every worker: one lock of the school for both feeds')
 })

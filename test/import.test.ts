@@ -39,7 +39,7 @@ async function inspect<T> (read: (db: Database) => Promise<T>): Promise<T> {
   }
 }
 
-/** A small OneRoster 1.2 bundle: two classes, three students, two teachers and a parent. */
+/** A small OneRoster 1.2 bundle: two classes, three students, two teachers, a parent (Ada's and Alan's) and an administrator. */
 function bundle12 (): Files {
   return {
     manifest: [['propertyName', 'value'], ['manifest.version', '1.0'], ['oneroster.version', '1.2'],
@@ -47,12 +47,13 @@ function bundle12 (): Files {
       ['file.demographics', 'bulk'], ['file.orgs', 'absent']],
     users: [
       ['sourcedId', 'status', 'dateLastModified', 'enabledUser', 'username', 'userIds', 'givenName', 'familyName', 'middleName', 'identifier', 'email', 'sms', 'phone', 'agentSourcedIds', 'grades', 'password', 'userMasterIdentifier', 'resourceSourcedIds', 'preferredGivenName', 'preferredMiddleName', 'preferredFamilyName', 'primaryOrgSourcedId', 'pronouns'],
-      ['stu-1', 'active', '2026-08-01T00:00:00Z', 'true', 'ada', '{Fed:1234},{State:NY-55:1}', 'Ada', 'Lovelace', 'Augusta', '1001', 'ada@example.org', '+15550001', '555-0001', '', '03', '', '', '', 'Addie', 'Gus', 'King', 'org-1', 'she/her'],
+      ['stu-1', 'active', '2026-08-01T00:00:00Z', 'true', 'ada', '{Fed:1234},{State:NY-55:1}', 'Ada', 'Lovelace', 'Augusta', '1001', 'ada@example.org', '+15550001', '555-0001', 'par-1', '03', '', '', '', 'Addie', 'Gus', 'King', 'org-1', 'she/her'],
       ['stu-2', '', '', 'true', 'alan', '', 'Alan', 'Turing', '', '1002', '', '', '', '', 'KG', '', '', '', '', '', '', 'org-1', ''],
       ['stu-3', '', '', 'false', 'kat', '', 'Katherine', 'Johnson', '', '1003', '', '', '', '', 'Other', '', '', '', '', '', '', 'org-1', ''],
       ['tea-1', '', '', 'true', 'grace', 'District:G-1', 'Grace', 'Hopper', 'Brewster', 'T1', 'grace@example.org', '', '555-0101', '', '', '', '', '', '', '', '', 'org-1', ''],
       ['tea-2', '', '', 'true', 'edsger', '', 'Edsger', 'Dijkstra', '', 'T2', '', '', '', '', '', '', '', '', '', '', '', 'org-1', ''],
-      ['par-1', '', '', 'true', 'parent', '', 'Pat', 'Lovelace', '', '', '', '', '', '', '', '', '', '', '', '', '', 'org-1', '']
+      ['par-1', '', '', 'true', 'parent', '{Family:F-7}', 'Pat', 'Lovelace', 'Q', '', 'pat@example.org', '+15550009', '555-0009', 'stu-2', '', '', '', '', '', '', '', 'org-1', 'they/them'],
+      ['adm-1', '', '', 'true', 'admin', '', 'Ann', 'Admin', '', '', '', '', '', '', '', '', '', '', '', '', '', 'org-1', '']
     ],
     roles: [
       ['sourcedId', 'status', 'dateLastModified', 'userSourcedId', 'roleType', 'role', 'beginDate', 'endDate', 'orgSourcedId', 'userProfileSourcedId'],
@@ -61,7 +62,8 @@ function bundle12 (): Files {
       ['r3', '', '', 'stu-3', 'primary', 'student', '', '', 'org-1', ''],
       ['r4', '', '', 'tea-1', 'primary', 'teacher', '', '', 'org-1', ''],
       ['r5', '', '', 'tea-2', 'primary', 'teacher', '', '', 'org-1', ''],
-      ['r6', '', '', 'par-1', 'primary', 'parent', '', '', 'org-1', '']
+      ['r6', '', '', 'par-1', 'primary', 'parent', '', '', 'org-1', ''],
+      ['r7', '', '', 'adm-1', 'primary', 'administrator', '', '', 'org-1', '']
     ],
     classes: [
       ['sourcedId', 'status', 'dateLastModified', 'title', 'grades', 'courseSourcedId', 'classCode', 'classType', 'location', 'schoolSourcedId', 'termSourcedIds', 'subjects', 'subjectCodes', 'periods'],
@@ -114,6 +116,7 @@ async function snapshot (schoolId: string): Promise<Record<string, unknown>> {
       students: await tenant.student.findMany({ orderBy: { sourcedId: 'asc' }, include: { classroom: { select: { name: true } } } }),
       teachers: await tenant.teacher.findMany({ orderBy: { sourcedId: 'asc' }, include: { classrooms: { select: { role: true, sourcedId: true, beginDate: true, endDate: true, updatedAt: true, classroom: { select: { name: true } } }, orderBy: { classroomId: 'asc' } } } }),
       classrooms: await tenant.classroom.findMany({ orderBy: { sourcedId: 'asc' } }),
+      agents: await tenant.agent.findMany({ orderBy: { sourcedId: 'asc' } }),
       changes: await tenant.change.findMany({ orderBy: { seq: 'asc' }, select: { seq: true, type: true, recordType: true, sourcedId: true } })
     }
   })
@@ -190,6 +193,12 @@ t.test('a OneRoster 1.2 folder is imported; a second run changes nothing; a chan
     ['cls-1', 'Room 3', 'GRADE_3', 'Homeroom'],
     ['cls-2', 'Math 3', null, 'Mathematics, Geometry']
   ], 'one grade gives the level; several give none')
+  const studentKey = new Map(after.students.map((s: any) => [s.id, s.sourcedId]))
+  t.same(after.agents.map((a: any) => [a.sourcedId, a.role, a.givenName, a.familyName, a.middleName, a.username, a.userIds, a.email, a.sms, a.phone, a.pronouns, a.status,
+    a.studentIds.map((id: string) => studentKey.get(id))]), [
+    ['par-1', 'parent', 'Pat', 'Lovelace', 'Q', 'parent', ['Family:F-7'], 'pat@example.org', '+15550009', '555-0009', 'they/them', 'ACTIVE', ['stu-1', 'stu-2']]
+  ], "the parent is kept as an agent of Ada (her row's agentSourcedIds) and of Alan (the parent's row's): linked both ways")
+  t.match(first.stdout, /agents\s+1 created/)
   const created = after.changes.filter((c: any) => c.type === 'CREATED').map((c: any) => c.sourcedId).sort()
   t.same(created, ['cls-1', 'cls-2', 'stu-1', 'stu-2', 'stu-3', 'tea-1', 'tea-2'], 'one CREATED entry per record')
 
@@ -198,6 +207,7 @@ t.test('a OneRoster 1.2 folder is imported; a second run changes nothing; a chan
   t.same(second.summary.students, counts(0, 0, 3))
   t.same(second.summary.teachers, counts(0, 0, 2))
   t.same(second.summary.classrooms, counts(0, 0, 2))
+  t.same(second.summary.agents, counts(0, 0, 1))
   t.same(second.summary.teacherAssignments, counts(0, 0, 3))
   t.same(await snapshot(school), after, 'the second run wrote nothing: same rows, same updatedAt, no change feed entry')
 
@@ -255,6 +265,11 @@ t.test('a bad row stops the import with file:line: reason, and nothing is writte
     ['bad date', (f) => { f.demographics![1]![3] = '2017-02-30' }, /^error: demographics\.csv:2: birthDate "2017-02-30" is not a date/m],
     ['bad userIds', (f) => { f.users![2]![5] = '{Fed}' }, /^error: users\.csv:3: userIds: "Fed" is not \{type:identifier\}/m],
     ['unknown sex', (f) => { f.demographics![1]![4] = 'M' }, /^error: demographics\.csv:2: sex "M" is not one of male, female, unspecified, other or an extension ext:name/m],
+    ["a teacher's unknown sex", (f) => { f.demographics!.push(['tea-1', '', '', '', 'X']) }, /^error: demographics\.csv:4: sex "X" is not one of male, female/m],
+    ['demographics of an unknown user', (f) => { f.demographics!.push(['nobody', '', '', '1990-01-01', 'male']) },
+      /^error: demographics\.csv:4: user "nobody" is neither a student nor a teacher of users\.csv or of the school: demographics\.csv keeps theirs only/m],
+    ['demographics of a user the bundle removes', (f) => { f.users = without(f.users!, ['stu-3']); f.demographics!.push(['stu-3', '', '', '', 'female']) },
+      /^error: demographics\.csv:4: user "stu-3" is a student this import removes \(users\.csv leaves it out or marks it tobedeleted\)/m],
     ['bad enrollment date', (f) => { f.enrollments![6]![8] = 'soon' }, /^error: enrollments\.csv:7: beginDate "soon" is not a date/m],
     ['duplicate sourcedId', (f) => { f.classes![2]![0] = 'cls-1' }, /^error: classes\.csv:3: sourcedId "cls-1" is already on line 2/m],
     ['duplicate student number', (f) => { f.users![2]![9] = '1001' }, /^error: users\.csv:3: identifier "1001" is already the student number on line 2/m],
@@ -273,6 +288,12 @@ t.test('a bad row stops the import with file:line: reason, and nothing is writte
       /^error: enrollments\.csv:2: class "cls-2" is a classroom this import removes \(classes\.csv leaves it out or marks it tobedeleted\)/m],
     ['a removal, then a bad row', (f) => { f.users = without(f.users!, ['stu-3']); f.enrollments![6]![8] = 'soon' }, /^error: enrollments\.csv:7: beginDate "soon" is not a date/m],
     ['a NUL in a value the import writes', (f) => { f.users![3]![6] = 'Kath\u0000erine' }, /^error: users\.csv:4: column "givenName" must not contain a NUL character \(U\+0000\)/m],
+    ['a student\'s agent that is a teacher', (f) => { f.users![3]![13] = 'tea-1' },
+      /^error: users\.csv:4: agentSourcedIds: user "tea-1" is a teacher: a student's agents are guardians, parents or relatives/m],
+    ['a student\'s agent of a role not kept', (f) => { f.users![3]![13] = 'adm-1' },
+      /^error: users\.csv:4: agentSourcedIds: user "adm-1" is of a role this service does not keep/m],
+    ['a parent\'s agent that is unknown', (f) => { f.users![6]![13] = 'stu-404' },
+      /^error: users\.csv:7: agentSourcedIds: user "stu-404" is neither in users\.csv nor in the school: a parent's agents are the students it is an agent of/m],
     ['a bad row after a quoted field with a line break', (f) => { f.users![1]![8] = 'two\nlines'; f.users![3]![14] = '14' }, /^error: users\.csv:5: grade "14"/m]
   ]
   for (const [index, [label, spoil, message]] of cases.entries()) {
@@ -432,12 +453,21 @@ t.test('a bulk users.csv or classes.csv removes the records it does not hold: DE
   const files = bundle12()
   files.users = without(files.users!, ['stu-3', 'tea-2'])
   files.roles = without(files.roles!, ['stu-3', 'tea-2'], 3)
+  // Nor is Pat any more Ada's and Alan's parent.
+  const keepParent = bundle12()
+  const parentGone = { ...keepParent, users: without(files.users, ['par-1']).map((r, i) => i === 1 ? [...r.slice(0, 13), 'par-1', ...r.slice(14)] : r) }
+  const refused = await importJson(writeFolder(parentGone), school)
+  t.not(refused.code, 0)
+  t.match(refused.stderr, /users\.csv:2: agentSourcedIds: user "par-1" is a guardian, parent or relative this import removes/, "a student's row naming an agent the import removes is refused by line")
+  files.users = without(files.users, ['par-1']).map((r, i) => i === 1 ? [...r.slice(0, 13), '', ...r.slice(14)] : r)
+  files.roles = without(files.roles, ['par-1'], 3)
   files.classes = without(files.classes!, ['cls-2'])
   files.enrollments = without(files.enrollments!, ['e1', 'e3', 'e5', 'e6'])
   const run = await importJson(writeFolder(files), school)
   t.equal(run.code, 0, run.stderr)
   t.same(run.summary.students, counts(0, 2, 1, 1), 'Katherine removed; Alan, and the student made by hand, leave Math 3')
   t.same(run.summary.teachers, counts(0, 0, 1, 1), 'Edsger removed')
+  t.same(run.summary.agents, counts(0, 0, 0, 1), 'Pat removed')
   t.same(run.summary.classrooms, counts(0, 0, 1, 1), 'Math 3 removed')
   t.same(run.summary.teacherAssignments, counts(0, 0, 1, 0), 'Edsger\'s assignments go with him, not counted again')
   t.equal(run.summary.studentEnrollmentsEnded, 2, 'Alan and the student made by hand leave Math 3')
@@ -446,6 +476,7 @@ t.test('a bulk users.csv or classes.csv removes the records it does not hold: DE
   t.equal(after.students[2].id, handMade, 'the student made by hand stays (in no classroom: Math 3 is gone)')
   t.same(after.teachers.map((x: any) => x.sourcedId ?? x.id), ['tea-1', handTeacher], 'the teacher made by hand stays')
   t.same(after.classrooms.map((c: any) => c.sourcedId), ['cls-1'])
+  t.same(after.agents, [])
   t.same(feedAfter(after, before.changes.length), [
     'DELETED CLASSROOM cls-2', 'DELETED STUDENT stu-3', 'DELETED TEACHER tea-2', 'UPDATED STUDENT -', 'UPDATED STUDENT stu-2'
   ], 'the change feed: a tombstone per record removed (its sourcedId kept), an update per student moved out')
@@ -504,6 +535,8 @@ t.test('a delta bundle: rows tobedeleted remove their records and end their enro
   t.same(after.students.map((x: any) => x.enrollmentSourcedId), [null, 'e7'], "Ada's enrollment ended (tobedeleted); Katherine's is e7")
   t.same(after.teachers.map((x: any) => [x.sourcedId, x.classrooms.map((c: any) => c.classroom.name).sort()]), [['tea-1', ['Room 3']], ['tea-2', ['Math 3']]])
   t.same(feedAfter(after, before.changes.length), ['DELETED STUDENT stu-2', 'UPDATED STUDENT stu-1', 'UPDATED STUDENT stu-3', 'UPDATED TEACHER tea-2'])
+  t.same(run.summary.agents, counts(0, 1, 0, 0), 'the parent, not in the delta, loses Alan (removed) and keeps Ada (whose row still names her)')
+  t.same(after.agents[0].studentIds, [after.students[0].id])
 
   const again = await importJson(writeFolder(files), school)
   t.equal(again.code, 0, again.stderr)
@@ -515,7 +548,7 @@ const DEMOGRAPHICS_HEADER = ['sourcedId', 'status', 'dateLastModified', 'birthDa
   'nativeHawaiianOrOtherPacificIslander', 'white', 'demographicRaceTwoOrMoreRaces', 'hispanicOrLatinoEthnicity', 'countryOfBirthCode', 'stateOfBirthAbbreviation',
   'cityOfBirth', 'publicSchoolResidenceStatus']
 
-/** A student's demographic columns as the database holds them (the date as YYYY-MM-DD). */
+/** A student's or teacher's demographic columns as the database holds them (the date as YYYY-MM-DD). */
 const demographicsOf = (student: any): unknown[] => [student.sourcedId, student.dateOfBirth?.toISOString().slice(0, 10) ?? null, student.sex,
   student.americanIndianOrAlaskaNative, student.asian, student.blackOrAfricanAmerican, student.nativeHawaiianOrOtherPacificIslander, student.white,
   student.demographicRaceTwoOrMoreRaces, student.hispanicOrLatinoEthnicity, student.countryOfBirthCode, student.stateOfBirthAbbreviation,
@@ -537,17 +570,26 @@ t.test('demographics.csv: every column of DemographicsDType is kept; a bulk file
     ['stu-1', '2017-12-10', 'female', false, true, false, false, true, true, false, 'GB', null, 'London', '01652'],
     ['stu-2', null, 'ext:nonbinary', null, null, null, null, false, null, true, null, null, null, null],
     ['stu-3', null, null, null, null, null, null, null, null, null, null, null, null, null]
-  ], "each column as given, the flags as booleans, empty as none; a teacher's row is not kept")
+  ], 'each column as given, the flags as booleans, empty as none')
+  t.same(after.teachers.map(demographicsOf), [
+    ['tea-1', '1970-01-01', 'female', null, null, null, null, null, null, null, null, null, null, null],
+    ['tea-2', null, null, null, null, null, null, null, null, null, null, null, null, null]
+  ], "a teacher's row is kept as a student's")
 
   const again = await importJson(writeFolder(files), school)
   t.same(again.summary.students, counts(0, 0, 3), 'the same bundle again changes nothing')
+  t.same(again.summary.teachers, counts(0, 0, 2))
 
-  // A delta: stu-2's demographics taken away, stu-3 given some; stu-1's stay.
+  // A delta: stu-2's and tea-1's demographics taken away, stu-3 and tea-2 given some; stu-1's stay.
+  // tobedeleted of a user neither file nor school holds takes nothing away.
   const before = after.changes.length
   const run = await importJson(writeFolder(delta({
     demographics: [DEMOGRAPHICS_HEADER,
       ['stu-2', 'tobedeleted', MODIFIED, '', '', '', '', '', '', '', '', '', '', '', '', ''],
-      ['stu-3', 'active', MODIFIED, '2016-05-04', 'male', '', '', '', '', '', '', 'false', 'US', 'TX', 'Austin', '']]
+      ['stu-3', 'active', MODIFIED, '2016-05-04', 'male', '', '', '', '', '', '', 'false', 'US', 'TX', 'Austin', ''],
+      ['tea-1', 'tobedeleted', MODIFIED, '', '', '', '', '', '', '', '', '', '', '', '', ''],
+      ['tea-2', 'active', MODIFIED, '1965-02-03', 'male', '', '', '', '', 'true', '', '', 'NL', '', 'Rotterdam', ''],
+      ['gone-1', 'tobedeleted', MODIFIED, '', '', '', '', '', '', '', '', '', '', '', '', '']]
   })), school)
   t.equal(run.code, 0, run.stderr)
   after = await snapshot(school) as any
@@ -556,7 +598,19 @@ t.test('demographics.csv: every column of DemographicsDType is kept; a bulk file
     ['stu-2', null, null, null, null, null, null, null, null, null, null, null, null, null],
     ['stu-3', '2016-05-04', 'male', null, null, null, null, null, null, false, 'US', 'TX', 'Austin', null]
   ], 'a delta changes the rows it lists only')
-  t.same(feedAfter(after, before), ['UPDATED STUDENT stu-2', 'UPDATED STUDENT stu-3'])
+  t.same(after.teachers.map(demographicsOf), [
+    ['tea-1', null, null, null, null, null, null, null, null, null, null, null, null, null],
+    ['tea-2', '1965-02-03', 'male', null, null, null, null, true, null, null, 'NL', null, 'Rotterdam', null]
+  ], "a delta changes a teacher's the same way, users.csv absent")
+  t.same(run.summary.teachers, counts(0, 2, 0), 'the teachers whose demographics changed, updated')
+  t.same(feedAfter(after, before), ['UPDATED STUDENT stu-2', 'UPDATED STUDENT stu-3', 'UPDATED TEACHER tea-1', 'UPDATED TEACHER tea-2'])
+
+  const unknown = await importJson(writeFolder(delta({
+    demographics: [DEMOGRAPHICS_HEADER, ['nobody', 'active', MODIFIED, '1990-01-01', '', '', '', '', '', '', '', '', '', '', '', '']]
+  })), school)
+  t.not(unknown.code, 0, 'a delta row of a user neither the bundle nor the school holds is refused')
+  t.match(unknown.stderr, /^error: demographics\.csv:2: user "nobody" is neither a student nor a teacher of users\.csv or of the school/m)
+  t.same(await snapshot(school), after, 'and nothing is written')
 
   // A bulk file without stu-1: stu-1 has no demographics any more.
   files.demographics = [DEMOGRAPHICS_HEADER, ['stu-3', '', '', '2016-05-04', 'male', '', '', '', '', '', '', 'false', 'US', 'TX', 'Austin', '']]
@@ -564,6 +618,7 @@ t.test('demographics.csv: every column of DemographicsDType is kept; a bulk file
   t.equal(bulk.code, 0, bulk.stderr)
   after = await snapshot(school) as any
   t.same(after.students.map(demographicsOf)[0], ['stu-1', null, null, null, null, null, null, null, null, null, null, null, null, null], 'a bulk file is all of them')
+  t.same(after.teachers.map(demographicsOf)[1], ['tea-2', null, null, null, null, null, null, null, null, null, null, null, null, null], "a teacher's too")
 })
 
 t.test('--dry-run plans the removals and prints them, and writes nothing', { skip: engineIndependentSkip }, async (t) => {

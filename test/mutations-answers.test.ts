@@ -69,10 +69,14 @@ if (serverUrl === undefined) {
         const answer = writer.answer = send().finally(() => { second.done = true })
         const waiting = (async (): Promise<'waiting'> => {
           while (!second.done) {
-            // On Citus the coordinator's backend waits for the worker that holds the shard: another wait type.
-            const { rows } = await probe.query(
-              `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND query LIKE 'UPDATE "public"."students"%'
-               AND ${citus ? 'wait_event_type IS NOT NULL' : "wait_event_type = 'Lock'"}`)
+            // On Citus the lock is waited for on the worker that holds the shard, by the statement
+            // on the shard (citus_stat_activity shows it); the coordinator's backend only waits for
+            // the worker's answer, as it does for any statement sent there.
+            const { rows } = await probe.query(citus
+              ? `SELECT 1 FROM citus_stat_activity WHERE datname = current_database() AND state = 'active' AND query LIKE 'UPDATE public.students%'
+                 AND wait_event_type = 'Lock'`
+              : `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND query LIKE 'UPDATE "public"."students"%'
+                 AND wait_event_type = 'Lock'`)
             if (rows.length > 0) return 'waiting'
             await new Promise((resolve) => setTimeout(resolve, 10))
           }

@@ -157,13 +157,13 @@ t.test('a OneRoster page and its X-Total-Count are one statement, for every kind
   const { sent, models } = watchSchoolClients(t, db)
   const get = async (token: string, url: string) => await m.app.inject({ method: 'GET', url: `/ims/oneroster/rostering/v1p2${url}`, headers: { authorization: `Bearer ${token}` } })
   for (const [who, token, students] of CALLERS) {
-    for (const [url, records, statements] of [['/students?limit=2', 2, 1], ['/users?limit=2&sort=familyName', 2, 2], ['/students?limit=2&offset=100', 0, 2]] as const) {
+    for (const [url, records, statements] of [['/students?limit=2', 2, 1], ['/users?limit=2&sort=familyName', 2, 3], ['/students?limit=2&offset=100', 0, 2]] as const) {
       sent.length = 0
       const res = await get(m.a[token] as string, url)
       t.equal(res.statusCode, 200, `${who} ${url}`)
       t.equal(res.json().users.length, records, `${who} ${url}: the page`)
       if (url.startsWith('/students')) t.equal(res.headers['x-total-count'], String(students), `${who} ${url}: the total of the caller's reach`)
-      t.equal(sent.length, statements, `${who} ${url}: ${statements === 1 ? 'one statement' : url.startsWith('/users') ? 'one per table, students and teachers' : 'the page, then its count'}`)
+      t.equal(sent.length, statements, `${who} ${url}: ${statements === 1 ? 'one statement' : url.startsWith('/users') ? 'one per table, students, teachers and agents' : 'the page, then its count'}`)
     }
   }
   t.same(models, [], 'and no model operation')

@@ -36,7 +36,7 @@
 // Everything happens in one transaction: a failure leaves the database as it was.
 import pg from 'pg'
 import { TENANT_TABLES as DISTRIBUTED_TABLES } from '../db/data-model.js'
-import { ENUM_CASTS, KEPT_TRIGGERS } from '../db/migrations/citus-tables.js'
+import { ENUM_CASTS, KEPT_TRIGGERS, ROW_FEED_FUNCTION } from '../db/migrations/citus-tables.js'
 import { pendingMigrations } from '../db/migrations/index.js'
 import { CITUS_CHECK } from '../db/session-pool.js'
 
@@ -67,66 +67,6 @@ export type DistributeResult =
   | { distributed: false, reason: 'already distributed' }
 
 const list = (names: readonly string[]): string => names.map((n) => `'${n}'`).join(', ')
-
-// The school's feed by row on Citus. Each write of a student, teacher or classroom (a teacher's
-// assignment: an update of the teacher, unless the teacher is gone) adds one change; an update
-// that changes nothing but updated_at adds none, as the statement-level triggers do. Numbers stay
-// dense and commit in order: the school's writers queue on a transaction lock of the school, taken
-// on the worker that holds all of the school's shards, and the next number is read after it, from
-// the newest change kept or, for a school whose feed was empty when it was distributed, from its
-// former counter (schools.change_seq, which no longer moves). The first change of a school in a
-// transaction takes the lock, reads the number, and prunes the school's changes older than 90 days
-// (the change it adds is then the newest, so the number never goes back); it keeps the number in
-// a setting of the transaction, so the next rows, under the same lock, count on from it without a
-// read (a subtransaction rolled back takes its lock, its setting and its rows away together).
-const ROW_FEED_FUNCTION = `
-CREATE FUNCTION "record_change_row"() RETURNS trigger LANGUAGE plpgsql AS $fn$
-DECLARE
-  row_json jsonb := to_jsonb(CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END);
-  school uuid := (row_json->>'school_id')::uuid;
-  record_id uuid;
-  sourced text := row_json->>'sourced_id';
-  kind "ChangeType" := CASE TG_OP WHEN 'INSERT' THEN 'CREATED' WHEN 'UPDATE' THEN 'UPDATED' ELSE 'DELETED' END;
-  next_seq bigint;
-  counter text := 'school_data.change_seq_' || replace(school::text, '-', '');
-BEGIN
-  IF TG_OP = 'UPDATE' AND (to_jsonb(NEW) - 'updated_at') = (to_jsonb(OLD) - 'updated_at') THEN
-    RETURN NULL;
-  END IF;
-  -- A school being deleted takes its records with it, and its feed: nothing to record.
-  IF TG_OP = 'DELETE' AND NOT EXISTS (SELECT 1 FROM "schools" s WHERE s."id" = school) THEN
-    RETURN NULL;
-  END IF;
-  IF TG_ARGV[0] = 'ASSIGNMENT' THEN
-    record_id := (row_json->>'teacher_id')::uuid;
-    kind := 'UPDATED';
-    SELECT t."sourced_id" INTO sourced FROM "teachers" t WHERE t."school_id" = school AND t."id" = record_id;
-    IF NOT FOUND THEN
-      RETURN NULL;
-    END IF;
-  ELSE
-    record_id := (row_json->>'id')::uuid;
-  END IF;
-  next_seq := NULLIF(current_setting(counter, true), '')::bigint + 1;
-  IF next_seq IS NULL THEN
-    PERFORM pg_advisory_xact_lock(hashtextextended('school_data_changes:' || school::text, 0));
-    SELECT greatest(
-             (SELECT max(c."seq") FROM "changes" c WHERE c."school_id" = school),
-             (SELECT s."change_seq" FROM "schools" s WHERE s."id" = school), 0) + 1
-      INTO next_seq;
-    DELETE FROM "changes" c WHERE c."school_id" = school AND c."at" < now() - interval '90 days' AND c."seq" < next_seq;
-  END IF;
-  PERFORM set_config(counter, next_seq::text, true);
-  -- A deleted student's or teacher's names and status, as record_changes keeps them (migration change_feed_deleted_users).
-  INSERT INTO "changes" ("school_id", "seq", "type", "record_type", "record_id", "sourced_id", "student_number", "given_name", "family_name", "record_status")
-  VALUES (school, next_seq, kind, (CASE WHEN TG_ARGV[0] = 'ASSIGNMENT' THEN 'TEACHER' ELSE TG_ARGV[0] END)::"RecordType",
-          record_id, sourced, CASE WHEN TG_ARGV[0] = 'STUDENT' THEN row_json->>'student_number' END,
-          CASE WHEN kind = 'DELETED' AND TG_ARGV[0] IN ('STUDENT', 'TEACHER') THEN row_json->>'given_name' END,
-          CASE WHEN kind = 'DELETED' AND TG_ARGV[0] IN ('STUDENT', 'TEACHER') THEN row_json->>'family_name' END,
-          CASE WHEN kind = 'DELETED' AND TG_ARGV[0] IN ('STUDENT', 'TEACHER') THEN row_json->>'status' END);
-  RETURN NULL;
-END
-$fn$`
 
 // A coordinator table's key to schools, as a trigger: the same refusal (SQLSTATE 23503, the key's
 // name) for a school that does not exist.

@@ -1,7 +1,7 @@
 // What a request did to student and teacher records, counted where the records leave the database:
 // the school-scoped client (the only way resolvers reach tenant data) shows every operation's result
 // to the request's observer (src/db/operation-observer.ts), and the request's tally, the observer,
-// counts the Student and Teacher rows each operation returned or changed, including rows nested in
+// counts the Student, Teacher and Agent rows each operation returned or changed, including rows nested in
 // relation reads. Counting at the database rather than in the
 // GraphQL result means no resolver, loader or nested selection can be missed, whatever the schema
 // grows into; the count is what the database handed over (a page read with one row of look-ahead
@@ -12,7 +12,8 @@
 import { RELATIONS } from '../db/data-model.js'
 import type { OperationObserver } from '../db/operation-observer.js'
 
-export type RecordType = 'Student' | 'Teacher'
+/** The personal records audited: students, teachers, and students' agents (guardians, parents, relatives). */
+export type RecordType = 'Student' | 'Teacher' | 'Agent'
 export type AccessAction = 'read' | 'write'
 
 /** One line of a request's tally: this many records of this type, read or written, in this school. */
@@ -44,7 +45,7 @@ export class RequestAccess implements OperationObserver {
   }
 }
 
-const AUDITED: ReadonlySet<string> = new Set<RecordType>(['Student', 'Teacher'])
+const AUDITED: ReadonlySet<string> = new Set<RecordType>(['Student', 'Teacher', 'Agent'])
 
 const READ_ROWS = new Set(['findUnique', 'findUniqueOrThrow', 'findFirst', 'findFirstOrThrow', 'findMany'])
 const WRITE_ROWS = new Set(['create', 'createManyAndReturn', 'update', 'updateManyAndReturn', 'upsert', 'delete'])

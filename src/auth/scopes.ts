@@ -190,7 +190,8 @@ const USER_CONTACT_COLUMNS: Readonly<Record<string, Scope>> = { username: FULL, 
 export const COLUMN_SCOPES: Readonly<Record<string, Readonly<Record<string, Scope>>>> = {
   School: Object.fromEntries(['addressLine1', 'addressLine2', 'city', 'region', 'postalCode', 'country', 'phone', 'website'].map((column) => [column, FULL])),
   Student: { studentNumber: FULL, email: FULL, ...USER_CONTACT_COLUMNS, ...Object.fromEntries(DEMOGRAPHIC_COLUMNS.map((column) => [column, DEMOGRAPHICS])) },
-  Teacher: { email: FULL, title: FULL, ...USER_CONTACT_COLUMNS },
+  Teacher: { email: FULL, title: FULL, ...USER_CONTACT_COLUMNS, ...Object.fromEntries(DEMOGRAPHIC_COLUMNS.map((column) => [column, DEMOGRAPHICS])) },
+  Agent: { email: FULL, ...USER_CONTACT_COLUMNS },
   Change: { studentNumber: FULL },
   TeacherChange: { studentNumber: FULL }
 }

@@ -18,7 +18,7 @@ type RelationsOf<M extends ModelName> = [keyof Objects<M>] extends [never]
   : { readonly [F in keyof Objects<M>]-?: Target<Objects<M>[F]> }
 
 const RELATION_TABLE: { readonly [M in ModelName]: RelationsOf<M> } = {
-  School: { users: 'User[]', clients: 'Client[]', students: 'Student[]', teachers: 'Teacher[]', classrooms: 'Classroom[]', changes: 'Change[]', teacherChanges: 'TeacherChange[]', rosterTombstones: 'RosterTombstone[]', academicSessions: 'AcademicSession[]', courses: 'Course[]' },
+  School: { users: 'User[]', clients: 'Client[]', students: 'Student[]', teachers: 'Teacher[]', classrooms: 'Classroom[]', changes: 'Change[]', teacherChanges: 'TeacherChange[]', academicSessions: 'AcademicSession[]', courses: 'Course[]', agents: 'Agent[]', rosterTombstones: 'RosterTombstone[]' },
   User: { school: 'School', refreshTokens: 'RefreshToken[]' },
   RefreshToken: { user: 'User' },
   Client: { school: 'School', secrets: 'ClientSecret[]' },
@@ -30,6 +30,7 @@ const RELATION_TABLE: { readonly [M in ModelName]: RelationsOf<M> } = {
   TeacherClassroom: { teacher: 'Teacher', classroom: 'Classroom' },
   AcademicSession: { school: 'School', parent: 'AcademicSession', children: 'AcademicSession[]', courses: 'Course[]' },
   Course: { school: 'School', schoolYear: 'AcademicSession', classrooms: 'Classroom[]' },
+  Agent: { school: 'School' },
   Change: { school: 'School' },
   TeacherChange: { school: 'School' },
   RosterTombstone: { school: 'School' },
@@ -50,6 +51,7 @@ const SCALAR_TABLE: { readonly [M in ModelName]: Readonly<Record<string, string>
   TeacherClassroom: Prisma.TeacherClassroomScalarFieldEnum,
   AcademicSession: Prisma.AcademicSessionScalarFieldEnum,
   Course: Prisma.CourseScalarFieldEnum,
+  Agent: Prisma.AgentScalarFieldEnum,
   Change: Prisma.ChangeScalarFieldEnum,
   TeacherChange: Prisma.TeacherChangeScalarFieldEnum,
   RosterTombstone: Prisma.RosterTombstoneScalarFieldEnum,
@@ -74,6 +76,7 @@ export const TENANT_TABLE_OF = {
   TeacherChange: 'teacher_changes',
   AcademicSession: 'academic_sessions',
   Course: 'courses',
+  Agent: 'agents',
   RosterTombstone: 'roster_tombstones'
 } as const satisfies Partial<Record<ModelName, string>>
 

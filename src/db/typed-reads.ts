@@ -35,7 +35,9 @@ export const TYPED_TABLES = {
   AcademicSession: 'academic_sessions',
   Course: 'courses',
   // A teacher's assignments, read as OneRoster's enrollments of teachers (src/oneroster/enrollments.ts).
-  TeacherClassroom: 'teacher_classrooms'
+  TeacherClassroom: 'teacher_classrooms',
+  // A student's guardians, parents and relatives, read as OneRoster's users of those roles (src/oneroster/kinds.ts).
+  Agent: 'agents'
 } as const
 
 export type TypedModel = keyof typeof TYPED_TABLES
@@ -101,6 +103,19 @@ export const COLUMN_TYPES = {
     phone: 'text',
     email: 'text',
     title: 'text',
+    dateOfBirth: 'date',
+    sex: 'text',
+    americanIndianOrAlaskaNative: 'bool',
+    asian: 'bool',
+    blackOrAfricanAmerican: 'bool',
+    nativeHawaiianOrOtherPacificIslander: 'bool',
+    white: 'bool',
+    demographicRaceTwoOrMoreRaces: 'bool',
+    hispanicOrLatinoEthnicity: 'bool',
+    countryOfBirthCode: 'text',
+    stateOfBirthAbbreviation: 'text',
+    cityOfBirth: 'text',
+    publicSchoolResidenceStatus: 'text',
     status: 'TeacherStatus',
     createdAt: 'timestamptz',
     updatedAt: 'timestamptz',
@@ -165,6 +180,29 @@ export const COLUMN_TYPES = {
     beginDate: 'date',
     endDate: 'date',
     updatedAt: 'timestamptz'
+  },
+  Agent: {
+    schoolId: 'uuid',
+    id: 'uuid',
+    sourcedId: 'text',
+    role: 'text',
+    givenName: 'text',
+    familyName: 'text',
+    preferredName: 'text',
+    middleName: 'text',
+    preferredMiddleName: 'text',
+    preferredLastName: 'text',
+    pronouns: 'text',
+    username: 'text',
+    userIds: '_text',
+    email: 'text',
+    sms: 'text',
+    phone: 'text',
+    status: 'TeacherStatus',
+    studentIds: '_uuid',
+    version: 'int4',
+    createdAt: 'timestamptz',
+    updatedAt: 'timestamptz'
   }
 } as const satisfies {
   Student: Record<Prisma.StudentScalarFieldEnum, string>
@@ -173,17 +211,18 @@ export const COLUMN_TYPES = {
   AcademicSession: Record<Prisma.AcademicSessionScalarFieldEnum, string>
   Course: Record<Prisma.CourseScalarFieldEnum, string>
   TeacherClassroom: Record<Prisma.TeacherClassroomScalarFieldEnum, string>
+  Agent: Record<Prisma.AgentScalarFieldEnum, string>
 }
 
 /**
- * The student's columns of OneRoster's demographics (DemographicsDType), each named as 1EdTech's
- * field but the date of birth: what makes a demographics record, and what it answers.
+ * A student's and a teacher's columns of OneRoster's demographics (DemographicsDType), each named as
+ * 1EdTech's field but the date of birth: what makes a demographics record, and what it answers.
  */
 export const DEMOGRAPHIC_COLUMNS = [
   'dateOfBirth', 'sex', 'americanIndianOrAlaskaNative', 'asian', 'blackOrAfricanAmerican', 'nativeHawaiianOrOtherPacificIslander', 'white',
   'demographicRaceTwoOrMoreRaces', 'hispanicOrLatinoEthnicity', 'countryOfBirthCode', 'stateOfBirthAbbreviation', 'cityOfBirth',
   'publicSchoolResidenceStatus'
-] as const satisfies ReadonlyArray<keyof typeof COLUMN_TYPES.Student>
+] as const satisfies ReadonlyArray<keyof typeof COLUMN_TYPES.Student & keyof typeof COLUMN_TYPES.Teacher>
 
 /** The enumerations among the column types: read, compared and ordered by their names (as text). */
 const ENUM_TYPES: ReadonlySet<string> = new Set(['GradeLevel', 'StudentStatus', 'TeacherStatus', 'AcademicSessionType', 'TeacherRole'])
@@ -193,7 +232,7 @@ export function columnOf (field: string): string {
   return field.replace(/[A-Z]/g, (c) => '_' + c.toLowerCase())
 }
 
-const ALIAS: Readonly<Record<TypedModel, string>> = { Student: 's', Teacher: 't', Classroom: 'c', AcademicSession: 'a', Course: 'k', TeacherClassroom: 'e' }
+const ALIAS: Readonly<Record<TypedModel, string>> = { Student: 's', Teacher: 't', Classroom: 'c', AcademicSession: 'a', Course: 'k', TeacherClassroom: 'e', Agent: 'g' }
 
 /**
  * What a registered statement does, as the model operation it stands for: a read (`findMany`, the
@@ -263,7 +302,7 @@ export function registerStatement (statement: TypedStatement): TypedStatement {
   return statement
 }
 
-const TENANT_TABLES: ReadonlySet<string> = new Set(['students', 'teachers', 'classrooms', 'teacher_classrooms', 'academic_sessions', 'courses'])
+const TENANT_TABLES: ReadonlySet<string> = new Set(['students', 'teachers', 'classrooms', 'teacher_classrooms', 'academic_sessions', 'courses', 'agents'])
 const SCHOOL_CONDITION = /\b([a-z_]+)\.school_id = \$1\b/g
 const TABLE_REFERENCE = /\b(?:FROM|JOIN)\s+([a-z_]+)\s+([a-z_]+)\b/gi
 const placements = new LRUCache<string, { error: string | null }>({ max: KEPT })
@@ -346,6 +385,9 @@ export function teacherReach (table: string, alias: string): string | null {
     // policies have no teacher clause either, migration academic_sessions_and_courses).
     case 'academic_sessions':
     case 'courses': return `${alias}.school_id IS NOT NULL AND $2::uuid IS NOT NULL`
+    // A student's guardians, parents and relatives: none in a teacher's reach (docs/decisions.md
+    // "A student's agents"; the policy of migration agents admits none to a teacher's session).
+    case 'agents': return `${alias}.school_id IS NULL AND $2::uuid IS NOT NULL`
     case 'teachers': {
       const q = `q${alias}`
       return `(${alias}.id = $2::uuid OR EXISTS (SELECT 1 FROM teacher_classrooms ${r} JOIN teacher_classrooms ${q} ON ${q}.school_id = $1 AND ${q}.school_id = ${r}.school_id AND ${q}.classroom_id = ${r}.classroom_id ` +
@@ -534,12 +576,29 @@ const KEYS: Readonly<Record<string, Key>> = {
     columns: ['teacherId'],
     sql: (a, reach) => `(SELECT ${sourcedSql('te')} FROM teachers te WHERE ${confined('teachers', 'te', reach)} AND te.school_id = ${a}.school_id AND te.id = ${a}.teacher_id)`
   },
-  // Whether the student has a OneRoster demographics record: one of its demographic columns holds a
-  // value (DEMOGRAPHIC_COLUMNS; wall 1 admits it to a caller holding roster-demographics.readonly only).
+  // Whether the student or teacher has a OneRoster demographics record: one of its demographic
+  // columns holds a value (DEMOGRAPHIC_COLUMNS, the same on both tables; wall 1 admits it to a caller
+  // holding roster-demographics.readonly only).
   demographicsKey: {
-    model: 'Student',
     columns: DEMOGRAPHIC_COLUMNS,
     sql: (a) => `(${DEMOGRAPHIC_COLUMNS.map((field) => `${a}.${columnOf(field)} IS NOT NULL`).join(' OR ')})`
+  },
+  // A student's agents (the agents whose student_ids hold it) and an agent's students, each by
+  // sourcedKey in that order: OneRoster's `agents` of a user (src/oneroster/kinds.ts). A student
+  // removed leaves its id in no answer: only the students the school holds are read.
+  agentKeys: {
+    model: 'Student',
+    columns: ['id'],
+    list: true,
+    sql: (a, reach) => `ARRAY(SELECT ${sourcedSql('ga')} FROM agents ga WHERE ${confined('agents', 'ga', reach)} ` +
+      `AND ga.school_id = ${a}.school_id AND ${a}.id = ANY(ga.student_ids) ORDER BY 1)`
+  },
+  agentStudentKeys: {
+    model: 'Agent',
+    columns: ['studentIds'],
+    list: true,
+    sql: (a, reach) => `ARRAY(SELECT ${sourcedSql('sg')} FROM students sg WHERE ${confined('students', 'sg', reach)} ` +
+      `AND sg.school_id = ${a}.school_id AND sg.id = ANY(${a}.student_ids) ORDER BY 1)`
   },
   termKeys: {
     model: 'Classroom',

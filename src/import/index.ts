@@ -78,12 +78,13 @@ const REMOVALS_SHOWN = 50
 
 /** The summary as lines for a person (the CLI's standard output). */
 export function formatSummary (summary: ImportSummary): string {
-  const rows: Array<[string, 'academicSessions' | 'courses' | 'classrooms' | 'teachers' | 'students' | 'teacherAssignments']> = [
+  const rows: Array<[string, 'academicSessions' | 'courses' | 'classrooms' | 'teachers' | 'students' | 'agents' | 'teacherAssignments']> = [
     ['academic sessions', 'academicSessions'],
     ['courses', 'courses'],
     ['classrooms', 'classrooms'],
     ['teachers', 'teachers'],
     ['students', 'students'],
+    ['agents', 'agents'],
     ['teacher assignments', 'teacherAssignments']
   ]
   const lines = [summary.dryRun ? 'Dry run: nothing was written. The import would give:' : 'Imported:']
@@ -103,6 +104,7 @@ export function formatSummary (summary: ImportSummary): string {
       ['classrooms', removals.classrooms.map((c) => `classroom ${c.sourcedId} ${JSON.stringify(c.name)}`)],
       ['teachers', removals.teachers.map((s) => `teacher ${s.sourcedId}`)],
       ['students', removals.students.map((s) => `student ${s.sourcedId}`)],
+      ['agents', removals.agents.map((s) => `agent ${s.sourcedId}`)],
       ['teacher assignments', removals.assignments.map((a) => `teacher ${a.teacher} from classroom ${JSON.stringify(a.classroom)}`)],
       ['student enrollments', removals.enrollments.map((e) => `student ${e.student} from classroom ${JSON.stringify(e.classroom)}`)]
     ]

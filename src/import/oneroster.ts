@@ -3,14 +3,16 @@
 //
 // Mapping (docs/running/import.md):
 //   users.csv (role from roles.csv in 1.2, or the `role` column of 1.1): students and teachers;
-//     other roles (parents, administrators, ...) are skipped.
+//     guardians, parents and relatives as the school's agents, linked to their students by
+//     agentSourcedIds (agents.ts); other roles (aides, administrators, ...) are skipped.
 //   classes.csv → classrooms (title → name; one grade → grade level; subjects → subject).
 //   enrollments.csv → a student's classroom (the homeroom class if any, else the first listed) with
 //     its begin and end dates; a teacher's classrooms, `primary` true → PRIMARY, false → ASSISTANT,
 //     with its begin and end dates; each kept with the enrollment's sourcedId (OneRoster's
 //     enrollments, src/oneroster/enrollments.ts).
-//   demographics.csv → a student's demographics: birthDate, sex, the race and ethnicity flags, the
-//     place of birth and the public school residence status (rows of other users are not kept).
+//   demographics.csv → a student's or a teacher's demographics: birthDate, sex, the race and
+//     ethnicity flags, the place of birth and the public school residence status (rows of users of
+//     other roles are skipped; a row of a user that is neither in users.csv nor in the school is refused).
 //
 // Bulk and delta (the manifest's file.<name>): a bulk file is the whole truth of its kind for the
 // records of the import's (those with a sourcedId): what it does not hold is removed, enrollments
@@ -18,6 +20,7 @@
 // nothing. Removals are planned here, with everything else, and written by write.ts.
 import { v7 as uuidv7 } from 'uuid'
 import { DEMOGRAPHIC_COLUMNS } from '../db/typed-reads.js'
+import { planAgents, isAgentRole, type AgentLinks, type AgentRecord, type AgentRole, type ExistingAgent } from './agents.js'
 import { ImportError, readTable, type Bundle, type Row, type Table } from './bundle.js'
 
 export type GradeLevel =
@@ -59,8 +62,8 @@ export interface ClassroomRecord {
 }
 
 /**
- * A student's demographics as demographics.csv gives them (DEMOGRAPHIC_COLUMNS of typed-reads.ts,
- * birthDate as dateOfBirth): all null for a student the file does not hold.
+ * A student's or a teacher's demographics as demographics.csv gives them (DEMOGRAPHIC_COLUMNS of
+ * typed-reads.ts, birthDate as dateOfBirth): all null for a user the file does not hold.
  */
 export interface Demographics {
   dateOfBirth: string | null
@@ -80,7 +83,7 @@ export interface Demographics {
 
 const NO_DEMOGRAPHICS: Demographics = Object.fromEntries(DEMOGRAPHIC_COLUMNS.map((field) => [field, null])) as unknown as Demographics
 
-/** The demographics among a student's values. */
+/** The demographics among a student's or a teacher's values. */
 const demographicsIn = (values: Demographics): Demographics =>
   Object.fromEntries(DEMOGRAPHIC_COLUMNS.map((field) => [field, values[field]])) as unknown as Demographics
 
@@ -118,7 +121,7 @@ export interface StudentRecord extends Demographics, UserDetails {
   classroomId: string | null
 }
 
-export interface TeacherRecord extends UserDetails {
+export interface TeacherRecord extends Demographics, UserDetails {
   id: string
   sourcedId: string
   givenName: string
@@ -147,6 +150,11 @@ export interface StudentUpdate extends Demographics {
   enrollmentSourcedId: string | null
 }
 
+/** A teacher the users file does not hold, whose demographics change. */
+export interface TeacherUpdate extends Demographics {
+  id: string
+}
+
 /**
  * What an import takes away (docs/running/import.md): records of the import's (with a
  * sourcedId) that a bulk file does not hold or a delta file marks tobedeleted, and enrollments
@@ -156,6 +164,7 @@ export interface Removals {
   classrooms: Array<{ id: string, sourcedId: string, name: string }>
   teachers: Array<{ id: string, sourcedId: string }>
   students: Array<{ id: string, sourcedId: string }>
+  agents: Array<{ id: string, sourcedId: string }>
   /** Assignments deleted; `teacher` is the teacher's sourcedId, `classroom` the classroom's name. */
   assignments: Array<{ teacherId: string, classroomId: string, teacher: string, classroom: string }>
   /** Students who stay but leave their classroom; `student` is the sourcedId, or the id of one made by hand. */
@@ -166,11 +175,17 @@ export interface ImportPlan {
   classrooms: ClassroomRecord[]
   students: StudentRecord[]
   teachers: TeacherRecord[]
+  /** The file's guardians, parents and relatives (agents.ts). */
+  agents: AgentRecord[]
+  /** Agents kept but not in users.csv whose students the file changes. */
+  agentLinks: AgentLinks[]
   assignments: AssignmentRecord[]
   /** Students kept but not in users.csv whose enrollment or birth date the bundle changes. */
   studentUpdates: StudentUpdate[]
+  /** Teachers kept but not in users.csv whose demographics the bundle changes. */
+  teacherUpdates: TeacherUpdate[]
   removed: Removals
-  /** Users of other roles (parents, administrators, ...) and their enrollments, not imported. */
+  /** Users of other roles (aides, administrators, ...) and their enrollments, not imported. */
   skippedUsers: number
   skippedEnrollments: number
 }
@@ -181,9 +196,12 @@ export function emptyPlan (): ImportPlan {
     classrooms: [],
     students: [],
     teachers: [],
+    agents: [],
+    agentLinks: [],
     assignments: [],
     studentUpdates: [],
-    removed: { classrooms: [], teachers: [], students: [], assignments: [], enrollments: [] },
+    teacherUpdates: [],
+    removed: { classrooms: [], teachers: [], students: [], agents: [], assignments: [], enrollments: [] },
     skippedUsers: 0,
     skippedEnrollments: 0
   }
@@ -202,8 +220,10 @@ export interface Existing {
     enrollmentEndDate: string | null
     enrollmentSourcedId: string | null
   }>
-  /** The teachers with a sourcedId (the others are not the import's). */
-  teachers: Array<{ id: string, sourcedId: string | null }>
+  /** The teachers with a sourcedId (the others are not the import's); dates as YYYY-MM-DD. */
+  teachers: Array<Demographics & { id: string, sourcedId: string | null }>
+  /** Every agent of the school, with its role and students. */
+  agents: Array<ExistingAgent & { role: string }>
   assignments: Array<{ teacherId: string, classroomId: string }>
 }
 
@@ -416,11 +436,11 @@ export function keyedRows (table: Table, mode: FileMode): Keyed[] {
   })
 }
 
-type Role = 'student' | 'teacher' | 'other'
+type Role = 'student' | 'teacher' | AgentRole | 'other'
 
 function roleOf (name: string): Role {
   const role = name.trim().toLowerCase()
-  return role === 'student' ? 'student' : role === 'teacher' ? 'teacher' : 'other'
+  return role === 'student' ? 'student' : role === 'teacher' ? 'teacher' : isAgentRole(role) ? role : 'other'
 }
 
 /** The manifest's properties, values in lower case. */
@@ -517,6 +537,7 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
 
   const existingStudentBySourced = new Map(existing.students.filter((s) => s.sourcedId !== null).map((s) => [s.sourcedId!, s]))
   const existingTeacherBySourced = new Map(existing.teachers.filter((s) => s.sourcedId !== null).map((s) => [s.sourcedId!, s.id]))
+  const existingAgentBySourced = new Map(existing.agents.filter((a) => a.sourcedId !== null).map((a) => [a.sourcedId!, a]))
   const rolesMayBeOmitted = users?.mode === 'delta' || roles?.mode === 'delta'
   const roleByUser = new Map<string, Role>()
   for (const { sourcedId, row, deleted } of userRows) {
@@ -524,7 +545,7 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
     let role = roles !== undefined ? userRole.get(sourcedId) : (roleColumn ? roleOf(row.get('role') || row.get('roles')) : undefined)
     // A delta need not repeat an unchanged role: a user the school has keeps their kind.
     if (role === undefined && rolesMayBeOmitted) {
-      role = existingStudentBySourced.has(sourcedId) ? 'student' : existingTeacherBySourced.has(sourcedId) ? 'teacher' : undefined
+      role = existingStudentBySourced.has(sourcedId) ? 'student' : existingTeacherBySourced.has(sourcedId) ? 'teacher' : existingAgentBySourced.get(sourcedId)?.role as AgentRole | undefined
     }
     if (role === undefined) {
       fail(users!.table, row.line, roles !== undefined
@@ -538,13 +559,17 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
     (users?.mode === 'bulk' || listedUsers.has(sourcedId)) && roleByUser.get(sourcedId) !== kind
   const removedStudents = existing.students.filter((s) => takenAway(s.sourcedId, 'student'))
   const removedTeachers = existing.teachers.filter((s) => takenAway(s.sourcedId, 'teacher'))
+  // An agent's role may change between guardian, parent and relative: it stays the same agent.
+  const removedAgents = existing.agents.filter((a) => a.sourcedId !== null && (users?.mode === 'bulk' || listedUsers.has(a.sourcedId)) &&
+    !isAgentRole(roleByUser.get(a.sourcedId) ?? 'other'))
   const removedClassIds = new Set(removedClassrooms.map((c) => c.id))
   const removedStudentIds = new Set(removedStudents.map((s) => s.id))
   const removedTeacherIds = new Set(removedTeachers.map((s) => s.id))
   const removedSourced = new Map<string, string>([
     ...removedClassrooms.map((c): [string, string] => [`class ${c.sourcedId!}`, 'classroom']),
     ...removedStudents.map((s): [string, string] => [`user ${s.sourcedId!}`, 'student']),
-    ...removedTeachers.map((s): [string, string] => [`user ${s.sourcedId!}`, 'teacher'])
+    ...removedTeachers.map((s): [string, string] => [`user ${s.sourcedId!}`, 'teacher']),
+    ...removedAgents.map((a): [string, string] => [`user ${a.sourcedId!}`, 'guardian, parent or relative'])
   ])
   const keptClassrooms = existing.classrooms.filter((c) => !removedClassIds.has(c.id))
   const keptStudents = existing.students.filter((s) => !removedStudentIds.has(s.id))
@@ -611,11 +636,13 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
     if (c.sourcedId !== null && !classBySourced.has(c.sourcedId)) classBySourced.set(c.sourcedId, { id: c.id, homeroom: false })
   }
 
-  // --- Demographics: a bulk demographics.csv is all of them (a student it leaves out has none); a
-  // delta changes those it lists, a row tobedeleted taking them all away.
+  // --- Demographics: a bulk demographics.csv is all of them (a student or teacher it leaves out has
+  // none); a delta changes those it lists, a row tobedeleted taking them all away. Each row's user
+  // is checked once the users are known (below).
   const demographicsBySourced = new Map<string, Demographics>()
+  const demographicsRows = demographics === undefined ? [] : keyedRows(demographics.table, demographics.mode)
   if (demographics !== undefined) {
-    for (const { sourcedId, row, deleted } of keyedRows(demographics.table, demographics.mode)) {
+    for (const { sourcedId, row, deleted } of demographicsRows) {
       demographicsBySourced.set(sourcedId, deleted ? NO_DEMOGRAPHICS : demographicsRow(demographics.table, row))
     }
   }
@@ -625,11 +652,17 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
   // --- Users.
   const existingStudent = new Map(keptStudents.filter((s) => s.sourcedId !== null).map((s) => [s.sourcedId!, s]))
   const existingByNumber = new Map(keptStudents.filter((s) => s.studentNumber !== null).map((s) => [s.studentNumber!, s]))
-  const existingTeacher = new Map(existing.teachers.filter((s) => s.sourcedId !== null && !removedTeacherIds.has(s.id)).map((s) => [s.sourcedId!, s.id]))
+  const keptTeachers = existing.teachers.filter((s) => s.sourcedId !== null && !removedTeacherIds.has(s.id))
+  const existingTeacherRow = new Map(keptTeachers.map((s) => [s.sourcedId!, s]))
+  const existingTeacher = new Map(keptTeachers.map((s) => [s.sourcedId!, s.id]))
   const students = new Map<string, StudentRecord>()
   const teachers = new Map<string, TeacherRecord>()
   const skippedUsers = new Set<string>()
   const numbers = new Map<string, number>()
+  const removedAgentIds = new Set(removedAgents.map((a) => a.id))
+  const existingAgent = new Map(existing.agents.filter((a) => a.sourcedId !== null && !removedAgentIds.has(a.id)).map((a) => [a.sourcedId!, a.id]))
+  const agentRows: Parameters<typeof planAgents>[0]['agents'] = []
+  const studentAgents = new Map<string, Parameters<typeof planAgents>[0]['students'][number]['named']>() // student sourcedId → its agentSourcedIds
   for (const { sourcedId, row, deleted } of userRows) {
     if (deleted) continue
     const role = roleByUser.get(sourcedId)!
@@ -646,6 +679,12 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
     const preferredName = text(table, row, 'preferredGivenName') ?? text(table, row, 'preferredFirstName')
     const mail = email(table, row)
     const details = userDetails(table, row)
+    const named = { table, row, sourcedIds: listOf(table, row, 'agentSourcedIds', 255) }
+    if (isAgentRole(role)) {
+      agentRows.push({ record: { id: existingAgent.get(sourcedId) ?? uuidv7(), sourcedId, role, givenName, familyName, preferredName, email: mail, status, ...details }, named })
+      continue
+    }
+    if (role === 'student') studentAgents.set(sourcedId, named)
     if (role === 'teacher') {
       teachers.set(sourcedId, {
         id: existingTeacher.get(sourcedId) ?? uuidv7(),
@@ -655,7 +694,8 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
         preferredName,
         email: mail,
         status,
-        ...details
+        ...details,
+        ...demographicsOf(sourcedId, existingTeacherRow.get(sourcedId) ?? NO_DEMOGRAPHICS)
       })
       continue
     }
@@ -699,12 +739,35 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
   // --- Enrollments: resolved against the bundle's users and classes, then the school's.
   const studentBySourced = new Map<string, string>([...existingStudent].map(([sourcedId, s]) => [sourcedId, s.id]))
   for (const [sourcedId, s] of students) studentBySourced.set(sourcedId, s.id)
+
+  // --- Agents: the file's guardians, parents and relatives, and the students each is an agent of.
+  const teacherKeys = new Set([...existingTeacher.keys(), ...teachers.keys()])
+  const planned = planAgents({
+    agents: agentRows,
+    students: [...studentAgents].map(([sourcedId, named]) => ({ id: students.get(sourcedId)!.id, named })),
+    kept: existing.agents.filter((a) => !removedAgentIds.has(a.id)),
+    studentBySourced,
+    removedStudents: removedStudentIds,
+    otherUser: (sourcedId) => teacherKeys.has(sourcedId)
+      ? 'a teacher'
+      : removedSourced.has(`user ${sourcedId}`)
+        ? `a ${removedSourced.get(`user ${sourcedId}`)!} this import removes (users.csv leaves it out or marks it tobedeleted)`
+        : skippedUsers.has(sourcedId) ? 'of a role this service does not keep' : studentBySourced.has(sourcedId) ? 'a student' : undefined,
+    fail
+  })
   const teacherBySourced = new Map(existingTeacher)
   for (const [sourcedId, s] of teachers) teacherBySourced.set(sourcedId, s.id)
   const refuse = (table: Table, row: Row, what: 'class' | 'user', sourcedId: string, fallback: string): never =>
     fail(table, row.line, removedSourced.has(`${what} ${sourcedId}`)
       ? `${what} "${sourcedId}" is a ${removedSourced.get(`${what} ${sourcedId}`)!} this import removes (${what === 'class' ? 'classes' : 'users'}.csv leaves it out or marks it tobedeleted)`
       : fallback)
+  // A demographics row names a student or a teacher of the bundle or the school; one of a user of
+  // another role is skipped (as their enrollments are), one of a user neither holds is refused. A
+  // row tobedeleted of an unknown user takes nothing away.
+  for (const { sourcedId, row, deleted } of demographicsRows) {
+    if (deleted || skippedUsers.has(sourcedId) || studentBySourced.has(sourcedId) || teacherBySourced.has(sourcedId)) continue
+    refuse(demographics!.table, row, 'user', sourcedId, `user "${sourcedId}" is neither a student nor a teacher of users.csv or of the school: demographics.csv keeps theirs only`)
+  }
 
   const assignments = new Map<string, AssignmentRecord>()
   const endedAssignments = new Set<string>()
@@ -805,6 +868,14 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
     }
   }
 
+  // --- Teachers the users file does not hold: their demographics only.
+  const teacherUpdates: TeacherUpdate[] = []
+  for (const s of keptTeachers) {
+    if (teachers.has(s.sourcedId!)) continue
+    const kept = demographicsOf(s.sourcedId!, s)
+    if (!sameDemographics(kept, s)) teacherUpdates.push({ id: s.id, ...kept })
+  }
+
   // --- Assignments ended: a bulk enrollments.csv ends those of the import's teachers in the
   // import's classes that it does not hold; a delta those it marks tobedeleted. Those of a removed
   // teacher or classroom go with it.
@@ -825,12 +896,16 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
     classrooms,
     students: [...students.values()],
     teachers: [...teachers.values()],
+    agents: planned.agents,
+    agentLinks: planned.links,
     assignments: [...assignments.values()],
     studentUpdates,
+    teacherUpdates,
     removed: {
       classrooms: removedClassrooms.map((c) => ({ id: c.id, sourcedId: c.sourcedId!, name: c.name })),
       teachers: removedTeachers.map((s) => ({ id: s.id, sourcedId: s.sourcedId! })),
       students: removedStudents.map((s) => ({ id: s.id, sourcedId: s.sourcedId! })),
+      agents: removedAgents.map((a) => ({ id: a.id, sourcedId: a.sourcedId! })),
       assignments: endedList,
       enrollments: ended
     },

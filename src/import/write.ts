@@ -4,7 +4,8 @@
 // first, a few thousand ids per DELETE, so that a name or student number they free can be taken by
 // the rows written after them; the triggers write their change feed entries (DELETED tombstones).
 import { COLUMN_TYPES, columnOf, DEMOGRAPHIC_COLUMNS } from '../db/typed-reads.js'
-import type { Demographics, Existing, ImportPlan, StudentRecord, StudentUpdate, TeacherRecord, UserDetails } from './oneroster.js'
+import type { AgentRecord } from './agents.js'
+import type { Demographics, Existing, ImportPlan, StudentRecord, StudentUpdate, TeacherRecord, TeacherUpdate, UserDetails } from './oneroster.js'
 
 /** The one connection of an import: a pg client or the embedded PGlite. */
 export interface Sql {
@@ -22,6 +23,8 @@ export interface WriteSummary {
   classrooms: Counts
   students: Counts
   teachers: Counts
+  /** Guardians, parents and relatives; `updated` counts those whose students only changed too. */
+  agents: Counts
   teacherAssignments: Counts
   /** Students who stay, taken out of their classroom. */
   studentEnrollmentsEnded: number
@@ -39,7 +42,7 @@ interface Column<R> {
   value: (row: R) => unknown
 }
 
-/** A student's demographic columns (typed-reads.ts DEMOGRAPHIC_COLUMNS), each of its type. */
+/** A student's or a teacher's demographic columns (typed-reads.ts DEMOGRAPHIC_COLUMNS, the same on both tables), each of its type. */
 function demographicColumns<R extends Demographics> (): Array<Column<R>> {
   return DEMOGRAPHIC_COLUMNS.map((field) => ({ name: columnOf(field), type: COLUMN_TYPES.Student[field] === 'bool' ? 'boolean' : COLUMN_TYPES.Student[field], value: (r: R) => r[field] }))
 }
@@ -123,23 +126,28 @@ export async function readExisting (sql: Sql): Promise<Existing> {
   const classrooms = await sql.query<{ id: string, sourcedId: string | null, name: string }>(
     'SELECT "id", "sourced_id" AS "sourcedId", "name" FROM "classrooms" WHERE "school_id" = current_setting(\'app.school_id\')::uuid')
   // Dates as text: YYYY-MM-DD, as the plan compares them (pg would make local-time Dates).
+  const demographicsSelect = DEMOGRAPHIC_COLUMNS.map((field) => `"${columnOf(field)}"${field === 'dateOfBirth' ? '::text' : ''} AS "${field}"`).join(', ')
   const students = await sql.query<Existing['students'][number]>(
     'SELECT "id", "sourced_id" AS "sourcedId", "student_number" AS "studentNumber", "classroom_id" AS "classroomId", ' +
     '"enrollment_start_date"::text AS "enrollmentStartDate", "enrollment_end_date"::text AS "enrollmentEndDate", ' +
     '"enrollment_sourced_id" AS "enrollmentSourcedId", ' +
-    DEMOGRAPHIC_COLUMNS.map((field) => `"${columnOf(field)}"${field === 'dateOfBirth' ? '::text' : ''} AS "${field}"`).join(', ') + ' ' +
+    demographicsSelect + ' ' +
     'FROM "students" WHERE "school_id" = current_setting(\'app.school_id\')::uuid')
-  const teachers = await sql.query<{ id: string, sourcedId: string | null }>(
-    'SELECT "id", "sourced_id" AS "sourcedId" FROM "teachers" WHERE "school_id" = current_setting(\'app.school_id\')::uuid AND "sourced_id" IS NOT NULL')
+  const teachers = await sql.query<Existing['teachers'][number]>(
+    `SELECT "id", "sourced_id" AS "sourcedId", ${demographicsSelect} ` +
+    'FROM "teachers" WHERE "school_id" = current_setting(\'app.school_id\')::uuid AND "sourced_id" IS NOT NULL')
+  const agents = await sql.query<Existing['agents'][number]>(
+    'SELECT "id", "sourced_id" AS "sourcedId", "role", COALESCE("student_ids", \'{}\')::text[] AS "studentIds" FROM "agents" WHERE "school_id" = current_setting(\'app.school_id\')::uuid')
   const assignments = await sql.query<{ teacherId: string, classroomId: string }>(
     'SELECT "teacher_id" AS "teacherId", "classroom_id" AS "classroomId" FROM "teacher_classrooms" WHERE "school_id" = current_setting(\'app.school_id\')::uuid')
-  return { classrooms, students, teachers, assignments }
+  return { classrooms, students, teachers, agents, assignments }
 }
 
 export function rowsToWrite (plan: ImportPlan): number {
   const { removed } = plan
-  return plan.classrooms.length + plan.students.length + plan.teachers.length + plan.assignments.length + plan.studentUpdates.length +
-    removed.classrooms.length * 2 + removed.teachers.length + removed.students.length + removed.assignments.length
+  return plan.classrooms.length + plan.students.length + plan.teachers.length + plan.assignments.length + plan.studentUpdates.length + plan.teacherUpdates.length +
+    plan.agents.length + plan.agentLinks.length +
+    removed.classrooms.length * 2 + removed.teachers.length + removed.students.length + removed.agents.length + removed.assignments.length
 }
 
 export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, onProgress: (n: number) => void): Promise<WriteSummary> {
@@ -159,6 +167,7 @@ export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, o
   }
   const studentsRemoved = await removeById(sql, 'students', schoolId, removed.students.map((s) => s.id), onProgress)
   const teachersRemoved = await removeById(sql, 'teachers', schoolId, removed.teachers.map((s) => s.id), onProgress)
+  const agentsRemoved = await removeById(sql, 'agents', schoolId, removed.agents.map((s) => s.id), onProgress)
   // A classroom's students leave it before it goes (the key is ON DELETE RESTRICT), those of the
   // import's with their enrollment dates (as the plan has them, unless it places them elsewhere,
   // below); those made by hand keep theirs.
@@ -206,8 +215,15 @@ export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, o
     { name: 'preferred_name', type: 'text', value: (r) => r.preferredName },
     { name: 'email', type: 'text', value: (r) => r.email },
     { name: 'status', type: '"TeacherStatus"', value: (r) => r.status },
-    ...detailColumns<TeacherRecord>()
+    ...detailColumns<TeacherRecord>(),
+    ...demographicColumns<TeacherRecord>()
   ], options)
+  // Teachers the users file does not hold: their demographics only (each exists, as the students' updates below).
+  const teacherUpdates = await upsert(sql, 'teachers', schoolId, plan.teacherUpdates, ['id'], [
+    { name: 'id', type: 'uuid', value: (r) => r.id },
+    ...demographicColumns<TeacherUpdate>()
+  ], options)
+  if (teacherUpdates.created > 0) throw new Error('A teacher of the school went while the import ran: nothing was written')
   const written = await upsert(sql, 'students', schoolId, plan.students, ['id'], [
     { name: 'id', type: 'uuid', value: (r) => r.id },
     { name: 'sourced_id', type: 'text', value: (r) => r.sourcedId },
@@ -246,11 +262,38 @@ export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, o
     { name: 'end_date', type: 'date', value: (r) => r.endDate }
   ], options)
   // A student written twice (left a removed classroom, then placed) is one update.
+  const agents = await upsert(sql, 'agents', schoolId, plan.agents, ['id'], [
+    { name: 'id', type: 'uuid', value: (r) => r.id },
+    { name: 'sourced_id', type: 'text', value: (r) => r.sourcedId },
+    { name: 'role', type: 'text', value: (r) => r.role },
+    { name: 'given_name', type: 'text', value: (r) => r.givenName },
+    { name: 'family_name', type: 'text', value: (r) => r.familyName },
+    { name: 'preferred_name', type: 'text', value: (r) => r.preferredName },
+    { name: 'email', type: 'text', value: (r) => r.email },
+    { name: 'status', type: '"TeacherStatus"', value: (r) => r.status },
+    ...detailColumns<AgentRecord>(),
+    { name: 'student_ids', type: 'text', cast: 'uuid[]', value: (r) => r.studentIds.length === 0 ? null : arrayLiteral(r.studentIds) }
+  ], options)
+  // The students of agents the file does not hold (an UPDATE: an upsert's insert would want the whole row).
+  let agentLinksUpdated = 0
+  const linkedAt = plan.agentLinks.length === 0 ? undefined : (await sql.query<{ now: string }>('SELECT now()::text AS "now"'))[0]!.now
+  for (let start = 0; start < plan.agentLinks.length; start += CHUNK) {
+    const chunk = plan.agentLinks.slice(start, start + CHUNK)
+    const rows = await sql.query(`
+      UPDATE "agents" SET "student_ids" = u."student_ids"::uuid[], "updated_at" = $4::timestamptz
+      FROM unnest($2::uuid[], $3::text[]) AS u("id", "student_ids")
+      WHERE "agents"."school_id" = $1::uuid AND "agents"."id" = u."id" AND "agents"."student_ids" IS DISTINCT FROM u."student_ids"::uuid[]
+      RETURNING "agents"."id"`,
+    [schoolId, chunk.map((r) => r.id), chunk.map((r) => r.studentIds.length === 0 ? null : arrayLiteral(r.studentIds)), linkedAt])
+    agentLinksUpdated += rows.length
+    onProgress(chunk.length)
+  }
   const inFile = new Set(plan.students.map((s) => s.id))
   const updatedInFile = [...updatedStudents].filter((id) => inFile.has(id)).length
   return {
     classrooms: { ...classrooms, removed: classroomsRemoved },
-    teachers: { ...teachers, removed: teachersRemoved },
+    teachers: { ...teachers, updated: teachers.updated + teacherUpdates.updated, removed: teachersRemoved },
+    agents: { ...agents, updated: agents.updated + agentLinksUpdated, removed: agentsRemoved },
     students: {
       created: written.created,
       updated: updatedStudents.size,

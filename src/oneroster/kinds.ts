@@ -1,14 +1,15 @@
 // The binding's records as this service holds them, declared once per kind: each field of
 // OneRoster's UserDType and OrgDType that the data model holds, the columns it reads, its value in
 // an answer, what a comparison on it (a filter) becomes over those columns, and what it sorts by.
-// A field the model does not hold (userMasterIdentifier, userProfiles, agents, ...) is not here
-// and never answered; docs/api/oneroster.md lists the decisions.
+// A field the model does not hold (userMasterIdentifier, userProfiles, ...) is not here and never
+// answered; docs/api/oneroster.md lists the decisions.
 //
 // - sourcedId: the record's imported sourcedId, or its id when it has none (one entered by hand):
 //   the key `sourcedKey` of typed-reads.ts, by which /users/{sourcedId} finds it too.
 // - status: `active` for every record held; a delta's deletions (deletions.ts) answer
 //   `tobedeleted` from the change feed's tombstones.
-// - A student's and a teacher's role is their table's: one role, primary, in the caller's school.
+// - A student's and a teacher's role is their table's: one role, primary, in the caller's school;
+//   an agent's (a guardian, parent or relative) is its `role` column's.
 import type { Comparison, Predicate, TypedModel } from '../db/typed-reads.js'
 import type { GradeLevel } from '../generated/prisma/enums.js'
 import { CEDS_GRADE } from '../records/writes.js'
@@ -130,8 +131,40 @@ const userIds: BindingField = {
   sort: 'id'
 }
 
-/** The fields of a user of one role in the caller's school. */
-function userFields (role: 'student' | 'teacher'): Record<string, BindingField> {
+/**
+ * agents: the users a user is an agent of or has as agents (UserGUIDRefDType), by the sourcedKeys a
+ * key of the statement reads (typed-reads.ts agentKeys, agentStudentKeys), in their order; left out
+ * without any (a teacher reads no agent: docs/decisions.md "A student's agents"). Not filtered by.
+ */
+function agentRefs (key: string): BindingField {
+  return {
+    columns: [key],
+    answer: (row, context) => {
+      const keys = row[key] as string[] | null
+      if (keys === null || keys.length === 0) return undefined
+      return keys.map((sourcedId) => ({ href: `${context.base}/users/${encodeURIComponent(sourcedId)}`, sourcedId, type: 'user' }))
+    },
+    compare: () => { throw badValue('agents', 'is a list of references: not filtered by') },
+    sort: 'id'
+  }
+}
+
+/** The roles of a user, one primary role in the caller's school: the kind's (a constant), or its `role` column's. */
+function roleFields (role: string | undefined): Record<string, BindingField> {
+  if (role !== undefined) {
+    return {
+      roles: { ...constant(() => role, false), answer: (_row, context) => [{ roleType: 'primary', role, org: context.school }] },
+      'roles.role': constant(() => role, false)
+    }
+  }
+  return {
+    roles: { columns: ['role'], answer: (row, context) => [{ roleType: 'primary', role: row.role, org: context.school }], compare: compare('role'), sort: 'id' },
+    'roles.role': { columns: ['role'], compare: compare('role'), sort: 'role' }
+  }
+}
+
+/** The fields of a user of one role (or of its `role` column: an agent) in the caller's school. */
+function userFields (role: 'student' | 'teacher' | undefined): Record<string, BindingField> {
   return {
     sourcedId: { columns: ['sourcedId', 'id'], answer: (row) => row.sourcedId ?? row.id, compare: compare('sourcedKey'), sort: 'sourcedKey' },
     status: constant(() => 'active'),
@@ -146,8 +179,7 @@ function userFields (role: 'student' | 'teacher'): Record<string, BindingField> 
     preferredMiddleName: text('preferredMiddleName'),
     preferredLastName: text('preferredLastName'),
     pronouns: text('pronouns'),
-    roles: { ...constant(() => role, false), answer: (_row, context) => [{ roleType: 'primary', role, org: context.school }] },
-    'roles.role': constant(() => role, false),
+    ...roleFields(role),
     'roles.roleType': constant(() => 'primary', false),
     'roles.org.sourcedId': constant((context) => context.schoolId, false),
     primaryOrg: { ...constant((context) => context.schoolId, false), answer: (_row, context) => context.school },
@@ -158,10 +190,10 @@ function userFields (role: 'student' | 'teacher'): Record<string, BindingField> 
   }
 }
 
-/** Students as OneRoster users of role student: identifier is the student number, grades the grade level. */
+/** Students as OneRoster users of role student: identifier is the student number, grades the grade level, agents their guardians, parents and relatives. */
 export const STUDENT_USERS: Kind = {
   model: 'Student',
-  fields: { ...userFields('student'), identifier: text('studentNumber'), grades }
+  fields: { ...userFields('student'), identifier: text('studentNumber'), agents: agentRefs('agentKeys'), grades }
 }
 
 /** Teachers as OneRoster users of role teacher. */
@@ -170,10 +202,20 @@ export const TEACHER_USERS: Kind = {
   fields: userFields('teacher')
 }
 
+/**
+ * A student's guardians, parents and relatives (the import's users of those roles) as OneRoster
+ * users of their role: agents are the students they are an agent of (UserDType: "the agents of a
+ * guardian are her students"). No identifier nor grades.
+ */
+export const AGENT_USERS: Kind = {
+  model: 'Agent',
+  fields: { ...userFields(undefined), agents: agentRefs('agentStudentKeys') }
+}
+
 /** The fields of UserDType this service answers, in the binding's order: what `fields` may name. */
 export const USER_FIELDS: readonly string[] = [
   'sourcedId', 'status', 'dateLastModified', 'username', 'userIds', 'enabledUser', 'givenName', 'familyName', 'middleName', 'preferredFirstName',
-  'preferredMiddleName', 'preferredLastName', 'pronouns', 'roles', 'primaryOrg', 'identifier', 'email', 'sms', 'phone', 'grades'
+  'preferredMiddleName', 'preferredLastName', 'pronouns', 'roles', 'primaryOrg', 'identifier', 'email', 'sms', 'phone', 'agents', 'grades'
 ]
 
 /** The school's columns an org answer reads. */
@@ -454,12 +496,13 @@ export const ENROLLMENT_IN_CLASS = IN_A_CLASS
 export const ENROLLMENT_FIELDS: readonly string[] = ['sourcedId', 'status', 'dateLastModified', 'user', 'class', 'school', 'role', 'primary', 'beginDate', 'endDate']
 
 /**
- * A student's demographics, kept on the student (typed-reads.ts DEMOGRAPHIC_COLUMNS): its sourcedId
- * is the student's, its dateLastModified the student's last write; birthDate is the date of birth.
- * Every field but the record's own needs roster-demographics.readonly (wall 1's column scopes).
+ * A student's or a teacher's demographics, kept on the student or teacher (typed-reads.ts
+ * DEMOGRAPHIC_COLUMNS, the same columns on both): its sourcedId is the user's, its dateLastModified
+ * the user's last write; birthDate is the date of birth. Every field but the record's own needs
+ * roster-demographics.readonly (wall 1's column scopes).
  */
-export const DEMOGRAPHICS: Kind = {
-  model: 'Student',
+const demographicsOf = (model: 'Student' | 'Teacher'): Kind => ({
+  model,
   fields: {
     sourcedId,
     status: constant(() => 'active'),
@@ -478,10 +521,15 @@ export const DEMOGRAPHICS: Kind = {
     cityOfBirth: text('cityOfBirth'),
     publicSchoolResidenceStatus: text('publicSchoolResidenceStatus')
   }
-}
+})
+
+/** Students' demographics. */
+export const STUDENT_DEMOGRAPHICS: Kind = demographicsOf('Student')
+/** Teachers' demographics. */
+export const TEACHER_DEMOGRAPHICS: Kind = demographicsOf('Teacher')
 
 /** The fields of DemographicsDType this service answers, in the binding's order: what `fields` may name. */
-export const DEMOGRAPHICS_FIELDS: readonly string[] = Object.keys(DEMOGRAPHICS.fields)
+export const DEMOGRAPHICS_FIELDS: readonly string[] = Object.keys(STUDENT_DEMOGRAPHICS.fields)
 
-/** The route condition of the demographics: a student with one of its demographic columns set. */
+/** The route condition of the demographics: a student or teacher with one of its demographic columns set. */
 export const HAS_DEMOGRAPHICS = { kind: 'predicate', predicate: { kind: 'compare', field: 'demographicsKey', op: '=', value: 'true' } } as const

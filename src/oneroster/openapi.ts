@@ -200,10 +200,10 @@ const ENROLLMENT_PATHS: OpenAPIV3.PathsObject = {
     'Reads the enrollments of a class of a school; a school or class this caller cannot read answers 404 unknownobject.')
 }
 
-// A student's demographics (docs/api/oneroster.md), under their own scope.
+// A student's or a teacher's demographics (docs/api/oneroster.md), under their own scope.
 const DEMOGRAPHICS_PATHS: OpenAPIV3.PathsObject = {
   '/demographics': collection({
-    operationId: 'getAllDemographics', tag: 'DemographicsManagement', description: "Reads the demographics: the students' that have any.", schema: 'DemographicsSetDType', security: DEMOGRAPHICS_READ
+    operationId: 'getAllDemographics', tag: 'DemographicsManagement', description: "Reads the demographics: the students' and teachers' that have any.", schema: 'DemographicsSetDType', security: DEMOGRAPHICS_READ
   }),
   '/demographics/{sourcedId}': single({ operationId: 'getDemographics', tag: 'DemographicsManagement', kind: 'demographics', schema: 'SingleDemographicsDType', security: DEMOGRAPHICS_READ })
 }
@@ -233,7 +233,7 @@ const PATHS: OpenAPIV3.PathsObject = {
   '/students/{sourcedId}': single({ operationId: 'getStudent', tag: 'StudentsManagement', kind: 'student', schema: 'SingleUserDType' }),
   '/teachers': collection({ operationId: 'getAllTeachers', tag: 'TeachersManagement', description: 'Reads the users whose role is teacher.', schema: 'UserSetDType', security: CORE_READ }),
   '/teachers/{sourcedId}': single({ operationId: 'getTeacher', tag: 'TeachersManagement', kind: 'teacher', schema: 'SingleUserDType' }),
-  '/users': collection({ operationId: 'getAllUsers', tag: 'UsersManagement', description: 'Reads the users: students and teachers.', schema: 'UserSetDType', security: CORE_READ }),
+  '/users': collection({ operationId: 'getAllUsers', tag: 'UsersManagement', description: 'Reads the users: students, teachers and students\' agents (guardians, parents, relatives).', schema: 'UserSetDType', security: CORE_READ }),
   '/users/{sourcedId}': single({ operationId: 'getUser', tag: 'UsersManagement', kind: 'user', schema: 'SingleUserDType' }),
   '/academicSessions': collection({
     operationId: 'getAllAcademicSessions', tag: 'AcademicSessionsManagement', description: 'Reads the academic sessions: school years, terms, grading periods, semesters.', schema: 'AcademicSessionSetDType', security: CORE_READ
@@ -648,7 +648,7 @@ export const oneRosterDescription: OpenAPIV3.Document = {
     { name: 'AcademicSessionsManagement', description: 'Academic sessions: school years, terms, grading periods, semesters.' },
     { name: 'ClassesManagement', description: 'Classes (classrooms with a course and terms), and their students and teachers.' },
     { name: 'CoursesManagement', description: 'Courses, and their classes.' },
-    { name: 'DemographicsManagement', description: "Demographics: the students' date of birth, sex, race and ethnicity, place of birth, residence status." },
+    { name: 'DemographicsManagement', description: "Demographics: the students' and teachers' date of birth, sex, race and ethnicity, place of birth, residence status." },
     { name: 'EnrollmentsManagement', description: "Enrollments: students' classes and teachers' assignments to classes." },
     { name: 'GradingPeriodsManagement', description: 'Grading periods (academic sessions of type gradingPeriod).' },
     { name: 'OrgsManagement', description: 'Orgs: schools and the bodies above them.' },
@@ -656,7 +656,7 @@ export const oneRosterDescription: OpenAPIV3.Document = {
     { name: 'StudentsManagement', description: 'Students (users whose role is student), and their classes.' },
     { name: 'TeachersManagement', description: 'Teachers (users whose role is teacher), and their classes.' },
     { name: 'TermsManagement', description: 'Terms (academic sessions of type term), and their grading periods and classes.' },
-    { name: 'UsersManagement', description: 'Users: students and teachers, and their classes.' }
+    { name: 'UsersManagement', description: 'Users: students, teachers and agents, and their classes.' }
   ],
   paths: PATHS,
   components: {

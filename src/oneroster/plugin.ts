@@ -1,6 +1,7 @@
 // OneRoster 1.2's rostering REST binding, read-only, under /ims/oneroster/rostering/v1p2: the
-// caller's school as an org, its students and teachers as users, its academic sessions (terms and
-// grading periods among them), its courses and its classes (classes.ts) (docs/api/oneroster.md). The
+// caller's school as an org, its students, teachers and students' agents as users, its academic
+// sessions (terms and grading periods among them), its courses, its classes (classes.ts),
+// enrollments (enrollments.ts) and demographics (demographics.ts) (docs/api/oneroster.md). The
 // same access tokens, scopes, rate limits and access audit as the GraphQL endpoint, and the same
 // read path: each route asks src/auth/school-access.ts for the caller's school client and reads
 // through the record kinds (users.ts, orgs.ts, records.ts).
@@ -19,11 +20,11 @@ import type { SchoolDb } from '../db/school-client.js'
 import { DATABASE_RETRY_AFTER, DATABASE_UNAVAILABLE_MESSAGE, databaseUnavailable } from '../db/unavailable.js'
 import type { ListCondition } from '../db/typed-reads.js'
 import {
-  ACADEMIC_SESSION_FIELDS, ACADEMIC_SESSIONS, COURSE_FIELDS, COURSES, STUDENT_USERS, TEACHER_USERS, type AnswerContext, type Kind,
-  DEMOGRAPHICS, DEMOGRAPHICS_FIELDS, HAS_DEMOGRAPHICS
+  ACADEMIC_SESSION_FIELDS, ACADEMIC_SESSIONS, COURSE_FIELDS, COURSES, AGENT_USERS, STUDENT_USERS, TEACHER_USERS, type AnswerContext, type Kind
 } from './kinds.js'
 import { checkQueryString } from './malformed.js'
 import { registerClassRoutes } from './classes.js'
+import { registerDemographicsRoutes } from './demographics.js'
 import { registerEnrollmentRoutes } from './enrollments.js'
 import { orgAnswer, orgsPage, schoolRow } from './orgs.js'
 import { DESCRIPTION_PATH, ONEROSTER_PATH, oneRosterDescription, scopesOf } from './openapi.js'
@@ -43,12 +44,10 @@ interface Caller {
 type Params = Readonly<Record<string, string>>
 type Handler = (request: FastifyRequest, reply: FastifyReply, caller: Caller) => Promise<unknown>
 
-const USERS: readonly Kind[] = [STUDENT_USERS, TEACHER_USERS]
+const USERS: readonly Kind[] = [STUDENT_USERS, TEACHER_USERS, AGENT_USERS]
 
 const SESSIONS: RecordCollection = { kind: ACADEMIC_SESSIONS, names: ACADEMIC_SESSION_FIELDS, noun: 'academic sessions' }
 const COURSE_RECORDS: RecordCollection = { kind: COURSES, names: COURSE_FIELDS, noun: 'courses' }
-/** The students' demographics: only those with a value (HAS_DEMOGRAPHICS); both routes take the condition. */
-const DEMOGRAPHICS_RECORDS: RecordCollection = { kind: DEMOGRAPHICS, names: DEMOGRAPHICS_FIELDS, noun: 'demographics' }
 
 /** The academic sessions of one type (1EdTech's spelling): /terms, /gradingPeriods. */
 const ofType = (type: 'term' | 'gradingPeriod'): ListCondition[] => [{ kind: 'equals', field: 'type', value: type }]
@@ -175,9 +174,7 @@ function registerRoutes (app: FastifyInstance, routes: FastifyInstance): void {
   })
   registerClassRoutes(get, { requireSchool, unknownObject, records, record })
   registerEnrollmentRoutes(get, { requireSchool, unknownObject, page })
-  get('/demographics', 'getAllDemographics', async (request, reply, caller) => await records(request, reply, caller, DEMOGRAPHICS_RECORDS, 'demographics', [HAS_DEMOGRAPHICS]))
-  get('/demographics/:sourcedId', 'getDemographics', async (request, _reply, caller) =>
-    await record(request, caller, DEMOGRAPHICS_RECORDS, 'demographics', 'demographics', [HAS_DEMOGRAPHICS]))
+  registerDemographicsRoutes(get, { unknownObject, page })
 }
 
 /** The scheme and host the request came to (behind a proxy TRUST_PROXY names, what it forwarded), as a URL writes them. */

@@ -25,7 +25,7 @@ export interface RecordCollection {
 }
 
 /** Whether the caller may read every column of `field` (each of these kinds' columns needs the core scope today). */
-function readable (db: SchoolDb, kind: Kind, field: BindingField): boolean {
+export function readable (db: SchoolDb, kind: Kind, field: BindingField): boolean {
   const columns = db.$readableColumns(kind.model)
   return field.columns.flatMap(columnsOfValue).every((column) => columns.includes(column))
 }

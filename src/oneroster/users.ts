@@ -1,17 +1,17 @@
-// Users, students and teachers (the binding's UserDType), read through the record kinds' one read
+// Users, students, teachers and agents (the binding's UserDType), read through the record kinds' one read
 // path (src/records/lists.ts: typed statements on the caller's school client, both walls, a
 // teacher's reach): the filter, sort and fields of a request turned into a kind's columns
-// (kinds.ts), a page by offset with its total, and one record by sourcedId. /users holds both
-// tables: students and teachers, each read in the order asked and merged; a delta's deletions
-// (deletions.ts) are merged in the same way.
+// (kinds.ts), a page by offset with its total, and one record by sourcedId. /users holds three
+// tables: students, teachers and agents (guardians, parents, relatives), each read in the order
+// asked and merged; a delta's deletions (deletions.ts) are merged in the same way.
 import type { SchoolDb } from '../db/school-client.js'
 import type { ListCondition, Predicate } from '../db/typed-reads.js'
 import { readRows, readRowsCounted } from '../records/lists.js'
 import { compareSorted, mergedPage, sortValue, type Sorted } from './merge.js'
 import { deletedUsers, sortValueOf, tombstoneAnswer, type Tombstone } from './deletions.js'
 import { mapComparisons, simplify } from './filter.js'
-import { recordAnswer } from './records.js'
-import { USER_FIELDS, type AnswerContext, type BindingField, type Kind } from './kinds.js'
+import { readable, recordAnswer } from './records.js'
+import { AGENT_USERS, USER_FIELDS, type AnswerContext, type BindingField, type Kind } from './kinds.js'
 import type { CollectionQuery } from './query.js'
 import { OneRosterError } from './status-info.js'
 
@@ -24,8 +24,8 @@ function knownFields (kinds: readonly Kind[]): Set<string> {
 
 /** A field's columns the caller may not read, as the refusal says it (`email needs roster.readonly`). */
 function outOfScope (db: SchoolDb, kind: Kind, name: string, field: BindingField, what: string): OneRosterError | undefined {
-  const readable = db.$readableColumns(kind.model)
-  if (field.columns.every((column) => readable.includes(column))) return undefined
+  // A key of the statement (a student's agentKeys) by the columns it reads (records.ts).
+  if (readable(db, kind, field)) return undefined
   return new OneRosterError('forbidden', `${what}: ${name} is outside the scopes of this access token (it needs roster.readonly)`)
 }
 
@@ -75,14 +75,15 @@ function planOf (db: SchoolDb, kind: Kind, all: readonly Kind[], query: Pick<Col
  * every one the caller may read.
  */
 export function selectedUserFields (db: SchoolDb, kinds: readonly Kind[], fields: readonly string[] | undefined): string[] {
-  const readable = (name: string): boolean => kinds.every((kind) => {
+  // A check only: an error (and its stack) is made for a refusal sent, not for each field left out.
+  const answered = (name: string): boolean => kinds.every((kind) => {
     const field = kind.fields[name]
-    return field === undefined || outOfScope(db, kind, name, field, 'fields') === undefined
+    return field === undefined || readable(db, kind, field)
   })
-  if (fields === undefined) return USER_FIELDS.filter(readable)
+  if (fields === undefined) return USER_FIELDS.filter(answered)
   for (const name of fields) {
     if (!USER_FIELDS.includes(name)) throw new OneRosterError('invalid_selection_field', `fields: ${name} is not a field of users this service answers (${USER_FIELDS.join(', ')})`)
-    if (!readable(name)) throw new OneRosterError('forbidden', `fields: ${name} is outside the scopes of this access token (it needs roster.readonly)`)
+    if (!answered(name)) throw new OneRosterError('forbidden', `fields: ${name} is outside the scopes of this access token (it needs roster.readonly)`)
   }
   return USER_FIELDS.filter((name) => fields.includes(name))
 }
@@ -103,7 +104,8 @@ export async function pageOfUsers (db: SchoolDb, kinds: readonly Kind[], query: 
   const read = async (plan: Plan, take: number, skip: number): Promise<{ rows: Row[], total: number }> => plan.conditions === null
     ? { rows: [], total: 0 }
     : await readRowsCounted<Row>(db, { model: plan.kind.model, fields: plan.columns, conditions: plan.conditions, order: plan.order, descending: query.descending, take, skip })
-  const deleted = await deletedUsers(db, kinds, query.filter, context)
+  // The change feed keeps students' and teachers' deletions only (an agent's is not kept).
+  const deleted = await deletedUsers(db, kinds.filter((kind) => kind !== AGENT_USERS), query.filter, context)
   if (plans.length === 1 && deleted.length === 0) {
     const plan = plans[0]!
     const { rows, total } = await read(plan, query.limit, query.offset)

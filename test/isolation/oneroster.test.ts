@@ -3,7 +3,9 @@
 // without one, answered by its id), and whose academic sessions and courses (imported) and classes
 // (their classrooms given a course and a term, one without a sourcedId) and enrollments (the
 // students' classrooms and the teachers' assignments: one student's without a sourcedId, answered
-// by the student's id) have the same sourcedIds too, and whose students all have demographics,
+// by the student's id) have the same sourcedIds too, and whose students and teachers all have demographics,
+// two agents (a guardian without a sourcedId, answered by its id, and a parent ag-1, both marked
+// and each linked to the school's students: a student's `agents`, an agent's),
 // probed by sourcedId, by filter, by nested path and by offset past the end, by an administrator, a
 // teacher, a roster-core.readonly and a roster-demographics.readonly client of each school;
 // with both walls, with wall 1 alone (a role that bypasses row-level security), with wall 2 alone
@@ -49,7 +51,7 @@ async function collide (db: Database, school: MirrorSchool): Promise<void> {
     await tenant.student.updateMany({ where: { id }, data: { preferredName: `mark:${id}`, cityOfBirth: `mark:${id}`, sex: 'other', sourcedId: i === 0 ? null : `stu-${i}` } })
   }
   for (const [i, id] of school.teacherIds.entries()) {
-    await tenant.teacher.updateMany({ where: { id }, data: { preferredName: `mark:${id}`, sourcedId: `tea-${i}` } })
+    await tenant.teacher.updateMany({ where: { id }, data: { preferredName: `mark:${id}`, cityOfBirth: `mark:${id}`, sex: 'other', sourcedId: `tea-${i}` } })
   }
   // Every classroom a class (course c-1, term t-1), named with its mark: a class's title is its classroom's name.
   // The school named: with a wall taken out, the client's own condition may be gone.
@@ -67,11 +69,25 @@ async function collide (db: Database, school: MirrorSchool): Promise<void> {
     const key = `en-t-${school.teacherIds.indexOf(link.teacherId)}-${school.classroomIds.indexOf(link.classroomId)}`
     await tenant.teacherClassroom.updateMany({ where: { schoolId: school.schoolId, teacherId: link.teacherId, classroomId: link.classroomId }, data: { sourcedId: key } })
   }
+  // Two agents: a guardian without a sourcedId (its key, in a student's agents, is its id), a parent ag-1.
+  const agents: string[] = []
+  for (const [i, role] of (['guardian', 'parent'] as const).entries()) {
+    const agent = await tenant.agent.create({
+      data: { schoolId: school.schoolId, sourcedId: i === 0 ? null : `ag-${i}`, role, givenName: 'Agent', familyName: `${i}`, studentIds: school.studentIds },
+      select: { id: true }
+    })
+    await tenant.agent.updateMany({ where: { schoolId: school.schoolId, id: agent.id }, data: { preferredName: `mark:${agent.id}` } })
+    agents.push(agent.id)
+    school.ids.add(agent.id)
+  }
+  agentIds.set(school.schoolId, agents)
   enrollmentKeys.set(school.schoolId, [...school.studentIds.slice(1).map((_, i) => `en-s-${i + 1}`), ...links.map((l) => `en-t-${school.teacherIds.indexOf(l.teacherId)}-${school.classroomIds.indexOf(l.classroomId)}`)])
   const placed = await tenant.student.count({ where: { schoolId: school.schoolId, classroomId: { not: null } } })
   enrollmentCounts.set(school.schoolId, placed + links.length)
 }
 
+/** Each school's agents' ids (the first has no sourcedId; the second is ag-1). */
+const agentIds = new Map<string, string[]>()
 /** Each school's enrollments: their colliding sourcedIds, and how many there are. */
 const enrollmentKeys = new Map<string, string[]>()
 const enrollmentCounts = new Map<string, number>()
@@ -89,6 +105,7 @@ async function leaks (app: FastifyInstance, caller: Caller, own: MirrorSchool, o
   const sourcedIds = [...other.studentIds.map((_, i) => `stu-${i}`), ...other.teacherIds.map((_, i) => `tea-${i}`), other.studentIds[0]!]
   const filter = (text: string): string => 'filter=' + encodeURIComponent(text)
   const classKeys = [other.classroomIds[0]!, ...other.classroomIds.slice(1).map((_, i) => `k-${i + 1}`)]
+  const demographicsCount = own.studentIds.length + own.teacherIds.length
   const probes = [
     '/users?limit=1000', '/students?limit=1000', '/teachers?limit=1000', '/orgs', '/schools',
     `/schools/${own.schoolId}/students`, `/schools/${own.schoolId}/teachers`,
@@ -102,6 +119,9 @@ async function leaks (app: FastifyInstance, caller: Caller, own: MirrorSchool, o
     `/users?${filter(`roles.org.sourcedId='${other.schoolId}'`)}`,
     `/users?${filter("sourcedId!='none' OR familyName~''")}&sort=familyName&orderBy=desc`,
     `/users?${filter("dateLastModified>'2000-01-01T00:00:00Z'")}`,
+    // The agents: by the colliding sourcedId, by the other school's agent's id, by role, and a student's and an agent's references.
+    '/users/ag-1', `/users/${agentIds.get(other.schoolId)![0]!}`, `/users?${filter("roles.role='guardian' OR roles.role='parent'")}&sort=familyName`,
+    `/users?${filter(`sourcedId='ag-1' OR sourcedId='${agentIds.get(other.schoolId)![0]!}'`)}`, '/users?fields=sourcedId,agents&limit=1000', '/students/stu-1?fields=agents',
     // By offset past the end of the caller's own records, and pages of one.
     '/users?offset=6&limit=1000', '/users?offset=9&limit=1000', '/users?offset=20', '/students?offset=6', '/teachers?offset=3',
     ...Array.from({ length: 10 }, (_, i) => `/users?limit=1&offset=${i}&sort=sourcedId`),
@@ -137,13 +157,14 @@ async function leaks (app: FastifyInstance, caller: Caller, own: MirrorSchool, o
     ...Array.from({ length: 2 * enrollmentCounts.get(own.schoolId)! }, (_, i) => `/enrollments?limit=1&offset=${i}&sort=sourcedId`),
     // The demographics: the collection, by the colliding sourcedIds (and the other school's ids), by filter, by offset.
     '/demographics?limit=1000', ...sourcedIds.map((id) => `/demographics/${id}`),
-    `/demographics?${filter(`sourcedId='${other.studentIds[0]!}' OR cityOfBirth~'${other.studentIds[1]!}'`)}`, `/demographics?${filter("sex='other'")}&sort=cityOfBirth&orderBy=desc`,
-    `/demographics?${filter("dateLastModified>'2000-01-01T00:00:00Z'")}`, `/demographics?offset=${own.studentIds.length}&limit=1000`,
-    ...Array.from({ length: 2 * own.studentIds.length }, (_, i) => `/demographics?limit=1&offset=${i}&sort=sourcedId`)
+    `/demographics?${filter(`sourcedId='${other.studentIds[0]!}' OR cityOfBirth~'${other.studentIds[1]!}' OR cityOfBirth~'${other.teacherIds[0]!}'`)}`,
+    `/demographics?${filter("sex='other'")}&sort=cityOfBirth&orderBy=desc`, `/demographics?${filter("birthDate!='2000-01-01'")}&sort=sourcedId&orderBy=desc`,
+    `/demographics?${filter("dateLastModified>'2000-01-01T00:00:00Z'")}`, `/demographics?offset=${demographicsCount}&limit=1000`,
+    ...Array.from({ length: 2 * demographicsCount }, (_, i) => `/demographics?limit=1&offset=${i}&sort=sourcedId`)
   ]
   /** The most records of each collection the caller's school has: X-Total-Count above it counts another school's. */
   const most: Array<[RegExp, number]> = [[/^\/academicSessions\?/, SESSION_COUNT], [/^\/courses\?/, COURSE_COUNT], [/^\/terms\?/, 2], [/^\/classes\?/, own.classroomIds.length],
-    [/^\/enrollments\?/, enrollmentCounts.get(own.schoolId)!], [/^\/demographics\?/, own.studentIds.length]]
+    [/^\/enrollments\?/, enrollmentCounts.get(own.schoolId)!], [/^\/demographics\?/, demographicsCount]]
   const leaked = new Set<string>()
   for (const probe of probes) {
     const res = await app.inject({ method: 'GET', url: BASE + probe, headers: { authorization: `Bearer ${caller.token}` } })
@@ -189,14 +210,21 @@ for (const config of CONFIGURATIONS) {
     }
     if (config.leaks) {
       t.ok(found.length > 0, `without either wall, the probes find the other school's records (${found.length} answers)`)
+      t.ok(found.some((probe) => probe.includes('ag-1') || probe.includes('roles.role')), 'and the probes of the agents find them too')
       for (const path of ['/academicSessions', '/terms', '/gradingPeriods', '/courses', '/classes', '/enrollments', '/demographics']) {
         t.ok(found.some((probe) => probe.startsWith(path)), `and the probes of ${path} find them too`)
       }
+      t.ok(found.some((probe) => probe.startsWith('/demographics/tea-')), "and those of a teacher's demographics by sourcedId")
     }
     if (!config.leaks) {
       // Positive controls: each caller reads all of its own, by sourcedId too.
       const users = await m.app.inject({ url: `${BASE}/users?limit=1000`, headers: { authorization: `Bearer ${m.a.token}` } })
-      t.equal(users.json().users.length, m.a.studentIds.length + m.a.teacherIds.length, 'A\'s administrator reads every user of A')
+      t.equal(users.json().users.length, m.a.studentIds.length + m.a.teacherIds.length + 2, 'A\'s administrator reads every user of A, its two agents too')
+      const agent = await m.app.inject({ url: `${BASE}/users/ag-1`, headers: { authorization: `Bearer ${m.b.token}` } })
+      t.equal(agent.json().user.preferredFirstName, `mark:${agentIds.get(m.b.schoolId)![1]!}`, 'a colliding sourcedId finds the caller\'s own agent')
+      t.equal(agent.json().user.agents.length, m.b.studentIds.length, 'with its own students')
+      const student = await m.app.inject({ url: `${BASE}/users/stu-1`, headers: { authorization: `Bearer ${m.a.token}` } })
+      t.same(student.json().user.agents.map((ref: { sourcedId: string }) => ref.sourcedId).sort(), [agentIds.get(m.a.schoolId)![0]!, 'ag-1'].sort(), 'a student\'s agents are her school\'s')
       const mine = await m.app.inject({ url: `${BASE}/students/stu-1`, headers: { authorization: `Bearer ${m.a.token}` } })
       t.equal(mine.json().user.preferredFirstName, `mark:${m.a.studentIds[1]}`, 'a colliding sourcedId finds the caller\'s own record')
       const reach = await m.app.inject({ url: `${BASE}/users?limit=1000`, headers: { authorization: `Bearer ${m.a.teacherToken}` } })
@@ -214,9 +242,12 @@ for (const config of CONFIGURATIONS) {
       const own = await m.app.inject({ url: `${BASE}/classes/k-1`, headers: { authorization: `Bearer ${m.b.token}` } })
       t.equal(own.json().class.title, `mark:${m.b.classroomIds[1]}`, 'a colliding sourcedId finds the caller\'s own class')
       const demographicsOfA = await m.app.inject({ url: `${BASE}/demographics?limit=1000`, headers: { authorization: `Bearer ${demographics.get(m.a)!}` } })
-      t.same(demographicsOfA.json().demographics.map((d: { cityOfBirth: string }) => d.cityOfBirth).sort(), m.a.studentIds.map((id) => `mark:${id}`).sort(), 'A\'s demographics client reads every demographics record of A')
+      t.same(demographicsOfA.json().demographics.map((d: { cityOfBirth: string }) => d.cityOfBirth).sort(), [...m.a.studentIds, ...m.a.teacherIds].map((id) => `mark:${id}`).sort(),
+        'A\'s demographics client reads every demographics record of A, its students\' and its teachers\'')
       const mineToo = await m.app.inject({ url: `${BASE}/demographics/stu-1`, headers: { authorization: `Bearer ${demographics.get(m.b)!}` } })
       t.equal(mineToo.json().demographics.cityOfBirth, `mark:${m.b.studentIds[1]}`, 'a colliding sourcedId finds the caller\'s own demographics')
+      const teachersToo = await m.app.inject({ url: `${BASE}/demographics/tea-0`, headers: { authorization: `Bearer ${demographics.get(m.b)!}` } })
+      t.equal(teachersToo.json().demographics.cityOfBirth, `mark:${m.b.teacherIds[0]}`, 'a colliding teacher\'s sourcedId finds the caller\'s own teacher\'s demographics')
       const taught = await m.app.inject({ url: `${BASE}/classes?limit=1000`, headers: { authorization: `Bearer ${m.a.teacherToken}` } })
       t.same(taught.json().classes.map((c: { title: string }) => c.title).sort(), m.a.classroomIds.filter((id) => m.a.teacherReach.has(id)).map((id) => `mark:${id}`).sort(), 'the teacher reads her own classes')
       const enrollments = await m.app.inject({ url: `${BASE}/enrollments?limit=1000`, headers: { authorization: `Bearer ${m.a.token}` } })

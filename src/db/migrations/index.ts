@@ -9,7 +9,7 @@ import type { PGlite } from '@electric-sql/pglite'
 import type { MigrationList, SchemaFilter } from '@prisma/schema-engine-wasm'
 import pg from 'pg'
 import { CITUS_CHECK } from '../citus-check.js'
-import { distributeAddedTables } from './citus-tables.js'
+import { distributeAddedTables, refreshRowFeed } from './citus-tables.js'
 import type { ClosableMigrationFactory } from './adapters.js'
 import { MigrationEngineError } from './errors.js'
 
@@ -152,18 +152,23 @@ export async function applyMigrations (target: MigrationTarget, dir: string = mi
     const { content } = migration.migrationFile
     const distributedForm = content.tag === 'ok' ? { ...migration, migrationFile: { ...migration.migrationFile, content: { tag: 'ok' as const, value: content.value.replaceAll(' ON UPDATE CASCADE', '') } } } : migration
     applied.push(...await apply({ ...migrationsList, migrationDirectories: [...migrationsList.migrationDirectories.slice(0, i), distributedForm] }))
-    await distributeAdded(target.url)
+    await onDistributed(target.url, distributeAddedTables)
   }
+  // The row feed's function (Citus's own, made by the distribution: no migration writes it) as this release has it.
+  await onDistributed(target.url, refreshRowFeed)
   return applied
 }
 
-/** On a distributed Citus database, the tenant tables the migrations added are distributed too (citus-tables.ts), in one transaction. */
-async function distributeAdded (url: string): Promise<void> {
+/**
+ * A step of `migrate` that only a distributed Citus database takes (citus-tables.ts): the tenant
+ * tables the migrations added distributed, the row feed's function renewed; in one transaction.
+ */
+async function onDistributed (url: string, step: (client: pg.ClientBase) => Promise<unknown>): Promise<void> {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
     await client.query('BEGIN')
-    await distributeAddedTables(client)
+    await step(client)
     await client.query('COMMIT')
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {})
