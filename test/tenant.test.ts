@@ -115,7 +115,7 @@ t.test('the database refuses a link between rows of two schools', async (t) => {
 // Wall 1, complete: every operation of every tenant model that the generated client offers.
 
 interface ModelProbe {
-  delegate: 'classroom' | 'student' | 'teacher' | 'teacherClassroom' | 'change' | 'teacherChange' | 'academicSession' | 'course' | 'agent'
+  delegate: 'classroom' | 'student' | 'teacher' | 'teacherClassroom' | 'change' | 'teacherChange' | 'academicSession' | 'course' | 'agent' | 'rosterTombstone'
   /** Data of a new row (no schoolId). */
   data (n: number, refs: Refs): Record<string, unknown>
   /** The primary key selector of a row. */
@@ -184,6 +184,13 @@ const PROBES: Record<string, ModelProbe> = {
     key: (r) => ({ schoolId_id: { schoolId: r.schoolId, id: r.id } }),
     match: (r) => ({ id: r.id }),
     change: { givenName: 'Renamed' }
+  },
+  RosterTombstone: {
+    delegate: 'rosterTombstone',
+    data: (n) => ({ kind: 'CLASS', sourcedId: `probe-${n}`, fields: { title: 'Probe' } }),
+    key: (r) => ({ schoolId_id: { schoolId: r.schoolId, id: r.id } }),
+    match: (r) => ({ id: r.id }),
+    change: { sourcedId: 'Renamed' }
   },
   TeacherChange: {
     delegate: 'teacherChange',

@@ -18,7 +18,7 @@ type RelationsOf<M extends ModelName> = [keyof Objects<M>] extends [never]
   : { readonly [F in keyof Objects<M>]-?: Target<Objects<M>[F]> }
 
 const RELATION_TABLE: { readonly [M in ModelName]: RelationsOf<M> } = {
-  School: { users: 'User[]', clients: 'Client[]', students: 'Student[]', teachers: 'Teacher[]', classrooms: 'Classroom[]', changes: 'Change[]', teacherChanges: 'TeacherChange[]', academicSessions: 'AcademicSession[]', courses: 'Course[]', agents: 'Agent[]' },
+  School: { users: 'User[]', clients: 'Client[]', students: 'Student[]', teachers: 'Teacher[]', classrooms: 'Classroom[]', changes: 'Change[]', teacherChanges: 'TeacherChange[]', academicSessions: 'AcademicSession[]', courses: 'Course[]', agents: 'Agent[]', rosterTombstones: 'RosterTombstone[]' },
   User: { school: 'School', refreshTokens: 'RefreshToken[]' },
   RefreshToken: { user: 'User' },
   Client: { school: 'School', secrets: 'ClientSecret[]' },
@@ -33,6 +33,7 @@ const RELATION_TABLE: { readonly [M in ModelName]: RelationsOf<M> } = {
   Agent: { school: 'School' },
   Change: { school: 'School' },
   TeacherChange: { school: 'School' },
+  RosterTombstone: { school: 'School' },
   AuditEvent: {},
   IdempotencyKey: {}
 }
@@ -53,6 +54,7 @@ const SCALAR_TABLE: { readonly [M in ModelName]: Readonly<Record<string, string>
   Agent: Prisma.AgentScalarFieldEnum,
   Change: Prisma.ChangeScalarFieldEnum,
   TeacherChange: Prisma.TeacherChangeScalarFieldEnum,
+  RosterTombstone: Prisma.RosterTombstoneScalarFieldEnum,
   AuditEvent: Prisma.AuditEventScalarFieldEnum,
   IdempotencyKey: Prisma.IdempotencyKeyScalarFieldEnum
 }
@@ -74,7 +76,8 @@ export const TENANT_TABLE_OF = {
   TeacherChange: 'teacher_changes',
   AcademicSession: 'academic_sessions',
   Course: 'courses',
-  Agent: 'agents'
+  Agent: 'agents',
+  RosterTombstone: 'roster_tombstones'
 } as const satisfies Partial<Record<ModelName, string>>
 
 export type TenantModel = keyof typeof TENANT_TABLE_OF

@@ -120,6 +120,8 @@ function reachOf (model: string, rules: Rules): Record<string, unknown> | null {
     case 'TeacherClassroom': return inMine
     case 'Teacher': return { OR: [{ id: teacherId }, { classrooms: { some: inMine } }] }
     case 'TeacherChange': return { teacherId }
+    // Her own (what left her reach) and the school's sessions and courses (migration roster_tombstones).
+    case 'RosterTombstone': return { OR: [{ teacherId }, { teacherId: null, kind: { in: ['ACADEMIC_SESSION', 'COURSE'] } }] }
     case 'Change': throw new TenantViolationError('The school\'s change feed is not in a teacher\'s reach (a teacher reads their own)')
     default: throw new TenantViolationError(`${model} is not in a teacher's reach`)
   }

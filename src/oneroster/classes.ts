@@ -10,8 +10,10 @@ import { readRows } from '../records/lists.js'
 import {
   ACADEMIC_SESSION_FIELDS, ACADEMIC_SESSIONS, CLASS_FIELDS, CLASSES, COURSE_FIELDS, COURSES, IS_CLASS, STUDENT_USERS, TEACHER_USERS, USER_FIELDS, type AnswerContext
 } from './kinds.js'
+import type { CollectionQuery } from './query.js'
 import type { OneRosterError } from './status-info.js'
 import { recordBySourcedId, type RecordCollection } from './records.js'
+import { collectionDeletions, type Deletions, type RecordTombstone } from './record-deletions.js'
 
 type Answer = Promise<Record<string, unknown>>
 type Params = Readonly<Record<string, string>>
@@ -29,7 +31,9 @@ type Handler = (request: FastifyRequest, reply: FastifyReply, caller: Caller) =>
 export interface ClassRouteHelpers {
   readonly requireSchool: (request: FastifyRequest, caller: Caller) => void
   readonly unknownObject: (what: string, sourcedId: string) => OneRosterError
-  readonly records: (request: FastifyRequest, reply: FastifyReply, caller: Caller, collection: RecordCollection, envelope: string, route?: readonly ListCondition[]) => Answer
+  readonly records: (
+    request: FastifyRequest, reply: FastifyReply, caller: Caller, collection: RecordCollection, envelope: string, route?: readonly ListCondition[], query?: CollectionQuery, deletions?: Deletions
+  ) => Answer
   readonly record: (request: FastifyRequest, caller: Caller, collection: RecordCollection, envelope: string, what: string, route?: readonly ListCondition[]) => Answer
 }
 
@@ -48,8 +52,13 @@ const sourcedIs = (sourcedId: string): ListCondition => ({ kind: 'predicate', pr
 
 export function registerClassRoutes (get: (url: string, operationId: string, handler: Handler) => void, helpers: ClassRouteHelpers): void {
   const { requireSchool, unknownObject, records, record } = helpers
-  const classes = async (request: FastifyRequest, reply: FastifyReply, caller: Caller, route: readonly ListCondition[] = []): Answer =>
-    await records(request, reply, caller, CLASS_RECORDS, 'classes', [...CLASS, ...route])
+  /**
+   * A page of classes; with a delta's filter, the classes deleted since (record-deletions.ts) of the
+   * route (`inRoute`: a term's, a course's); a user's classes answer none (a tombstone keeps no user).
+   */
+  const classes = async (request: FastifyRequest, reply: FastifyReply, caller: Caller, route: readonly ListCondition[] = [], inRoute?: (tombstone: RecordTombstone) => boolean): Answer =>
+    await records(request, reply, caller, CLASS_RECORDS, 'classes', [...CLASS, ...route], undefined,
+      inRoute === undefined && route.length > 0 ? undefined : collectionDeletions('CLASS', CLASSES, [...CLASS, ...route], inRoute))
 
   /** The class of the path's classSourcedId (the caller reaches it), else 404 unknownobject. */
   const classOf = async (request: FastifyRequest, caller: Caller): Promise<string> => {
@@ -95,13 +104,14 @@ export function registerClassRoutes (get: (url: string, operationId: string, han
     const { termSourcedId } = request.params as Params
     const term = await recordBySourcedId(caller.db, SESSION_RECORDS, termSourcedId!, ['sourcedId'], caller.context, [IS_TERM])
     if (term === null) throw unknownObject('term', termSourcedId!)
-    return await classes(request, reply, caller, [{ kind: 'predicate', predicate: { kind: 'compare', field: 'termKeys', op: '=', value: termSourcedId! } }])
+    return await classes(request, reply, caller, [{ kind: 'predicate', predicate: { kind: 'compare', field: 'termKeys', op: '=', value: termSourcedId! } }],
+      (tombstone) => (tombstone.fields.terms as string[]).includes(termSourcedId!))
   })
   get('/courses/:courseSourcedId/classes', 'getClassesForCourse', async (request, reply, caller) => {
     const { courseSourcedId } = request.params as Params
     const course = await recordBySourcedId(caller.db, COURSE_RECORDS, courseSourcedId!, ['sourcedId'], caller.context)
     if (course === null) throw unknownObject('course', courseSourcedId!)
-    return await classes(request, reply, caller, [{ kind: 'equals', field: 'courseId', value: course.id }])
+    return await classes(request, reply, caller, [{ kind: 'equals', field: 'courseId', value: course.id }], (tombstone) => tombstone.fields.course === courseSourcedId)
   })
   get('/students/:userSourcedId/classes', 'getClassesForStudent', async (request, reply, caller) => await classesOfUser(request, reply, caller, ['student'], 'student'))
   get('/teachers/:userSourcedId/classes', 'getClassesForTeacher', async (request, reply, caller) => await classesOfUser(request, reply, caller, ['teacher'], 'teacher'))

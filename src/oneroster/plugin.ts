@@ -31,6 +31,7 @@ import { DESCRIPTION_PATH, ONEROSTER_PATH, oneRosterDescription, scopesOf } from
 import { collectionQuery, fieldsOf, linkHeader, type CollectionQuery } from './query.js'
 import { codeMinorOfStatus, OneRosterError, statusInfo } from './status-info.js'
 import { pageOfRecords, recordBySourcedId, type RecordCollection } from './records.js'
+import { collectionDeletions, type Deletions } from './record-deletions.js'
 import { pageOfUsers, userBySourcedId } from './users.js'
 
 /** The caller of a route: its school client and what its answers' references need. */
@@ -52,6 +53,13 @@ const COURSE_RECORDS: RecordCollection = { kind: COURSES, names: COURSE_FIELDS, 
 const ofType = (type: 'term' | 'gradingPeriod'): ListCondition[] => [{ kind: 'equals', field: 'type', value: type }]
 const TERMS = ofType('term')
 const GRADING_PERIODS = ofType('gradingPeriod')
+// A delta's deletions (record-deletions.ts) of each collection: the tombstones of its kind (of its
+// type: a term, a grading period), without the sourcedIds it answers live. A term's grading periods
+// have none: a tombstone keeps no parent.
+const SESSION_DELETIONS = collectionDeletions('ACADEMIC_SESSION', ACADEMIC_SESSIONS, [])
+const TERM_DELETIONS = collectionDeletions('ACADEMIC_SESSION', ACADEMIC_SESSIONS, TERMS, (tombstone) => tombstone.fields.type === 'term')
+const GRADING_PERIOD_DELETIONS = collectionDeletions('ACADEMIC_SESSION', ACADEMIC_SESSIONS, GRADING_PERIODS, (tombstone) => tombstone.fields.type === 'gradingPeriod')
+const COURSE_DELETIONS = collectionDeletions('COURSE', COURSES, [])
 
 export default fp(async (app) => {
   await app.register(async (routes) => { registerRoutes(app, routes) }, { prefix: ONEROSTER_PATH })
@@ -140,22 +148,22 @@ function registerRoutes (app: FastifyInstance, routes: FastifyInstance): void {
     return await users(request, reply, caller, [TEACHER_USERS])
   })
 
-  get('/academicSessions', 'getAllAcademicSessions', async (request, reply, caller) => await records(request, reply, caller, SESSIONS, 'academicSessions'))
+  get('/academicSessions', 'getAllAcademicSessions', async (request, reply, caller) => await records(request, reply, caller, SESSIONS, 'academicSessions', [], undefined, SESSION_DELETIONS))
   get('/academicSessions/:sourcedId', 'getAcademicSession', async (request, _reply, caller) => await record(request, caller, SESSIONS, 'academicSession', 'academic session'))
-  get('/terms', 'getAllTerms', async (request, reply, caller) => await records(request, reply, caller, SESSIONS, 'academicSessions', TERMS))
+  get('/terms', 'getAllTerms', async (request, reply, caller) => await records(request, reply, caller, SESSIONS, 'academicSessions', TERMS, undefined, TERM_DELETIONS))
   get('/terms/:sourcedId', 'getTerm', async (request, _reply, caller) => await record(request, caller, SESSIONS, 'academicSession', 'term', TERMS))
-  get('/gradingPeriods', 'getAllGradingPeriods', async (request, reply, caller) => await records(request, reply, caller, SESSIONS, 'academicSessions', GRADING_PERIODS))
+  get('/gradingPeriods', 'getAllGradingPeriods', async (request, reply, caller) => await records(request, reply, caller, SESSIONS, 'academicSessions', GRADING_PERIODS, undefined, GRADING_PERIOD_DELETIONS))
   get('/gradingPeriods/:sourcedId', 'getGradingPeriod', async (request, _reply, caller) =>
     await record(request, caller, SESSIONS, 'academicSession', 'grading period', GRADING_PERIODS))
-  get('/courses', 'getAllCourses', async (request, reply, caller) => await records(request, reply, caller, COURSE_RECORDS, 'courses'))
+  get('/courses', 'getAllCourses', async (request, reply, caller) => await records(request, reply, caller, COURSE_RECORDS, 'courses', [], undefined, COURSE_DELETIONS))
   get('/courses/:sourcedId', 'getCourse', async (request, _reply, caller) => await record(request, caller, COURSE_RECORDS, 'course', 'course'))
   get('/schools/:schoolSourcedId/courses', 'getCoursesForSchool', async (request, reply, caller) => {
     requireSchool(request, caller)
-    return await records(request, reply, caller, COURSE_RECORDS, 'courses')
+    return await records(request, reply, caller, COURSE_RECORDS, 'courses', [], undefined, COURSE_DELETIONS)
   })
   get('/schools/:schoolSourcedId/terms', 'getTermsForSchool', async (request, reply, caller) => {
     requireSchool(request, caller)
-    return await records(request, reply, caller, SESSIONS, 'academicSessions', TERMS)
+    return await records(request, reply, caller, SESSIONS, 'academicSessions', TERMS, undefined, TERM_DELETIONS)
   })
   get('/terms/:termSourcedId/gradingPeriods', 'getGradingPeriodsForTerm', async (request, reply, caller) => {
     const query = collectionQuery(request.query as Record<string, unknown>)
@@ -242,9 +250,9 @@ async function user (request: FastifyRequest, { db, context }: Caller, kinds: re
 /** A page of a one-table collection: the route's conditions (a type, a parent) and the request's. */
 async function records (
   request: FastifyRequest, reply: FastifyReply, { db, context }: Caller, collection: RecordCollection, envelope: string,
-  route: readonly ListCondition[] = [], query = collectionQuery(request.query as Record<string, unknown>)
+  route: readonly ListCondition[] = [], query = collectionQuery(request.query as Record<string, unknown>), deletions?: Deletions
 ): Promise<Record<string, unknown>> {
-  const { records, total } = await pageOfRecords(db, collection, query, context, route)
+  const { records, total } = await pageOfRecords(db, collection, query, context, route, deletions)
   return page(request, reply, envelope, records, total, query)
 }
 

@@ -7,6 +7,8 @@ import type { SchoolDb } from '../db/school-client.js'
 import { columnsOfValue, type ListCondition, type Predicate } from '../db/typed-reads.js'
 import { readRows, readRowsCounted } from '../records/lists.js'
 import { mapComparisons, simplify } from './filter.js'
+import { mergedPage, sortValue, type Sorted } from './merge.js'
+import { deletedRecords, recordTombstoneAnswer, sortedTombstones, type Deletions, type RecordTombstone } from './record-deletions.js'
 import type { AnswerContext, BindingField, Kind } from './kinds.js'
 import type { CollectionQuery } from './query.js'
 import { OneRosterError } from './status-info.js'
@@ -84,17 +86,41 @@ export function recordAnswer (kind: Kind, row: Row, selected: readonly string[],
   return out
 }
 
-/** A page of a collection's records (those that meet the route's conditions and the filter) and how many there are in all. */
+/**
+ * A page of a collection's records (those that meet the route's conditions and the filter) and how
+ * many there are in all; with `deletions` and a delta's filter, what ended since its bound among
+ * them (record-deletions.ts), merged in the order asked.
+ */
 export async function pageOfRecords (
-  db: SchoolDb, collection: RecordCollection, query: CollectionQuery, context: AnswerContext, route: readonly ListCondition[] = []
+  db: SchoolDb, collection: RecordCollection, query: CollectionQuery, context: AnswerContext, route: readonly ListCondition[] = [], deletions?: Deletions
 ): Promise<{ records: Row[], total: number }> {
   const selected = selectedFields(db, collection, query.fields)
   const plan = planOf(db, collection, query, selected, context, route)
-  if (plan.conditions === null) return { records: [], total: 0 }
+  const deleted = deletions === undefined ? [] : await deletedRecords(db, deletions, query.filter, context)
   const model = collection.kind.model
-  const { rows, total } = await readRowsCounted<Row>(db, { model, fields: plan.columns, conditions: plan.conditions, order: plan.order, descending: query.descending, take: query.limit, skip: query.offset })
-  return { records: rows.map((row) => recordAnswer(collection.kind, row, selected, context)), total }
+  const read = async (take: number, skip: number): Promise<{ rows: Row[], total: number }> => plan.conditions === null
+    ? { rows: [], total: 0 }
+    : await readRowsCounted<Row>(db, { model, fields: columnsOf(plan), conditions: plan.conditions, order: plan.order, descending: query.descending, take, skip })
+  if (deleted.length === 0) {
+    const { rows, total } = await read(query.limit, query.offset)
+    return { records: rows.map((row) => recordAnswer(collection.kind, row, selected, context)), total }
+  }
+  // Two lists (merge.ts): the first offset + limit records in the order asked, and the deletions.
+  const { rows, total: live } = await read(query.offset + query.limit, 0)
+  const total = live + deleted.length
+  if (query.offset >= total) return { records: [], total }
+  const lists: Sorted[][] = [
+    rows.map((row) => ({ value: sortValue(plan.order.length > 1 ? row[plan.order[0]!] : null), id: row.id as string, row })),
+    sortedTombstones(deleted, collection.kind, query.sort, query.descending, context)
+  ]
+  const records = mergedPage(lists, query.offset, query.limit, query.descending).map(({ list, row }) => list === 1
+    ? recordTombstoneAnswer(row.tombstone as RecordTombstone, selected, context)
+    : recordAnswer(collection.kind, row, selected, context))
+  return { records, total }
 }
+
+/** The columns a plan reads, with its sort value (a key read as itself) for a merge. */
+const columnsOf = (plan: Plan): string[] => plan.order.length > 1 && !plan.columns.includes(plan.order[0]!) ? [...plan.columns, plan.order[0]!] : plan.columns
 
 /** The record of a collection with this sourcedId (an imported one, or the id of a record without one) that meets the route's conditions, or null. */
 export async function recordBySourcedId (

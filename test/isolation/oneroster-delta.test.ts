@@ -5,6 +5,10 @@
 // (alone, ANDed with the colliding sourcedIds or the mark, by offset past the end, a page at a
 // time) and never see the other school's tombstones, nor count them; with both walls, with wall 1
 // alone, with wall 2 alone, and, as the control that shows the probes can fail, with neither.
+// Likewise the deltas of enrollments, classes, sessions and courses (src/oneroster/record-deletions.ts):
+// each school ends enrollments, deletes a class, a course and a grading period with the same
+// sourcedIds (enr-0, tenr-1, tenr-x, class-x, course-gone, gp-gone), their tombstones marked with
+// the school's own ids (a class's title, a class's or user's sourcedId that a reference names).
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import type { Database } from '../../src/db/client.js'
@@ -28,6 +32,47 @@ async function deleteColliding (db: Database, school: MirrorSchool): Promise<voi
   await tenant.teacher.deleteMany({ where: { id: teacher } })
 }
 
+/**
+ * Makes Rooms 1 and 2 classes (class-1, and Room 2 by its mark), then ends their enrollments and
+ * deletes records with colliding sourcedIds, each tombstone carrying a mark of the school's ids;
+ * answers the ids the marks and the ended links name (the school's own, to allow).
+ */
+async function endColliding (db: Database, school: MirrorSchool): Promise<string[]> {
+  const { schoolId } = school
+  const tenant = db.forSchool(schoolId)
+  const term = await tenant.academicSession.create({ data: { schoolId, sourcedId: 'term-x', title: 'Term', type: 'TERM', startDate: new Date('2026-09-01'), endDate: new Date('2027-01-31'), schoolYear: 2027 } })
+  const gone = await tenant.academicSession.create({ data: { schoolId, sourcedId: 'gp-gone', title: 'Period', type: 'GRADING_PERIOD', startDate: new Date('2026-09-01'), endDate: new Date('2026-10-31'), schoolYear: 2027 } })
+  await tenant.academicSession.updateMany({ where: { id: gone.id }, data: { title: `mark:${gone.id}` } })
+  const course = await tenant.course.create({ data: { schoolId, sourcedId: 'course-x', title: 'Course' } })
+  const goneCourse = await tenant.course.create({ data: { schoolId, sourcedId: 'course-gone', title: 'Gone' } })
+  await tenant.course.updateMany({ where: { id: goneCourse.id }, data: { title: `mark:${goneCourse.id}` } })
+  const rooms = await tenant.classroom.findMany({ where: { name: { in: ['Room 1', 'Room 2'] } }, select: { id: true, name: true } })
+  const roomOf = (name: string): string => rooms.find((room) => room.name === name)!.id
+  // The links' sourcedIds first, while no room is a class (a changed sourcedId ends a class's enrollment).
+  const first = school.studentIds[0]!
+  await tenant.student.updateMany({ where: { id: first }, data: { sourcedId: `mark:${first}`, enrollmentSourcedId: 'enr-0' } })
+  await tenant.teacherClassroom.updateMany({ where: { teacherId: school.teacherIds[1]!, classroomId: roomOf('Room 2') }, data: { sourcedId: 'tenr-1' } })
+  const asClass = { courseId: course.id, termIds: [term.id] }
+  await tenant.classroom.updateMany({ where: { id: roomOf('Room 1') }, data: { sourcedId: 'class-1', ...asClass } })
+  await tenant.classroom.updateMany({ where: { id: roomOf('Room 2') }, data: { sourcedId: `mark:${roomOf('Room 2')}`, ...asClass } })
+  // Room X: Ms Same's, a class with no student, deleted below.
+  const roomX = await tenant.classroom.create({ data: { schoolId, name: 'Room X', sourcedId: 'class-x', ...asClass } })
+  await tenant.classroom.updateMany({ where: { id: roomX.id }, data: { name: `mark:${roomX.id}` } })
+  await tenant.teacherClassroom.create({ data: { schoolId, teacherId: school.teacherIds[0]!, classroomId: roomX.id, sourcedId: 'tenr-x' } })
+  const links = (await tenant.teacherClassroom.findMany({ select: { id: true } })).map((link) => link.id)
+
+  // The ends: Ada's classroom cleared (enr-0), Mr Same unassigned from Room 2 (tenr-1), Room X deleted (class-x, tenr-x), gp-gone and course-gone deleted.
+  await tenant.student.updateMany({ where: { id: first }, data: { classroomId: null } })
+  await tenant.teacherClassroom.deleteMany({ where: { teacherId: school.teacherIds[1]!, classroomId: roomOf('Room 2') } })
+  await tenant.classroom.deleteMany({ where: { id: roomX.id } })
+  await tenant.academicSession.deleteMany({ where: { id: gone.id } })
+  await tenant.course.deleteMany({ where: { id: goneCourse.id } })
+  return [roomX.id, gone.id, goneCourse.id, term.id, course.id, ...links]
+}
+
+/** The tombstones of the other kinds each school's callers read: all but the teacher's (Ms Same: not Mr Same's Room 2 link, hers). */
+const ENDED = ['enr-0:tobedeleted', 'tenr-1:tobedeleted', 'tenr-x:tobedeleted']
+
 function recordsIn (body: unknown): string[] {
   const text = JSON.stringify(body)
   return [...[...text.matchAll(MARK)].map((m) => m[1]!), ...idsIn(body)]
@@ -46,13 +91,26 @@ async function leaks (app: FastifyInstance, caller: Caller, own: MirrorSchool, o
     `/users?${filter(`${SINCE} AND givenName='mark:${other.studentIds[1]!}'`)}`,
     `/users?${filter(SINCE)}&sort=givenName&orderBy=desc`, `/users?${filter(SINCE)}&sort=dateLastModified`,
     `/users?${filter(SINCE)}&offset=7`, `/users?${filter(SINCE)}&offset=9`, `/students?${filter(SINCE)}&offset=5`,
-    ...Array.from({ length: 12 }, (_, i) => `/users?${filter(SINCE)}&limit=1&offset=${i}&sort=sourcedId`)
+    ...Array.from({ length: 12 }, (_, i) => `/users?${filter(SINCE)}&limit=1&offset=${i}&sort=sourcedId`),
+    // Enrollments, classes, sessions and courses.
+    `/enrollments?${filter(SINCE)}`, `/schools/${own.schoolId}/enrollments?${filter(SINCE)}`, `/schools/${own.schoolId}/classes/class-1/enrollments?${filter(SINCE)}`,
+    `/enrollments?${filter(`${SINCE} AND status='tobedeleted'`)}`, `/enrollments?${filter(`${SINCE} AND sourcedId='enr-0'`)}`,
+    `/enrollments?${filter(`${SINCE} AND sourcedId='tenr-1'`)}`, `/enrollments?${filter(`${SINCE} AND class.sourcedId='class-x'`)}`,
+    `/enrollments?${filter(`${SINCE} AND user.sourcedId~'mark'`)}`, `/enrollments?${filter(`${SINCE} AND class.sourcedId~'mark'`)}`,
+    `/enrollments?${filter(SINCE)}&sort=sourcedId&orderBy=desc`, `/enrollments?${filter(SINCE)}&offset=6`,
+    ...Array.from({ length: 10 }, (_, i) => `/enrollments?${filter(SINCE)}&limit=1&offset=${i}&sort=sourcedId`),
+    `/classes?${filter(SINCE)}`, `/schools/${own.schoolId}/classes?${filter(SINCE)}`, `/classes?${filter(`${SINCE} AND title~'mark'`)}`,
+    `/classes?${filter(`${SINCE} AND sourcedId='class-x'`)}`, `/terms/term-x/classes?${filter(SINCE)}`, `/courses/course-x/classes?${filter(SINCE)}`,
+    `/classes?${filter(`status='tobedeleted' AND ${SINCE} AND school.sourcedId='${other.schoolId}'`)}`,
+    `/courses?${filter(SINCE)}`, `/courses?${filter(`${SINCE} AND title~'mark'`)}`, `/schools/${own.schoolId}/courses?${filter(SINCE)}`,
+    `/academicSessions?${filter(SINCE)}`, `/gradingPeriods?${filter(`${SINCE} AND title~'mark'`)}`, `/academicSessions?${filter(SINCE)}&sort=title`
   ]
   const leaked = new Set<string>()
   for (const probe of probes) {
     const res = await app.inject({ method: 'GET', url: BASE + probe, headers: { authorization: `Bearer ${caller.token}` } })
     // (A school's students and teachers need roster.readonly: the core client's 403 holds no record.)
     if (res.statusCode >= 500) throw new Error(`${caller.name} ${probe}: ${res.statusCode} ${res.body}`)
+    if (res.statusCode === 404) continue
     if (recordsIn(res.json()).some((id) => !caller.allowed.has(id))) leaked.add(probe)
     // X-Total-Count counts the caller's own deletions only.
     if (caller.users !== undefined && probe.startsWith('/users?') && Number(res.headers['x-total-count']) > caller.users) leaked.add(probe)
@@ -73,6 +131,12 @@ for (const config of CONFIGURATIONS) {
     const m = await mirror(t, db)
     await deleteColliding(db, m.a)
     await deleteColliding(db, m.b)
+    for (const school of [m.a, m.b]) {
+      for (const id of await endColliding(db, school)) {
+        school.ids.add(id)
+        school.teacherReach.add(id)
+      }
+    }
     const users = m.a.studentIds.length + m.a.teacherIds.length
     const found: string[] = []
     for (const [own, other] of [[m.a, m.b], [m.b, m.a]] as const) {
@@ -90,6 +154,9 @@ for (const config of CONFIGURATIONS) {
     if (config.leaks) {
       // A filter on status tobedeleted answers deletions only: its leak is a tombstone's.
       t.ok(found.some((probe) => probe.includes(encodeURIComponent("status='tobedeleted'"))), `without either wall, the probes find the other school's deletions (${found.length} answers)`)
+      for (const collection of ['/enrollments?', '/classes?', '/courses?', '/gradingPeriods?']) {
+        t.ok(found.some((probe) => probe.startsWith(collection)), `and the other school's tombstones on ${collection.slice(0, -1)}`)
+      }
     } else {
       // Positive control: each school's administrator reads its own deletions, by the colliding sourcedIds.
       for (const school of [m.a, m.b]) {
@@ -104,8 +171,17 @@ for (const config of CONFIGURATIONS) {
           url: `${BASE}/users?filter=${encodeURIComponent(`${SINCE} AND status='tobedeleted'`)}`,
           headers: { authorization: `Bearer ${school.teacherToken}` }
         })
-        t.same(mine.json().users.map((user: { sourcedId: string, givenName: string }) => [user.sourcedId, user.givenName]),
-          [['stu-1', `mark:${school.studentIds[1]!}`]], 'the teacher\'s own deletion, and only it')
+        // And Ada, whose classroom was cleared, and Mr Same, unassigned from Room 2 (endColliding): they left her reach.
+        t.same(mine.json().users.map((user: { sourcedId: string, givenName: string }) => [user.sourcedId, user.givenName]).sort(),
+          [[`mark:${school.studentIds[0]!}`, 'Ada'], ['stu-1', `mark:${school.studentIds[1]!}`], ['tea-1', 'Mr']], 'the teacher\'s own deletions, and only they')
+        // The other kinds' tombstones, each naming the school's own records.
+        const ended = await m.app.inject({ url: `${BASE}/enrollments?filter=${encodeURIComponent(`${SINCE} AND status='tobedeleted'`)}&sort=sourcedId`, headers: { authorization: `Bearer ${school.token}` } })
+        t.same(ended.json().enrollments.map((e: { sourcedId: string, status: string }) => `${e.sourcedId}:${e.status}`), ENDED, 'the school\'s ended enrollments')
+        t.same(ended.json().enrollments.map((e: { user: { sourcedId: string } }) => e.user.sourcedId)[0], `mark:${school.studentIds[0]!}`, 'named as the school\'s')
+        const classes = await m.app.inject({ url: `${BASE}/classes?filter=${encodeURIComponent(`${SINCE} AND status='tobedeleted'`)}`, headers: { authorization: `Bearer ${school.teacherToken}` } })
+        t.same(classes.json().classes.map((c: { sourcedId: string, title: string }) => [c.sourcedId, c.title]), [['class-x', `mark:${[...school.ids].find((id) => classes.json().classes[0]?.title === `mark:${id}`) ?? 'none'}`]], 'her deleted class, the school\'s')
+        const courses = await m.app.inject({ url: `${BASE}/courses?filter=${encodeURIComponent(SINCE)}`, headers: { authorization: `Bearer ${school.token}` } })
+        t.ok(courses.json().courses.some((c: { sourcedId: string, title: string, status: string }) => c.sourcedId === 'course-gone' && c.status === 'tobedeleted' && recordsIn(c).every((id) => school.ids.has(id))), 'its deleted course, the school\'s')
       }
     }
   })
