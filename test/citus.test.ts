@@ -69,7 +69,7 @@ t.test('the service on a Citus coordinator', { skip: citusUrl === undefined ? 's
   t.same(await distributeOnCitus(url), { distributed: false, reason: 'already distributed' }, 'a second run changes nothing')
   const kinds = (await run(url, 'SELECT logicalrelid::text AS name, partmethod FROM pg_dist_partition ORDER BY 1')).rows
   t.same(kinds, [
-    { name: 'academic_sessions', partmethod: 'h' }, { name: 'changes', partmethod: 'h' }, { name: 'classrooms', partmethod: 'h' },
+    { name: 'academic_sessions', partmethod: 'h' }, { name: 'agents', partmethod: 'h' }, { name: 'changes', partmethod: 'h' }, { name: 'classrooms', partmethod: 'h' },
     { name: 'courses', partmethod: 'h' }, { name: 'roster_tombstones', partmethod: 'h' }, { name: 'schools', partmethod: 'n' },
     { name: 'students', partmethod: 'h' }, { name: 'teacher_changes', partmethod: 'h' }, { name: 'teacher_classrooms', partmethod: 'h' },
     { name: 'teachers', partmethod: 'h' }

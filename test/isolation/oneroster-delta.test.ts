@@ -46,7 +46,9 @@ async function endColliding (db: Database, school: MirrorSchool): Promise<string
   const course = await tenant.course.create({ data: { schoolId, sourcedId: 'course-x', title: 'Course' } })
   const goneCourse = await tenant.course.create({ data: { schoolId, sourcedId: 'course-gone', title: 'Gone' } })
   await tenant.course.updateMany({ where: { id: goneCourse.id }, data: { title: `mark:${goneCourse.id}` } })
-  const rooms = await tenant.classroom.findMany({ where: { name: { in: ['Room 1', 'Room 2'] } }, select: { id: true, name: true } })
+  // The school named in each set-up read: the control runs it with neither wall, where an unnamed
+  // school reads both mirrored schools' rooms and links.
+  const rooms = await tenant.classroom.findMany({ where: { schoolId, name: { in: ['Room 1', 'Room 2'] } }, select: { id: true, name: true } })
   const roomOf = (name: string): string => rooms.find((room) => room.name === name)!.id
   // The links' sourcedIds first, while no room is a class (a changed sourcedId ends a class's enrollment).
   const first = school.studentIds[0]!
@@ -59,7 +61,7 @@ async function endColliding (db: Database, school: MirrorSchool): Promise<string
   const roomX = await tenant.classroom.create({ data: { schoolId, name: 'Room X', sourcedId: 'class-x', ...asClass } })
   await tenant.classroom.updateMany({ where: { id: roomX.id }, data: { name: `mark:${roomX.id}` } })
   await tenant.teacherClassroom.create({ data: { schoolId, teacherId: school.teacherIds[0]!, classroomId: roomX.id, sourcedId: 'tenr-x' } })
-  const links = (await tenant.teacherClassroom.findMany({ select: { id: true } })).map((link) => link.id)
+  const links = (await tenant.teacherClassroom.findMany({ where: { schoolId }, select: { id: true } })).map((link) => link.id)
 
   // The ends: Ada's classroom cleared (enr-0), Mr Same unassigned from Room 2 (tenr-1), Room X deleted (class-x, tenr-x), gp-gone and course-gone deleted.
   await tenant.student.updateMany({ where: { id: first }, data: { classroomId: null } })
