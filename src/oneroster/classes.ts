@@ -4,28 +4,18 @@
 // the other collections are (records.ts: typed statements on the caller's school client, both walls,
 // a teacher's reach: a teacher reads its own classes, their students and their teachers).
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { SchoolDb } from '../db/school-client.js'
 import type { ListCondition } from '../db/typed-reads.js'
 import { readRows } from '../records/lists.js'
 import {
-  ACADEMIC_SESSION_FIELDS, ACADEMIC_SESSIONS, CLASS_FIELDS, CLASSES, COURSE_FIELDS, COURSES, IS_CLASS, STUDENT_USERS, TEACHER_USERS, USER_FIELDS, type AnswerContext
+  ACADEMIC_SESSION_FIELDS, ACADEMIC_SESSIONS, CLASS_FIELDS, CLASSES, COURSE_FIELDS, COURSES, IS_CLASS, STUDENT_USERS, TEACHER_USERS, USER_FIELDS
 } from './kinds.js'
 import type { CollectionQuery } from './query.js'
 import type { OneRosterError } from './status-info.js'
 import { recordBySourcedId, type RecordCollection } from './records.js'
 import { collectionDeletions, type Deletions, type RecordTombstone } from './record-deletions.js'
+import type { Caller, Handler, Params } from './route.js'
 
 type Answer = Promise<Record<string, unknown>>
-type Params = Readonly<Record<string, string>>
-
-/** The caller of a route, as plugin.ts makes it: its school client and what its answers' references need. */
-interface Caller {
-  readonly db: SchoolDb
-  readonly schoolId: string
-  readonly context: AnswerContext
-}
-
-type Handler = (request: FastifyRequest, reply: FastifyReply, caller: Caller) => Promise<unknown>
 
 /** What the class routes use of plugin.ts: the checks and the one-table reads of every collection. */
 export interface ClassRouteHelpers {

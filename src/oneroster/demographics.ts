@@ -13,18 +13,9 @@ import { DEMOGRAPHICS_FIELDS, HAS_DEMOGRAPHICS, STUDENT_DEMOGRAPHICS, TEACHER_DE
 import { collectionQuery, fieldsOf, type CollectionQuery } from './query.js'
 import { planOf, recordAnswer, selectedFields, type Plan, type RecordCollection } from './records.js'
 import type { OneRosterError } from './status-info.js'
+import type { Handler, Params } from './route.js'
 
 type Row = Record<string, unknown>
-type Params = Readonly<Record<string, string>>
-
-/** The caller of a route, as plugin.ts makes it. */
-interface Caller {
-  readonly db: SchoolDb
-  readonly schoolId: string
-  readonly context: AnswerContext
-}
-
-type Handler = (request: FastifyRequest, reply: FastifyReply, caller: Caller) => Promise<unknown>
 
 /** What the demographics routes use of plugin.ts: the refusal and a collection's paging headers. */
 export interface DemographicsRouteHelpers {

@@ -14,18 +14,9 @@ import { CLASS_FIELDS, CLASSES, ENROLLMENT_FIELDS, ENROLLMENT_IN_CLASS, IS_CLASS
 import { collectionQuery, fieldsOf, type CollectionQuery } from './query.js'
 import { planOf, recordAnswer, recordBySourcedId, selectedFields, type Plan, type RecordCollection } from './records.js'
 import type { OneRosterError } from './status-info.js'
+import type { Caller, Handler, Params } from './route.js'
 
 type Row = Record<string, unknown>
-type Params = Readonly<Record<string, string>>
-
-/** The caller of a route, as plugin.ts makes it. */
-interface Caller {
-  readonly db: SchoolDb
-  readonly schoolId: string
-  readonly context: AnswerContext
-}
-
-type Handler = (request: FastifyRequest, reply: FastifyReply, caller: Caller) => Promise<unknown>
 
 /** What the enrollment routes use of plugin.ts: the school check, the refusal and a collection's paging headers. */
 export interface EnrollmentRouteHelpers {

@@ -16,11 +16,10 @@ import fp from 'fastify-plugin'
 import { accessOf } from '../auth/identity.js'
 import { schoolScopeOf } from '../auth/school-access.js'
 import { holds, type Scope } from '../auth/scopes.js'
-import type { SchoolDb } from '../db/school-client.js'
 import { DATABASE_RETRY_AFTER, DATABASE_UNAVAILABLE_MESSAGE, databaseUnavailable } from '../db/unavailable.js'
 import type { ListCondition } from '../db/typed-reads.js'
 import {
-  ACADEMIC_SESSION_FIELDS, ACADEMIC_SESSIONS, COURSE_FIELDS, COURSES, AGENT_USERS, STUDENT_USERS, TEACHER_USERS, type AnswerContext, type Kind
+  ACADEMIC_SESSION_FIELDS, ACADEMIC_SESSIONS, COURSE_FIELDS, COURSES, AGENT_USERS, STUDENT_USERS, TEACHER_USERS, type Kind
 } from './kinds.js'
 import { checkQueryString } from './malformed.js'
 import { registerClassRoutes } from './classes.js'
@@ -33,16 +32,7 @@ import { codeMinorOfStatus, OneRosterError, statusInfo } from './status-info.js'
 import { pageOfRecords, recordBySourcedId, type RecordCollection } from './records.js'
 import { collectionDeletions, type Deletions } from './record-deletions.js'
 import { pageOfUsers, userBySourcedId } from './users.js'
-
-/** The caller of a route: its school client and what its answers' references need. */
-interface Caller {
-  readonly db: SchoolDb
-  readonly schoolId: string
-  readonly context: AnswerContext
-}
-
-type Params = Readonly<Record<string, string>>
-type Handler = (request: FastifyRequest, reply: FastifyReply, caller: Caller) => Promise<unknown>
+import type { Caller, Handler, Params } from './route.js'
 
 const USERS: readonly Kind[] = [STUDENT_USERS, TEACHER_USERS, AGENT_USERS]
 
