@@ -81,11 +81,17 @@ export interface Demographics {
   publicSchoolResidenceStatus: string | null
 }
 
-const NO_DEMOGRAPHICS: Demographics = Object.fromEntries(DEMOGRAPHIC_COLUMNS.map((field) => [field, null])) as unknown as Demographics
+/** Demographics whose every field (DEMOGRAPHIC_COLUMNS) is `valueOf` it. */
+function demographicsOf (valueOf: (field: keyof Demographics) => Demographics[keyof Demographics]): Demographics {
+  const out: Partial<Record<keyof Demographics, Demographics[keyof Demographics]>> = {}
+  for (const field of DEMOGRAPHIC_COLUMNS) out[field] = valueOf(field)
+  return out as Demographics
+}
+
+const NO_DEMOGRAPHICS: Demographics = demographicsOf(() => null)
 
 /** The demographics among a student's or a teacher's values. */
-const demographicsIn = (values: Demographics): Demographics =>
-  Object.fromEntries(DEMOGRAPHIC_COLUMNS.map((field) => [field, values[field]])) as unknown as Demographics
+const demographicsIn = (values: Demographics): Demographics => demographicsOf((field) => values[field])
 
 const sameDemographics = (a: Demographics, b: Demographics): boolean => DEMOGRAPHIC_COLUMNS.every((field) => a[field] === b[field])
 
