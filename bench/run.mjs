@@ -792,7 +792,7 @@ async function main () {
     ? `not enabled on any table (${rls.length} tables, 0 policies): the service role and the superuser read the same way.`
     : `enabled on ${rlsTables.map((t) => `${t.table} (${t.policies} polic${t.policies === 1 ? 'y' : 'ies'}${t.forced ? ', forced' : ''})`).join(', ')}.`
   log(`row-level security: ${rlsSummary}`)
-  const pages = await expectedPages(adminBenchUrl, schools, sizes.students)
+  const pages = await expectedPages(adminBenchUrl, schools, sizes.students, selected.some((w) => w.roster))
   for (const school of schools) school.deepAfter = pages.get(school.id).deepAfter
   log(`pool: ${pool.note}`)
 
