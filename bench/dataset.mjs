@@ -256,7 +256,7 @@ export async function rowLevelSecurity (benchUrl) {
  * plain SQL in the order the API promises (by id; a teacher's classrooms by name), and the
  * `after` cursor of each school's deep page (`deepAfter`).
  */
-export async function expectedPages (benchUrl, schools, studentsPerSchool, roster = true) {
+export async function expectedPages (benchUrl, schools, studentsPerSchool, withRoster = true) {
   return await withClient(benchUrl, async (client) => {
     const pages = new Map()
     for (const school of schools) {
@@ -312,7 +312,7 @@ export async function expectedPages (benchUrl, schools, studentsPerSchool, roste
           SELECT t.id, COALESCE(t.sourced_id, t.id::text) AS key FROM teachers t WHERE t.school_id = $1 AND ${hasDemographics('t')}) x`)
       }
       for (const [collection, list] of Object.entries(restKeys)) {
-        if (roster && list.length === 0) throw new Error(`school ${school.tag} has no ${collection}: the REST rows would read empty pages`)
+        if (withRoster && list.length === 0) throw new Error(`school ${school.tag} has no ${collection}: the REST rows would read empty pages`)
       }
       // Their GraphQL peers: the first page of classrooms by id, and of students with their date of birth.
       const classrooms = (await client.query(`SELECT id, sourced_id, name, to_char(updated_at, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS updated_at
