@@ -136,6 +136,20 @@ export function setLocalStatements ({ schoolId, teacherId }: SchoolSession, citu
   ]
 }
 
+/**
+ * The setting of a school's session as one statement that sets it for the transaction only, for a
+ * statement sent outside a transaction block (session-pool.ts, one extended-protocol sequence):
+ * `set_config(..., true)`, which holds to the end of the implicit transaction, where SET LOCAL
+ * would too but with a WARNING ("SET LOCAL can only be used in transaction blocks") in the answer
+ * and the server's log on every statement. The ids must be validated UUIDs
+ * (currentSchoolSession): they go in as literals (an unnamed statement: nothing kept per school).
+ */
+export function setConfigStatement ({ schoolId, teacherId }: SchoolSession): string {
+  return teacherId === undefined
+    ? `SELECT set_config('app.school_id', '${schoolId}', true)`
+    : `SELECT set_config('app.school_id', '${schoolId}', true), set_config('app.teacher_id', '${teacherId}', true)`
+}
+
 async function finish (tx: Transaction, outcome: 'commit' | 'rollback'): Promise<void> {
   if (tx.options.usePhantomQuery) {
     await (outcome === 'commit' ? tx.commit() : tx.rollback())
