@@ -4,7 +4,10 @@
 //   reads the school there), for many concurrent calls of different schools.
 // - src/db/session-pool.ts: PrismaPg takes the pool Proxy, sends a statement outside a
 //   transaction through `pool.query` (where the school is set) and a transaction's through
-//   `pool.connect`; the school's BEGIN, the statement and COMMIT cost one round trip together.
+//   `pool.connect`; a school's statement and its setting cost one round trip and go out as one
+//   sequence of the extended protocol (one Sync, no simple Query: no BEGIN, no COMMIT), which pg
+//   takes from a subclass of its Query on a pipelining pool; a transaction no more than BEGIN, its
+//   statements and COMMIT.
 import { randomUUID } from 'node:crypto'
 import { createServer, connect, type Server, type Socket } from 'node:net'
 import { PrismaPg } from '@prisma/adapter-pg'
@@ -46,9 +49,28 @@ const onServer = serverUrl === undefined ? 'the pool of session-pool.ts is Postg
  * without waiting for an answer are one round trip, however slow the machine: an answer reaches it
  * `2 * delayMs` after it sent, at the earliest.
  */
-async function delayingProxy (target: URL, delayMs: number): Promise<{ url: string, roundTrips: () => number, close: () => Promise<void> }> {
+async function delayingProxy (target: URL, delayMs: number): Promise<{ url: string, roundTrips: () => number, sent: () => Map<string, number>, close: () => Promise<void> }> {
   const sockets = new Set<Socket>()
   let roundTrips = 0
+  // The frontend messages the clients sent, by type (after each connection's start-up message).
+  const sent = new Map<string, number>()
+  const count = (): ((chunk: Buffer) => void) => {
+    let pending = Buffer.alloc(0)
+    let started = false
+    return (chunk) => {
+      pending = Buffer.concat([pending, chunk])
+      if (!started) {
+        if (pending.length < 4 || pending.length < pending.readInt32BE(0)) return
+        pending = pending.subarray(pending.readInt32BE(0))
+        started = true
+      }
+      while (pending.length >= 5 && pending.length >= 1 + pending.readInt32BE(1)) {
+        const type = String.fromCharCode(pending[0]!)
+        sent.set(type, (sent.get(type) ?? 0) + 1)
+        pending = pending.subarray(1 + pending.readInt32BE(1))
+      }
+    }
+  }
   const forward = (from: Socket, to: Socket, onChunk: () => void, onDelivered: () => void): void => {
     from.on('data', (chunk) => {
       onChunk()
@@ -66,6 +88,7 @@ async function delayingProxy (target: URL, delayMs: number): Promise<{ url: stri
     const upstream = connect({ port: Number(target.port || 5432), host: target.hostname, noDelay: true })
     sockets.add(client).add(upstream)
     let answered = true
+    client.on('data', count())
     forward(client, upstream, () => {
       if (answered) roundTrips += 1
       answered = false
@@ -81,6 +104,7 @@ async function delayingProxy (target: URL, delayMs: number): Promise<{ url: stri
   return {
     url: url.toString(),
     roundTrips: () => roundTrips,
+    sent: () => new Map(sent),
     close: async () => {
       for (const socket of sockets) socket.destroy()
       await new Promise<void>((resolve) => server.close(() => resolve()))
@@ -141,8 +165,13 @@ t.test('session-pool.ts: a school\'s statement costs one round trip, a transacti
   // Connected, and the statement planned, before counting.
   await schoolSession.run({ schoolId: school }, async () => await settingOf(prisma))
   let before = proxy.roundTrips()
+  const sentBefore = proxy.sent()
   t.equal(await schoolSession.run({ schoolId: school }, async () => await settingOf(prisma)), school)
-  t.equal(proxy.roundTrips() - before, 1, 'BEGIN and set_config, the statement and COMMIT in one round trip')
+  t.equal(proxy.roundTrips() - before, 1, 'the setting and the statement in one round trip')
+  const sentNow = proxy.sent()
+  const delta = (type: string): number => (sentNow.get(type) ?? 0) - (sentBefore.get(type) ?? 0)
+  t.same({ parse: delta('P'), bind: delta('B'), execute: delta('E'), sync: delta('S'), query: delta('Q') }, { parse: 2, bind: 2, execute: 2, sync: 1, query: 0 },
+    'one sequence of the extended protocol: the setting\'s Parse/Bind/Execute and the statement\'s, one Sync, no simple query (no BEGIN, no COMMIT)')
 
   // A transaction: BEGIN, then set_config written with the first statement, then COMMIT.
   before = proxy.roundTrips()
