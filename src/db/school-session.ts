@@ -8,7 +8,9 @@
 // - the school session (`schoolSession`, `SchoolSession`): the school, and a teacher, whose
 //   statements are being sent; an AsyncLocalStorage around each operation of a school's client.
 // - the school setting: `app.school_id` (and `app.teacher_id`) as PostgreSQL sees it in a
-//   transaction; sent as `setConfigQuery` (set_config) or as the `setLocalStatements` (SET LOCAL).
+//   transaction; sent as `setConfigQuery` (set_config, a transaction's), `setConfigStatement`
+//   (set_config with literals, a single statement's sequence) or as the `setLocalStatements`
+//   (SET LOCAL, Citus's).
 // - enterSchoolSession: the school client's innermost step (a Prisma client extension) that runs
 //   each operation in the school session. The operation is awaited inside run(), so its statements
 //   start in the school's async context whether Prisma starts a query when it is created or when
@@ -26,10 +28,17 @@
 //   (set_config is a function call, never passed on). There both paths send that form.
 //
 // Cost, in round trips to PostgreSQL: none per statement. There the pool itself sends a school's
-// statement between `BEGIN; SET LOCAL` and `COMMIT`, written together (session-pool.ts, the one
-// place that relies on how @prisma/adapter-pg uses its pool); a transaction's set_config goes out
-// with its first statement. On the embedded PGlite (no network) a statement is BEGIN, set_config,
-// the statement, COMMIT, through the adapter's own transactions.
+// single statement (a typed read's or a Prisma query's) and its set_config (setConfigStatement) as
+// one sequence of the extended protocol with one Sync, which PostgreSQL runs as one implicit
+// transaction: no BEGIN, no COMMIT (session-pool.ts, the one place that relies on how
+// @prisma/adapter-pg uses its pool; test/wall2-faults.test.ts injects its faults: the setting
+// refused, the statement cancelled, timed out or its connection reset after the setting, a
+// PgBouncer in transaction mode between). Any error closes the connection: nothing pg knows of it
+// reaches another statement. A transaction (interactive, or a write's with its idempotency key)
+// stays pipelined: its set_config goes out with its first statement. On Citus the pool's single
+// statement keeps `BEGIN; SET LOCAL ...` and `COMMIT` written around it (SET LOCAL reaches the
+// workers only inside a transaction block). On the embedded PGlite (no network) a statement is
+// BEGIN, set_config, the statement, COMMIT, through the adapter's own transactions.
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type {
   IsolationLevel,
@@ -124,8 +133,8 @@ function setConfigQuery ({ schoolId, teacherId }: SchoolSession): SqlQuery {
 /**
  * The SET LOCAL statements of a school's session, in order: on a Citus coordinator first the one
  * that tells Citus to pass the transaction's SET LOCALs on to the workers (set_config, a function
- * call, is never passed on). The one source of this form, for the pool's single statements
- * (session-pool.ts), interactive transactions on Citus (below) and the import. The ids must be
+ * call, is never passed on). The one source of this form, for the pool's single statements on
+ * Citus (session-pool.ts), interactive transactions on Citus (below) and the import. The ids must be
  * validated UUIDs (currentSchoolSession, the import's check): they go in as literals.
  */
 export function setLocalStatements ({ schoolId, teacherId }: SchoolSession, citus: boolean): string[] {
@@ -257,9 +266,9 @@ class SessionTransaction implements Transaction {
 
 export interface SessionAdapterOptions {
   /**
-   * The driver sets the school around a statement sent outside a transaction by itself
-   * (session-pool.ts), and pipelines: statements of one connection go out without waiting for
-   * the previous answer. Without it (PGlite), each statement of a school is a transaction of its own.
+   * The driver sets the school for a statement sent outside a transaction by itself (session-pool.ts:
+   * one extended-protocol sequence), and pipelines: statements of one connection's transaction go
+   * out without waiting for the previous answer. Without it (PGlite), each statement of a school is a transaction of its own.
    */
   driverSetsSchool: boolean
   /**
