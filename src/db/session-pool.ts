@@ -68,8 +68,8 @@ export interface SessionPool {
 /** Whether the database has the citus extension, i.e. tables may be distributed to workers. */
 export { CITUS_CHECK }
 
-function beginStatement (session: SchoolSession, citus: boolean): string {
-  return ['BEGIN', ...setLocalStatements(session, citus)].join('; ')
+function beginStatement (session: SchoolSession): string {
+  return ['BEGIN', ...setLocalStatements(session, true)].join('; ')
 }
 
 /** A checked-out client whose 'error' events its holder listens to (pg-pool: a lost connection). */
@@ -92,13 +92,14 @@ async function checkOut (pool: pg.Pool): Promise<{ client: pg.PoolClient, releas
 async function pipelinedTransaction (pool: pg.Pool, session: SchoolSession, config: pg.QueryConfig): Promise<pg.QueryResult> {
   const { client, release } = await checkOut(pool)
   // Written together (pipeline mode): no answer is awaited before the next query is sent.
-  const begin = client.query(beginStatement(session, true))
+  const begin = client.query(beginStatement(session))
   const statement = client.query(config)
   const commit = client.query('COMMIT')
   const [began, ran, committed] = await Promise.allSettled([begin, statement, commit])
-  // A connection whose BEGIN or COMMIT failed is in an unknown state: it is closed, not reused.
-  const broken: unknown = began.status === 'rejected' ? began.reason : committed.status === 'rejected' ? committed.reason : undefined
-  release(broken)
+  // Any error closes the connection (as a single statement's sequence does): a connection whose
+  // BEGIN or COMMIT failed is in an unknown state, and nothing pg recorded of it is kept.
+  const failed = [began, ran, committed].find((outcome) => outcome.status === 'rejected')
+  release(failed?.reason)
   if (began.status === 'rejected') throw began.reason
   if (ran.status === 'rejected') throw ran.reason
   if (committed.status === 'rejected') throw committed.reason
