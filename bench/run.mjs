@@ -773,14 +773,16 @@ async function main () {
   // The records a OneRoster sync reads beyond the users (the REST rows marked `roster`), by the
   // project's import: about 10 s a school, so only when such a row is selected.
   const t1 = Date.now()
-  if (selected.some((w) => w.roster)) await withClient(adminBenchUrl, async (client) => {
-    await importRosterData(projectDir, adminBenchUrl, client, schools)
-    await client.query('ANALYZE')
-    const counts = (await client.query(`SELECT (SELECT count(*) FROM academic_sessions)::int AS academic_sessions, (SELECT count(*) FROM courses)::int AS courses,
-      (SELECT count(*) FROM classrooms WHERE course_id IS NOT NULL)::int AS classes, (SELECT count(*) FROM students WHERE date_of_birth IS NOT NULL)::int AS student_demographics,
-      (SELECT count(*) FROM teachers WHERE date_of_birth IS NOT NULL)::int AS teacher_demographics`)).rows[0]
-    log(`imported the calendar, courses, classes and demographics (school-data import oneroster) in ${((Date.now() - t1) / 1000).toFixed(1)} s: ${JSON.stringify(counts)}`)
-  })
+  if (selected.some((w) => w.roster)) {
+    await withClient(adminBenchUrl, async (client) => {
+      await importRosterData(projectDir, adminBenchUrl, client, schools)
+      await client.query('ANALYZE')
+      const counts = (await client.query(`SELECT (SELECT count(*) FROM academic_sessions)::int AS academic_sessions, (SELECT count(*) FROM courses)::int AS courses,
+        (SELECT count(*) FROM classrooms WHERE course_id IS NOT NULL)::int AS classes, (SELECT count(*) FROM students WHERE date_of_birth IS NOT NULL)::int AS student_demographics,
+        (SELECT count(*) FROM teachers WHERE date_of_birth IS NOT NULL)::int AS teacher_demographics`)).rows[0]
+      log(`imported the calendar, courses, classes and demographics (school-data import oneroster) in ${((Date.now() - t1) / 1000).toFixed(1)} s: ${JSON.stringify(counts)}`)
+    })
+  }
   if (settings.citusWorkers.length > 0) {
     log(`distributing by school over ${settings.citusWorkers.join(', ')} (school-data citus distribute)`)
     await distribute(projectDir, adminBenchUrl)
