@@ -152,7 +152,9 @@ async function leaks (app: FastifyInstance, caller: Caller, own: MirrorSchool, o
     ...classKeys.flatMap((key) => [`/schools/${own.schoolId}/classes/${key}/enrollments`, `/schools/${other.schoolId}/classes/${key}/enrollments?limit=1000`]),
     `/enrollments?${filter(`user.sourcedId='${other.studentIds[0]!}' OR class.sourcedId='${other.classroomIds[0]!}'`)}`,
     `/enrollments?${filter(`school.sourcedId='${other.schoolId}'`)}`, `/enrollments?${filter("sourcedId='en-s-1' OR role='teacher'")}`,
-    `/enrollments?${filter("dateLastModified>'2000-01-01T00:00:00Z'")}&sort=user.sourcedId&orderBy=desc`,
+    // The live enrollments of a delta (the ended ones, answered tobedeleted under their former keys,
+    // are probed by isolation/oneroster-delta.test.ts, whose tombstones carry their school's mark).
+    `/enrollments?${filter("dateLastModified>'2000-01-01T00:00:00Z' AND status='active'")}&sort=user.sourcedId&orderBy=desc`,
     `/enrollments?offset=${enrollmentCounts.get(own.schoolId)!}&limit=1000`, `/enrollments?offset=${enrollmentCounts.get(own.schoolId)! + 3}`,
     ...Array.from({ length: 2 * enrollmentCounts.get(own.schoolId)! }, (_, i) => `/enrollments?limit=1&offset=${i}&sort=sourcedId`),
     // The demographics: the collection, by the colliding sourcedIds (and the other school's ids), by filter, by offset.
