@@ -152,6 +152,40 @@ t.test("a teacher reads no agent: not listed, not found, not among her students'
   t.equal(student.agents, undefined, "her student's agents are not hers to read")
 })
 
+t.test("an agent deleted is tobedeleted in /users' deltas (its role and names as they were), not a teacher's; imported again, live", async (t) => {
+  const app = await build(t)
+  const s = await school(app)
+  const tenant = (await testDatabase()).forSchool(s.schoolId)
+  const before = (await get(app, '/users/g-1', s.admin)).body.user.dateLastModified as string
+  await tenant.agent.delete({ where: { schoolId_sourcedId: { schoolId: s.schoolId, sourcedId: 'g-1' } } })
+
+  const since = filter(`dateLastModified>='${before}'`)
+  const delta = await get(app, `/users?${since}&sort=sourcedId`, s.admin)
+  const deleted = (delta.body.users as Array<Record<string, unknown>>).find((user) => user.sourcedId === 'g-1')
+  t.same(deleted, {
+    sourcedId: 'g-1',
+    status: 'tobedeleted',
+    dateLastModified: deleted?.dateLastModified,
+    enabledUser: 'true',
+    givenName: 'Gia',
+    familyName: 'Guard',
+    roles: [{ roleType: 'primary', role: 'guardian', org: (deleted?.roles as Array<{ org: unknown }> | undefined)?.[0]?.org }],
+    primaryOrg: deleted?.primaryOrg
+  }, 'what UserDType requires, as it was; no contact, no agents')
+  t.ok(Date.parse(deleted?.dateLastModified as string) >= Date.parse(before), 'dated by its deletion')
+  t.equal(delta.headers['x-total-count'], String(delta.body.users.length), 'counted with the live records')
+  t.same(ids(await get(app, `/users?${since} AND ${filter("roles.role='guardian'").slice('filter='.length)}`, s.admin)), ['g-1'], 'a filter on its role')
+  t.same(ids(await get(app, `/users?${since} AND ${filter("status='tobedeleted'").slice('filter='.length)}`, s.admin)), ['g-1'], 'the deletions alone')
+  t.same(ids(await get(app, `/users?${filter("status='tobedeleted'")}`, s.admin)), [], 'no deletion without a lower bound of dateLastModified')
+  t.notOk(ids(await get(app, `/students?${since}`, s.admin)).includes('g-1'), 'not a student')
+  t.notOk(ids(await get(app, `/users?${since}`, s.teacher)).includes('g-1'), 'a teacher reads no agent, deleted or not')
+  t.same(ids(await get(app, `/users?${since} AND ${filter("status='tobedeleted'").slice('filter='.length)}`, s.core)), ['g-1'], 'a core client too')
+
+  await tenant.agent.create({ data: { schoolId: s.schoolId, sourcedId: 'g-1', role: 'guardian', givenName: 'Gia', familyName: 'Guard', studentIds: [s.students['s-1']!] } })
+  const again = (await get(app, `/users?${since}`, s.admin)).body.users as Array<Record<string, unknown>>
+  t.same(again.filter((user) => user.sourcedId === 'g-1').map((user) => user.status), ['active'], 'imported again: live, no deletion')
+})
+
 /** The access audit rows of a school, read as the administrator (the service role may not read them). */
 async function auditRows (db: TestDatabase, schoolId: string): Promise<Array<Record<string, unknown>>> {
   const sql = 'SELECT operation, record_type, record_count, action FROM access_audit WHERE school_id = $1 ORDER BY id'

@@ -477,6 +477,8 @@ export type ListCondition =
   | { readonly kind: 'ids', readonly ids: readonly string[] }
   /** Any of the records with these sourcedKeys (a sourcedId, or the id of a record without one). */
   | { readonly kind: 'sourcedKeys', readonly keys: readonly string[] }
+  /** A record whose classroom (its classroom_id) is a OneRoster class: it has a course and a term that exists (as classKey). */
+  | { readonly kind: 'inClass' }
   /** A filter of OneRoster's grammar: comparisons of fields, joined by AND and OR (src/oneroster/filter.ts). */
   | { readonly kind: 'predicate', readonly predicate: Predicate }
 
@@ -563,13 +565,14 @@ const KEYS: Readonly<Record<string, Key>> = {
   },
   // A student's agents (the agents whose student_ids hold it) and an agent's students, each by
   // sourcedKey in that order: OneRoster's `agents` of a user (src/oneroster/kinds.ts). A student
-  // removed leaves its id in no answer: only the students the school holds are read.
+  // removed leaves its id in no answer: only the students the school holds are read. A student's
+  // agents by `@>`, which the agents' GIN index answers (migration agents_by_student).
   agentKeys: {
     model: 'Student',
     columns: ['id'],
     list: true,
     sql: (a, reach) => `ARRAY(SELECT ${sourcedSql('ga')} FROM agents ga WHERE ${confined('agents', 'ga', reach)} ` +
-      `AND ga.school_id = ${a}.school_id AND ${a}.id = ANY(ga.student_ids) ORDER BY 1)`
+      `AND ga.school_id = ${a}.school_id AND ga.student_ids @> ARRAY[${a}.id] ORDER BY 1)`
   },
   agentStudentKeys: {
     model: 'Agent',
@@ -786,6 +789,14 @@ function conditionsSql (model: TypedModel, alias: string, conditions: readonly L
       case 'sourcedKeys':
         parts.push(`${KEYS.sourcedKey!.sql(a, reach)} = ANY(${next(condition.keys)}::text[])`)
         break
+      case 'inClass':
+        // Uncorrelated (the school joined by the row, not by a reference to the outer record): one
+        // semi-join of the school's classes, not a subquery for each record (PostgreSQL's CPU for a
+        // page of enrollments and its count, BENCHMARKS.md).
+        columnType(model, 'classroomId')
+        parts.push(`(${a}.school_id, ${a}.classroom_id) IN (SELECT ci.school_id, ci.id FROM classrooms ci WHERE ${confined('classrooms', 'ci', reach)} AND ci.course_id IS NOT NULL ` +
+          `AND EXISTS (SELECT 1 FROM academic_sessions ai WHERE ${confined('academic_sessions', 'ai', reach)} AND ai.school_id = ci.school_id AND ai.id = ANY(ci.term_ids)))`)
+        break
       case 'teaches':
         parts.push(`EXISTS (SELECT 1 FROM teacher_classrooms tc WHERE ${confined('teacher_classrooms', 'tc', reach)} AND tc.school_id = ${a}.school_id AND tc.teacher_id = ${a}.id AND tc.classroom_id = ${next(condition.classroomId)}::uuid)`)
         break
@@ -802,11 +813,11 @@ function conditionsSql (model: TypedModel, alias: string, conditions: readonly L
 
 /** The shape of a list's conditions (kinds and fields, not values). */
 const conditionsShape = (conditions: readonly ListCondition[]): unknown[] => conditions.map((c) =>
-  c.kind === 'contains' ? [c.kind, c.fields] : c.kind === 'teaches' || c.kind === 'taughtBy' || c.kind === 'ids' || c.kind === 'sourcedKeys' ? [c.kind] : c.kind === 'predicate' ? [c.kind, predicateShape(c.predicate)] : [c.kind, c.field])
+  c.kind === 'contains' ? [c.kind, c.fields] : c.kind === 'teaches' || c.kind === 'taughtBy' || c.kind === 'ids' || c.kind === 'sourcedKeys' || c.kind === 'inClass' ? [c.kind] : c.kind === 'predicate' ? [c.kind, predicateShape(c.predicate)] : [c.kind, c.field])
 
 /** The fields a list's conditions read. */
 const conditionsFields = (conditions: readonly ListCondition[]): string[] => conditions.flatMap((c) =>
-  c.kind === 'contains' ? c.fields : c.kind === 'teaches' || c.kind === 'taughtBy' || c.kind === 'ids' ? [] : c.kind === 'sourcedKeys' ? [...columnsOfValue('sourcedKey')] : c.kind === 'predicate' ? predicateFields(c.predicate) : [c.field])
+  c.kind === 'contains' ? c.fields : c.kind === 'teaches' || c.kind === 'taughtBy' || c.kind === 'ids' ? [] : c.kind === 'inClass' ? ['classroomId'] : c.kind === 'sourcedKeys' ? [...columnsOfValue('sourcedKey')] : c.kind === 'predicate' ? predicateFields(c.predicate) : [c.field])
 
 /** The statement and parameters of one page of a list. */
 export function listRead (read: ListRead): Read {

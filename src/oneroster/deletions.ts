@@ -1,15 +1,16 @@
 // Delta sync's deletions (docs/api/oneroster.md, "Delta sync"): a users, students or teachers
 // request whose filter bounds dateLastModified from below (`>` or `>=`, alone or ANDed with other
-// conditions) also answers the students and teachers deleted after that bound, as users with status
-// `tobedeleted` and dateLastModified the time of the deletion, for as long as the change feed keeps
-// their tombstones (90 days). A tombstone keeps what UserDType requires (migration
-// change_feed_deleted_users): the sourcedId, the names, the status the record had (enabledUser),
-// and the role (its table); a student's number too (identifier). Nothing else of the record is
+// conditions) also answers the users deleted after that bound (students, teachers, and on /users
+// agents), as users with status `tobedeleted` and dateLastModified the time of the deletion, for as
+// long as their tombstones are kept (90 days). A tombstone keeps what UserDType requires (migrations
+// change_feed_deleted_users, agent_tombstones): the sourcedId, the names, the status the record had
+// (enabledUser), and the role (its table's, an agent's own); a student's number too (identifier). Nothing else of the record is
 // kept, so nothing else is sent, and a comparison on a field it does not keep holds as on a record
 // without that value (only `!=`).
 //
 // The tombstones are read through the caller's school client (the Change model, or a teacher's
-// TeacherChange: her feed, where a record that left her reach is deleted for her; both walls), all
+// TeacherChange: her feed, where a record that left her reach is deleted for her; an agent's from
+// RosterTombstone; both walls), all
 // those after the bound at once (the feed keeps 90 days), one per sourcedId that no live record
 // holds again (a typed statement of the kind), and filtered and ordered here as the
 // database orders the live records (users.ts merges them), so that the pages and X-Total-Count
@@ -18,7 +19,7 @@ import type { SchoolDb } from '../db/school-client.js'
 import type { Comparison, Predicate } from '../db/typed-reads.js'
 import { readRows } from '../records/lists.js'
 import { compareValues } from './filter.js'
-import { parseDateTime, STUDENT_USERS, type AnswerContext, type Kind } from './kinds.js'
+import { AGENT_USERS, parseDateTime, STUDENT_USERS, type AnswerContext, type Kind } from './kinds.js'
 
 type Row = Record<string, unknown>
 
@@ -37,10 +38,13 @@ export function deltaBound (filter: Predicate | undefined): { at: Date, inclusiv
   return bound
 }
 
-/** A deleted user as the change feed keeps it. */
+/** A deleted user as the change feed (a student, a teacher) or the roster's tombstones (an agent) keep it. */
 export interface Tombstone {
   readonly id: string
-  readonly role: 'student' | 'teacher'
+  /** Its table, a kind of UserDType's records: a sourcedId is one user's in its table. */
+  readonly table: 'student' | 'teacher' | 'agent'
+  /** Its role (RoleEnum): student, teacher, or an agent's guardian, parent or relative. */
+  readonly role: string
   readonly sourcedId: string
   readonly givenName: string
   readonly familyName: string
@@ -67,18 +71,24 @@ function valueOf (tombstone: Tombstone, name: string, context: AnswerContext): s
   }
 }
 
-/** Whether a tombstone meets a filter (whose names and values the live kinds have checked), as the database decides for a record. */
-function meets (tombstone: Tombstone, predicate: Predicate, context: AnswerContext): boolean {
+/**
+ * Whether a deleted record meets a filter (whose names and values the live kinds have checked), as
+ * the database decides for a record: `at` is its dateLastModified, `valueOf` its value of a binding
+ * field as the live record's answer writes it (a list for a reference list; null for one it does not
+ * keep). Users' and the other records' tombstones (record-deletions.ts) alike.
+ */
+export function meetsFilter (predicate: Predicate, at: Date, valueOf: (name: string) => string | readonly string[] | null): boolean {
   switch (predicate.kind) {
     case 'constant': return predicate.value
-    case 'all': return predicate.parts.every((part) => meets(tombstone, part, context))
-    case 'any': return predicate.parts.some((part) => meets(tombstone, part, context))
+    case 'all': return predicate.parts.every((part) => meetsFilter(part, at, valueOf))
+    case 'any': return predicate.parts.some((part) => meetsFilter(part, at, valueOf))
     case 'compare': {
       const op: Comparison = predicate.op
-      if (predicate.field === 'dateLastModified') return compareValues(tombstone.at.getTime(), op, parseDateTime('dateLastModified', op, predicate.value).getTime())
-      const value = valueOf(tombstone, predicate.field, context)
-      // As the database: `!=` holds for a record without the value, every other comparison fails.
+      if (predicate.field === 'dateLastModified') return compareValues(at.getTime(), op, parseDateTime('dateLastModified', op, predicate.value).getTime())
+      const value = valueOf(predicate.field)
+      // As the database: `!=` holds for a record without the value, every other comparison fails; a list holds a value or not.
       if (value === null) return op === '!='
+      if (typeof value !== 'string') return op === '=' ? value.includes(predicate.value) : !value.includes(predicate.value)
       return compareValues(value, op, predicate.value)
     }
   }
@@ -116,51 +126,89 @@ export function tombstoneAnswer (tombstone: Tombstone, selected: readonly string
   return out
 }
 
+/** The table of a user kind, as its tombstones name it. */
+function tableOf (kind: Kind): Tombstone['table'] {
+  return kind === STUDENT_USERS ? 'student' : kind === AGENT_USERS ? 'agent' : 'teacher'
+}
+
+/** The deletions after the bound of the kinds' tables: students' and teachers' from a change feed, agents' from the roster's tombstones. */
+async function tombstonesAfter (db: SchoolDb, tables: ReadonlySet<Tombstone['table']>, bound: { at: Date, inclusive: boolean }): Promise<Tombstone[]> {
+  const at = bound.inclusive ? { gte: bound.at } : { gt: bound.at }
+  const tombstones: Tombstone[] = []
+  const recordTypes = [...tables].filter((table) => table !== 'agent').map((table) => table === 'student' ? 'STUDENT' as const : 'TEACHER' as const)
+  if (recordTypes.length > 0) {
+    // The student number needs roster.readonly, on the feeds as on the record (COLUMN_SCOPES): read only by a caller who holds it.
+    const studentNumber = db.$readableColumns('Student').includes('studentNumber')
+    const where = { type: 'DELETED' as const, recordType: { in: recordTypes }, at, givenName: { not: null } }
+    const select = { recordType: true, recordId: true, sourcedId: true, studentNumber, givenName: true, familyName: true, recordStatus: true, at: true }
+    // A teacher reads her own feed (the school client's reach step binds her), in which what left her
+    // reach is a deletion too; every other caller the school's.
+    const rows = db.$statementReach() === 'teacher'
+      ? await db.teacherChange.findMany({ where, select, orderBy: { id: 'asc' } })
+      : await db.change.findMany({ where, select, orderBy: { seq: 'asc' } })
+    for (const row of rows) {
+      const table = row.recordType === 'STUDENT' ? 'student' : 'teacher'
+      tombstones.push({
+        id: row.recordId,
+        table,
+        role: table,
+        sourcedId: row.sourcedId ?? row.recordId,
+        // Written together for every deletion of a student or teacher (the query takes those with names).
+        givenName: row.givenName!,
+        familyName: row.familyName!,
+        status: row.recordStatus!,
+        studentNumber: row.studentNumber ?? null,
+        at: row.at
+      })
+    }
+  }
+  // A teacher reads no agent, deleted or not (migration agents; roster_tombstones' policy admits her none).
+  if (tables.has('agent') && db.$statementReach() !== 'teacher') {
+    const rows = await db.rosterTombstone.findMany({
+      where: { kind: 'AGENT', at, teacherId: null },
+      select: { id: true, sourcedId: true, fields: true, at: true },
+      orderBy: [{ at: 'asc' }, { id: 'asc' }]
+    })
+    for (const row of rows) {
+      // Written by migration agent_tombstones: the role, names and status the agent had.
+      const fields = row.fields as { role: string, givenName: string, familyName: string, status: string }
+      tombstones.push({
+        id: row.id, table: 'agent', role: fields.role, sourcedId: row.sourcedId, givenName: fields.givenName, familyName: fields.familyName, status: fields.status, studentNumber: null, at: row.at
+      })
+    }
+  }
+  return tombstones
+}
+
 /**
  * The users of these kinds deleted after the filter's lower bound of dateLastModified that meet the
- * filter (none without a bound): from the school's feed, or for a teacher from her own
- * (teacher_changes: what left her reach, deleted or not).
+ * filter (none without a bound): students and teachers from the school's feed, or for a teacher
+ * from her own (teacher_changes: what left her reach, deleted or not); agents from the roster's
+ * tombstones (migration agent_tombstones).
  */
 export async function deletedUsers (db: SchoolDb, kinds: readonly Kind[], filter: Predicate | undefined, context: AnswerContext): Promise<Tombstone[]> {
   const bound = deltaBound(filter)
   if (bound === undefined) return []
-  const recordTypes = kinds.map((kind) => kind === STUDENT_USERS ? 'STUDENT' as const : 'TEACHER' as const)
-  // The student number needs roster.readonly, on the feeds as on the record (COLUMN_SCOPES): read only by a caller who holds it.
-  const studentNumber = db.$readableColumns('Student').includes('studentNumber')
-  const where = { type: 'DELETED' as const, recordType: { in: recordTypes }, at: bound.inclusive ? { gte: bound.at } : { gt: bound.at }, givenName: { not: null } }
-  const select = { recordType: true, recordId: true, sourcedId: true, studentNumber, givenName: true, familyName: true, recordStatus: true, at: true }
-  // A teacher reads her own feed (the school client's reach step binds her), in which what left her
-  // reach is a deletion too; every other caller the school's.
-  const rows = db.$statementReach() === 'teacher'
-    ? await db.teacherChange.findMany({ where, select, orderBy: { id: 'asc' } })
-    : await db.change.findMany({ where, select, orderBy: { seq: 'asc' } })
-  const tombstones = rows
-    .map((row): Tombstone => ({
-      id: row.recordId,
-      role: row.recordType === 'STUDENT' ? 'student' : 'teacher',
-      sourcedId: row.sourcedId ?? row.recordId,
-      // Written together for every deletion of a student or teacher (the query takes those with names).
-      givenName: row.givenName!,
-      familyName: row.familyName!,
-      status: row.recordStatus!,
-      studentNumber: row.studentNumber ?? null,
-      at: row.at
-    }))
+  const tombstones = await tombstonesAfter(db, new Set(kinds.map(tableOf)), bound)
   // A sourcedId deleted more than once (deleted, imported again, deleted again) is one deletion, the
   // latest, if it meets the filter; one a record of the same kind holds now (deleted and imported
   // again) is no deletion.
   const latest = new Map<string, Tombstone>()
-  for (const tombstone of tombstones) latest.set(`${tombstone.role} ${tombstone.sourcedId}`, tombstone)
-  for (const [key, tombstone] of latest) if (!meets(tombstone, filter!, context)) latest.delete(key)
+  for (const tombstone of tombstones) {
+    const key = `${tombstone.table} ${tombstone.sourcedId}`
+    const before = latest.get(key)
+    if (before === undefined || before.at.getTime() <= tombstone.at.getTime()) latest.set(key, tombstone)
+  }
+  for (const [key, tombstone] of latest) if (!meetsFilter(filter!, tombstone.at, (name) => valueOf(tombstone, name, context))) latest.delete(key)
   const live = new Set<string>()
   for (const kind of kinds) {
-    const role = kind === STUDENT_USERS ? 'student' : 'teacher'
-    const keys = [...latest.values()].filter((tombstone) => tombstone.role === role).map((tombstone) => tombstone.sourcedId)
+    const table = tableOf(kind)
+    const keys = [...latest.values()].filter((tombstone) => tombstone.table === table).map((tombstone) => tombstone.sourcedId)
     if (keys.length === 0) continue
     const held = await readRows<{ id: string, sourcedId: string | null }>(db, {
       model: kind.model, fields: ['sourcedId'], conditions: [{ kind: 'sourcedKeys', keys }], order: ['id'], descending: false, take: keys.length, skip: 0
     })
-    for (const row of held) live.add(`${role} ${row.sourcedId ?? row.id}`)
+    for (const row of held) live.add(`${table} ${row.sourcedId ?? row.id}`)
   }
   return [...latest.entries()].filter(([key]) => !live.has(key)).map(([, tombstone]) => tombstone)
 }

@@ -10,7 +10,7 @@
 //   `tobedeleted` from the change feed's tombstones.
 // - A student's and a teacher's role is their table's: one role, primary, in the caller's school;
 //   an agent's (a guardian, parent or relative) is its `role` column's.
-import type { Comparison, Predicate, TypedModel } from '../db/typed-reads.js'
+import type { Comparison, ListCondition, Predicate, TypedModel } from '../db/typed-reads.js'
 import type { GradeLevel } from '../generated/prisma/enums.js'
 import { CEDS_GRADE } from '../records/writes.js'
 import { compareValues } from './filter.js'
@@ -411,9 +411,6 @@ function keyRef (key: string, path: string, type: string): BindingField {
 /** A field one kind of enrollment has no value of (a student's primary): a comparison holds for != only. */
 const absent: BindingField = { columns: [], compare: (op) => ({ kind: 'constant', value: op === '!=' }), sort: 'id' }
 
-// The class of an enrollment is a class of the binding (CLASSES: a course and a term); its key is
-// null otherwise, and `text >= ''` holds for every text: the route condition of every enrollment.
-const IN_A_CLASS = { kind: 'predicate', predicate: { kind: 'compare', field: 'enrolledClassKey', op: '>=', value: '' } } as const
 
 /** The fields every enrollment has: the school's, its class, status and role. */
 function enrollmentFields (role: 'student' | 'teacher'): Record<string, BindingField> {
@@ -489,8 +486,8 @@ export const TEACHER_ENROLLMENTS: Kind = {
   }
 }
 
-/** The route condition of every enrollment collection: its classroom is a class. */
-export const ENROLLMENT_IN_CLASS = IN_A_CLASS
+/** The route condition of every enrollment collection: its classroom is a class of the binding (CLASSES: a course and a term). */
+export const ENROLLMENT_IN_CLASS: ListCondition = { kind: 'inClass' }
 
 /** The fields of EnrollmentDType this service answers, in the binding's order: what `fields` may name. */
 export const ENROLLMENT_FIELDS: readonly string[] = ['sourcedId', 'status', 'dateLastModified', 'user', 'class', 'school', 'role', 'primary', 'beginDate', 'endDate']

@@ -14,11 +14,10 @@
 // (a student moved keeps its enrollment's sourcedId: that enrollment is live, with its new class),
 // and merged with the live records (merge.ts) in the order asked, counted with them.
 import type { SchoolDb } from '../db/school-client.js'
-import type { Comparison, ListCondition, Predicate } from '../db/typed-reads.js'
+import type { ListCondition, Predicate } from '../db/typed-reads.js'
 import { readRows } from '../records/lists.js'
-import { deltaBound } from './deletions.js'
-import { compareValues } from './filter.js'
-import { parseDateTime, type AnswerContext, type Kind } from './kinds.js'
+import { deltaBound, meetsFilter } from './deletions.js'
+import type { AnswerContext, Kind } from './kinds.js'
 import { compareSorted, type Sorted } from './merge.js'
 
 type Row = Record<string, unknown>
@@ -53,24 +52,6 @@ function valueOf (tombstone: RecordTombstone, name: string, context: AnswerConte
     case 'terms.sourcedId': return Array.isArray(f.terms) ? f.terms as string[] : null
     case 'role': case 'title': case 'type': case 'startDate': case 'endDate': case 'schoolYear': case 'courseCode': return text(f[name])
     default: return null
-  }
-}
-
-/** Whether a tombstone meets a filter (whose names and values the live kinds have checked), as the database decides for a record. */
-function meets (tombstone: RecordTombstone, predicate: Predicate, context: AnswerContext): boolean {
-  switch (predicate.kind) {
-    case 'constant': return predicate.value
-    case 'all': return predicate.parts.every((part) => meets(tombstone, part, context))
-    case 'any': return predicate.parts.some((part) => meets(tombstone, part, context))
-    case 'compare': {
-      const op: Comparison = predicate.op
-      if (predicate.field === 'dateLastModified') return compareValues(tombstone.at.getTime(), op, parseDateTime('dateLastModified', op, predicate.value).getTime())
-      const value = valueOf(tombstone, predicate.field, context)
-      // As the database: `!=` holds for a record without the value, every other comparison fails; a list holds a value or not.
-      if (value === null) return op === '!='
-      if (Array.isArray(value)) return op === '=' ? value.includes(predicate.value) : !value.includes(predicate.value)
-      return compareValues(value, op, predicate.value)
-    }
   }
 }
 
@@ -157,7 +138,7 @@ export async function deletedRecords (db: SchoolDb, deletions: Deletions, filter
   for (const row of rows) {
     latest.set(row.sourcedId, { id: row.id, kind: row.kind as TombstoneKind, sourcedId: row.sourcedId, fields: row.fields as Record<string, unknown>, at: row.at })
   }
-  const candidates = [...latest.values()].filter((tombstone) => (deletions.inRoute?.(tombstone) ?? true) && meets(tombstone, filter!, context))
+  const candidates = [...latest.values()].filter((tombstone) => (deletions.inRoute?.(tombstone) ?? true) && meetsFilter(filter!, tombstone.at, (name) => valueOf(tombstone, name, context)))
   const live = await deletions.live(db, candidates.map((tombstone) => tombstone.sourcedId))
   return candidates.filter((tombstone) => !live.has(tombstone.sourcedId))
 }

@@ -11,7 +11,7 @@ import { compareSorted, mergedPage, sortValue, type Sorted } from './merge.js'
 import { deletedUsers, sortValueOf, tombstoneAnswer, type Tombstone } from './deletions.js'
 import { mapComparisons, simplify } from './filter.js'
 import { readable, recordAnswer } from './records.js'
-import { AGENT_USERS, USER_FIELDS, type AnswerContext, type BindingField, type Kind } from './kinds.js'
+import { USER_FIELDS, type AnswerContext, type BindingField, type Kind } from './kinds.js'
 import type { CollectionQuery } from './query.js'
 import { OneRosterError } from './status-info.js'
 
@@ -104,8 +104,7 @@ export async function pageOfUsers (db: SchoolDb, kinds: readonly Kind[], query: 
   const read = async (plan: Plan, take: number, skip: number): Promise<{ rows: Row[], total: number }> => plan.conditions === null
     ? { rows: [], total: 0 }
     : await readRowsCounted<Row>(db, { model: plan.kind.model, fields: plan.columns, conditions: plan.conditions, order: plan.order, descending: query.descending, take, skip })
-  // The change feed keeps students' and teachers' deletions only (an agent's is not kept).
-  const deleted = await deletedUsers(db, kinds.filter((kind) => kind !== AGENT_USERS), query.filter, context)
+  const deleted = await deletedUsers(db, kinds, query.filter, context)
   if (plans.length === 1 && deleted.length === 0) {
     const plan = plans[0]!
     const { rows, total } = await read(plan, query.limit, query.offset)
