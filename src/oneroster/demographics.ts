@@ -11,7 +11,7 @@ import { readRows, readRowsCounted } from '../records/lists.js'
 import { mergedPage, sortValue, type Sorted } from './merge.js'
 import { DEMOGRAPHICS_FIELDS, HAS_DEMOGRAPHICS, STUDENT_DEMOGRAPHICS, TEACHER_DEMOGRAPHICS, type AnswerContext } from './kinds.js'
 import { collectionQuery, fieldsOf, type CollectionQuery } from './query.js'
-import { planOf, recordAnswer, selectedFields, type Plan, type RecordCollection } from './records.js'
+import { answerOf, planOf, recordAnswer, selectedFields, type Plan, type RecordCollection } from './records.js'
 import type { OneRosterError } from './status-info.js'
 import type { Handler, Params } from './route.js'
 
@@ -48,7 +48,8 @@ export async function pageOfDemographics (db: SchoolDb, query: CollectionQuery, 
   const total = pages[0]!.total + pages[1]!.total
   if (query.offset >= total) return { records: [], total }
   const lists = pages.map(({ rows }, i) => rows.map((row) => sorted(row, plans[i]!)))
-  const records = mergedPage(lists, query.offset, query.limit, query.descending).map(({ list, row }) => recordAnswer(DEMOGRAPHICS[list]!.kind, row, selected, context))
+  const answers = DEMOGRAPHICS.map((collection) => answerOf(collection.kind, selected, context))
+  const records = mergedPage(lists, query.offset, query.limit, query.descending).map(({ list, row }) => answers[list]!(row))
   return { records, total }
 }
 

@@ -12,7 +12,7 @@ import { mergedPage, sortValue, type Sorted } from './merge.js'
 import { deletedRecords, liveKeys, recordTombstoneAnswer, sortedTombstones, type Deletions, type RecordTombstone } from './record-deletions.js'
 import { CLASS_FIELDS, CLASSES, ENROLLMENT_FIELDS, ENROLLMENT_IN_CLASS, IS_CLASS, STUDENT_ENROLLMENTS, TEACHER_ENROLLMENTS, type AnswerContext } from './kinds.js'
 import { collectionQuery, fieldsOf, type CollectionQuery } from './query.js'
-import { planOf, recordAnswer, recordBySourcedId, selectedFields, type Plan, type RecordCollection } from './records.js'
+import { answerOf, planOf, recordAnswer, recordBySourcedId, selectedFields, type Plan, type RecordCollection } from './records.js'
 import type { OneRosterError } from './status-info.js'
 import type { Caller, Handler, Params } from './route.js'
 
@@ -79,9 +79,10 @@ export async function pageOfEnrollments (db: SchoolDb, query: CollectionQuery, c
   const lists = pages.map(({ rows }, i) => rows.map((row) => sorted(row, plans[i]!)))
   // The deletions last (list 2), sorted as the students' enrollments are (the kinds sort a field alike).
   lists.push(sortedTombstones(deleted, STUDENT_ENROLLMENTS, query.sort, query.descending, context))
+  const answers = ENROLLMENTS.map((collection) => answerOf(collection.kind, selected, context))
   const records = mergedPage(lists, query.offset, query.limit, query.descending).map(({ list, row }) => list === 2
     ? recordTombstoneAnswer(row.tombstone as RecordTombstone, selected, context)
-    : recordAnswer(ENROLLMENTS[list]!.kind, row, selected, context))
+    : answers[list]!(row))
   return { records, total }
 }
 

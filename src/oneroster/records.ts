@@ -76,14 +76,30 @@ export function planOf (db: SchoolDb, collection: RecordCollection, query: Pick<
   return { conditions, order, columns: [...columns] }
 }
 
-/** A row as the binding's record: the selected fields the kind holds that have a value, in the binding's order. */
-export function recordAnswer (kind: Kind, row: Row, selected: readonly string[], context: AnswerContext): Row {
-  const out: Row = {}
+/**
+ * How rows of `kind` are answered as the binding's records: the selected fields the kind holds that
+ * have a value, in the binding's order. Made once for a page (each field's answer looked up once,
+ * not for each record).
+ */
+export function answerOf (kind: Kind, selected: readonly string[], context: AnswerContext): (row: Row) => Row {
+  const answers: Array<readonly [string, NonNullable<BindingField['answer']>]> = []
   for (const name of selected) {
-    const value = kind.fields[name]?.answer?.(row, context)
-    if (value !== undefined && value !== null) out[name] = value
+    const answer = kind.fields[name]?.answer
+    if (answer !== undefined) answers.push([name, answer])
   }
-  return out
+  return (row) => {
+    const out: Row = {}
+    for (const [name, answer] of answers) {
+      const value = answer(row, context)
+      if (value !== undefined && value !== null) out[name] = value
+    }
+    return out
+  }
+}
+
+/** A row as the binding's record (answerOf, for one row). */
+export function recordAnswer (kind: Kind, row: Row, selected: readonly string[], context: AnswerContext): Row {
+  return answerOf(kind, selected, context)(row)
 }
 
 /**
@@ -103,7 +119,7 @@ export async function pageOfRecords (
     : await readRowsCounted<Row>(db, { model, fields: columnsOf(plan), conditions: plan.conditions, order: plan.order, descending: query.descending, take, skip })
   if (deleted.length === 0) {
     const { rows, total } = await read(query.limit, query.offset)
-    return { records: rows.map((row) => recordAnswer(collection.kind, row, selected, context)), total }
+    return { records: rows.map(answerOf(collection.kind, selected, context)), total }
   }
   // Two lists (merge.ts): the first offset + limit records in the order asked, and the deletions.
   const { rows, total: live } = await read(query.offset + query.limit, 0)
@@ -113,9 +129,10 @@ export async function pageOfRecords (
     rows.map((row) => ({ value: sortValue(plan.order.length > 1 ? row[plan.order[0]!] : null), id: row.id as string, row })),
     sortedTombstones(deleted, collection.kind, query.sort, query.descending, context)
   ]
+  const answer = answerOf(collection.kind, selected, context)
   const records = mergedPage(lists, query.offset, query.limit, query.descending).map(({ list, row }) => list === 1
     ? recordTombstoneAnswer(row.tombstone as RecordTombstone, selected, context)
-    : recordAnswer(collection.kind, row, selected, context))
+    : answer(row))
   return { records, total }
 }
 

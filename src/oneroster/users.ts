@@ -10,7 +10,7 @@ import { readRows, readRowsCounted } from '../records/lists.js'
 import { compareSorted, mergedPage, sortValue, type Sorted } from './merge.js'
 import { deletedUsers, sortValueOf, tombstoneAnswer, type Tombstone } from './deletions.js'
 import { mapComparisons, simplify } from './filter.js'
-import { readable, recordAnswer } from './records.js'
+import { answerOf, readable, recordAnswer } from './records.js'
 import { USER_FIELDS, type AnswerContext, type BindingField, type Kind } from './kinds.js'
 import type { CollectionQuery } from './query.js'
 import { OneRosterError } from './status-info.js'
@@ -108,14 +108,14 @@ export async function pageOfUsers (db: SchoolDb, kinds: readonly Kind[], query: 
   if (plans.length === 1 && deleted.length === 0) {
     const plan = plans[0]!
     const { rows, total } = await read(plan, query.limit, query.offset)
-    return { users: rows.map((row) => recordAnswer(plan.kind, row, selected, context)), total }
+    return { users: rows.map(answerOf(plan.kind, selected, context)), total }
   }
   // Several lists (merge.ts): the first offset + limit of each table, in the order asked, and the
   // deletions (all of them, ordered here as the database orders the tables).
   const pages = await Promise.all(plans.map(async (plan) => await read(plan, query.offset + query.limit, 0)))
   const total = pages.reduce((sum, page) => sum + page.total, 0) + deleted.length
   if (query.offset >= total) return { users: [], total }
-  const answers: Array<(row: Row) => Row> = plans.map((plan) => (row) => recordAnswer(plan.kind, row, selected, context))
+  const answers: Array<(row: Row) => Row> = plans.map((plan) => answerOf(plan.kind, selected, context))
   const lists = pages.map(({ rows }, i) => rows.map((row) => sorted(row, plans[i]!.order)))
   if (deleted.length > 0) {
     lists.push(deleted.map((tombstone) => ({ value: sortValueOf(tombstone, query.sort), id: tombstone.id, row: { tombstone } }))

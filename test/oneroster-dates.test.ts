@@ -1,0 +1,42 @@
+// dateLastModified as the binding writes it (ISO 8601, milliseconds, UTC) from the timestamps the
+// typed reads give (src/oneroster/kinds.ts isoDateTime): every fraction PostgreSQL may print (none,
+// one to three digits), the driver adapter's text, a Date, another offset; and through the API, the
+// record's updated_at to the millisecond.
+import t from 'tap'
+import { createSchool } from '../src/admin/schools.js'
+import { isoDateTime } from '../src/oneroster/kinds.js'
+import { createStudent } from '../src/records/students.js'
+import { createTeacher } from '../src/records/teachers.js'
+import { build, testDatabase, unique } from './helper.js'
+import { checkedAnswers } from './oneroster/answers.js'
+import { schoolCallers } from './oneroster/callers.js'
+
+t.test('isoDateTime writes every form as ISO 8601 with milliseconds in UTC', async (t) => {
+  t.equal(isoDateTime('2026-01-31T08:00:00+00:00'), '2026-01-31T08:00:00.000Z', 'no fraction')
+  t.equal(isoDateTime('2026-01-31T08:00:00.1+00:00'), '2026-01-31T08:00:00.100Z', 'one digit')
+  t.equal(isoDateTime('2026-01-31T08:00:00.12+00:00'), '2026-01-31T08:00:00.120Z', 'two digits')
+  t.equal(isoDateTime('2026-01-31T08:00:00.123+00:00'), '2026-01-31T08:00:00.123Z', 'three digits')
+  t.equal(isoDateTime('2026-01-31T08:00:00.123456+00:00'), '2026-01-31T08:00:00.123Z', 'microseconds (a timestamptz without (3))')
+  t.equal(isoDateTime('2026-01-31T09:00:00.5+01:00'), '2026-01-31T08:00:00.500Z', 'another offset, through Date')
+  t.equal(isoDateTime('2026-01-31 08:00:00.5+00'), '2026-01-31T08:00:00.500Z', "PostgreSQL's own text, through Date")
+  t.equal(isoDateTime(new Date('2026-01-31T08:00:00.007Z')), '2026-01-31T08:00:00.007Z', 'a Date')
+})
+
+t.test("a record's dateLastModified is its updated_at to the millisecond", async (t) => {
+  const app = await build(t)
+  const db = await testDatabase()
+  const schoolId = await createSchool(db, unique('Dates School'))
+  const teacherId = await createTeacher(db, { schoolId, fullName: 'Tess Time', givenName: 'Tess', familyName: 'Time', sourcedId: 'dt-t' })
+  const callers = await schoolCallers(app, db, schoolId, teacherId, 'dates')
+  const stamps = ['2026-01-31T08:00:00.000Z', '2026-01-31T08:00:00.100Z', '2026-01-31T08:00:00.120Z', '2026-01-31T08:00:00.123Z', '1999-12-31T23:59:59.999Z']
+  const tenant = db.forSchool(schoolId)
+  for (const [i, stamp] of stamps.entries()) {
+    const id = await createStudent(db, { schoolId, fullName: `Stu ${i}`, givenName: 'Stu', familyName: String(i), sourcedId: `dt-${i}` })
+    await tenant.student.update({ where: { schoolId_id: { schoolId, id } }, data: { updatedAt: new Date(stamp) } })
+  }
+  const { get, invalid } = checkedAnswers()
+  const page = await get(app, '/students?sort=sourcedId', callers.core)
+  t.same((page.body.users as Array<{ dateLastModified: string }>).map((user) => user.dateLastModified), stamps, 'a page')
+  t.equal((await get(app, '/students/dt-2', callers.core)).body.user.dateLastModified, stamps[2], 'one record')
+  t.same(invalid, [], 'the answers validate against the OpenAPI description')
+})
