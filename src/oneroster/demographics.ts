@@ -7,11 +7,11 @@
 // hold: plugin.ts refuses her before anything is read.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { SchoolDb } from '../db/school-client.js'
-import { readRows, readRowsCounted } from '../records/lists.js'
+import { readRowsCounted } from '../records/lists.js'
 import { mergedPage, sortValue, type Sorted } from './merge.js'
 import { DEMOGRAPHICS_FIELDS, HAS_DEMOGRAPHICS, STUDENT_DEMOGRAPHICS, TEACHER_DEMOGRAPHICS, type AnswerContext } from './kinds.js'
 import { collectionQuery, fieldsOf, type CollectionQuery } from './query.js'
-import { answerOf, planOf, recordAnswer, selectedFields, type Plan, type RecordCollection } from './records.js'
+import { answerOf, firstBySourcedId, planOf, selectedFields, type Plan, type RecordCollection } from './records.js'
 import type { OneRosterError } from './status-info.js'
 import type { Handler, Params } from './route.js'
 
@@ -55,21 +55,7 @@ export async function pageOfDemographics (db: SchoolDb, query: CollectionQuery, 
 
 /** The demographics of the student, else the teacher, with this sourcedId (an imported one, or the id of a user without one), or null. */
 export async function demographicsBySourcedId (db: SchoolDb, sourcedId: string, fields: readonly string[] | undefined, context: AnswerContext): Promise<Row | null> {
-  const selected = selectedFields(db, DEMOGRAPHICS[0]!, fields)
-  for (const collection of DEMOGRAPHICS) {
-    const plan = planOf(db, collection, { filter: undefined, sort: undefined }, selected, context, [HAS_DEMOGRAPHICS])
-    const [row] = await readRows<Row>(db, {
-      model: collection.kind.model,
-      fields: plan.columns,
-      conditions: [...plan.conditions!, { kind: 'predicate', predicate: { kind: 'compare', field: 'sourcedKey', op: '=', value: sourcedId } }],
-      order: ['id'],
-      descending: false,
-      take: 1,
-      skip: 0
-    })
-    if (row !== undefined) return recordAnswer(collection.kind, row, selected, context)
-  }
-  return null
+  return await firstBySourcedId(db, DEMOGRAPHICS, sourcedId, fields, context, [HAS_DEMOGRAPHICS])
 }
 
 export function registerDemographicsRoutes (get: (url: string, operationId: string, handler: Handler) => void, { unknownObject, page }: DemographicsRouteHelpers): void {

@@ -7,12 +7,12 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { SchoolDb } from '../db/school-client.js'
 import type { ListCondition } from '../db/typed-reads.js'
-import { readRows, readRowsCounted } from '../records/lists.js'
+import { readRowsCounted } from '../records/lists.js'
 import { mergedPage, sortValue, type Sorted } from './merge.js'
 import { deletedRecords, liveKeys, recordTombstoneAnswer, sortedTombstones, type Deletions, type RecordTombstone } from './record-deletions.js'
 import { CLASS_FIELDS, CLASSES, ENROLLMENT_FIELDS, ENROLLMENT_IN_CLASS, IS_CLASS, STUDENT_ENROLLMENTS, TEACHER_ENROLLMENTS, type AnswerContext } from './kinds.js'
 import { collectionQuery, fieldsOf, type CollectionQuery } from './query.js'
-import { answerOf, planOf, recordAnswer, recordBySourcedId, selectedFields, type Plan, type RecordCollection } from './records.js'
+import { answerOf, firstBySourcedId, planOf, recordBySourcedId, selectedFields, type Plan, type RecordCollection } from './records.js'
 import type { OneRosterError } from './status-info.js'
 import type { Caller, Handler, Params } from './route.js'
 
@@ -88,22 +88,7 @@ export async function pageOfEnrollments (db: SchoolDb, query: CollectionQuery, c
 
 /** The enrollment with this sourcedId (the import's, or the student's or assignment's id), or null. */
 export async function enrollmentBySourcedId (db: SchoolDb, sourcedId: string, fields: readonly string[] | undefined, context: AnswerContext): Promise<Row | null> {
-  const selected = selectedFields(db, ENROLLMENTS[0]!, fields)
-  for (const collection of ENROLLMENTS) {
-    const key = collection.kind.fields.sourcedId!.sort
-    const plan = planOf(db, collection, { filter: undefined, sort: undefined }, selected, context, [ENROLLMENT_IN_CLASS])
-    const [row] = await readRows<Row>(db, {
-      model: collection.kind.model,
-      fields: plan.columns,
-      conditions: [...plan.conditions!, { kind: 'predicate', predicate: { kind: 'compare', field: key, op: '=', value: sourcedId } }],
-      order: ['id'],
-      descending: false,
-      take: 1,
-      skip: 0
-    })
-    if (row !== undefined) return recordAnswer(collection.kind, row, selected, context)
-  }
-  return null
+  return await firstBySourcedId(db, ENROLLMENTS, sourcedId, fields, context, [ENROLLMENT_IN_CLASS])
 }
 
 export function registerEnrollmentRoutes (get: (url: string, operationId: string, handler: Handler) => void, helpers: EnrollmentRouteHelpers): void {

@@ -427,7 +427,6 @@ function keyRef (key: string, path: string, type: string): BindingField {
 /** A field one kind of enrollment has no value of (a student's primary): a comparison holds for != only. */
 const absent: BindingField = { columns: [], compare: (op) => ({ kind: 'constant', value: op === '!=' }), sort: 'id' }
 
-
 /** The fields every enrollment has: the school's, its class, status and role. */
 function enrollmentFields (role: 'student' | 'teacher'): Record<string, BindingField> {
   return {

@@ -72,7 +72,8 @@ export function planOf (db: SchoolDb, collection: RecordCollection, query: Pick<
     if (field.sort !== 'id') order = [field.sort, 'id']
   }
   const columns = new Set<string>()
-  for (const name of selected) for (const column of kind.fields[name]!.columns) columns.add(column)
+  // A field the kind does not hold (a teacher's grades, among the users' fields) reads nothing.
+  for (const name of selected) for (const column of kind.fields[name]?.columns ?? []) columns.add(column)
   return { conditions, order, columns: [...columns] }
 }
 
@@ -139,20 +140,47 @@ export async function pageOfRecords (
 /** The columns a plan reads, with its sort value (a key read as itself) for a merge. */
 const columnsOf = (plan: Plan): string[] => plan.order.length > 1 && !plan.columns.includes(plan.order[0]!) ? [...plan.columns, plan.order[0]!] : plan.columns
 
-/** The record of a collection with this sourcedId (an imported one, or the id of a record without one) that meets the route's conditions, or null. */
-export async function recordBySourcedId (
-  db: SchoolDb, collection: RecordCollection, sourcedId: string, fields: readonly string[] | undefined, context: AnswerContext, route: readonly ListCondition[] = []
+/**
+ * The record of a collection with this sourcedId (an imported one, or the id of a record without
+ * one: the key its sourcedId field sorts by) that meets the route's conditions, answered with the
+ * `selected` fields, or null.
+ */
+export async function readBySourcedId (
+  db: SchoolDb, collection: RecordCollection, sourcedId: string, selected: readonly string[], context: AnswerContext, route: readonly ListCondition[] = []
 ): Promise<{ id: string, record: Row } | null> {
-  const selected = selectedFields(db, collection, fields)
   const plan = planOf(db, collection, { filter: undefined, sort: undefined }, selected, context, route)
+  const key = collection.kind.fields.sourcedId?.sort ?? 'sourcedKey'
   const [row] = await readRows<Row>(db, {
     model: collection.kind.model,
     fields: plan.columns,
-    conditions: [...plan.conditions!, { kind: 'predicate', predicate: { kind: 'compare', field: 'sourcedKey', op: '=', value: sourcedId } }],
+    conditions: [...plan.conditions!, { kind: 'predicate', predicate: { kind: 'compare', field: key, op: '=', value: sourcedId } }],
     order: ['id'],
     descending: false,
     take: 1,
     skip: 0
   })
   return row === undefined ? null : { id: row.id as string, record: recordAnswer(collection.kind, row, selected, context) }
+}
+
+/** The record of a collection with this sourcedId that meets the route's conditions, with the fields asked (`fields`), or null. */
+export async function recordBySourcedId (
+  db: SchoolDb, collection: RecordCollection, sourcedId: string, fields: readonly string[] | undefined, context: AnswerContext, route: readonly ListCondition[] = []
+): Promise<{ id: string, record: Row } | null> {
+  return await readBySourcedId(db, collection, sourcedId, selectedFields(db, collection, fields), context, route)
+}
+
+/**
+ * The record with this sourcedId of the first of several collections that holds one (a student's,
+ * else a teacher's), that meets the route's conditions; their fields are the first one's. Null when
+ * none holds it.
+ */
+export async function firstBySourcedId (
+  db: SchoolDb, collections: readonly RecordCollection[], sourcedId: string, fields: readonly string[] | undefined, context: AnswerContext, route: readonly ListCondition[] = []
+): Promise<Row | null> {
+  const selected = selectedFields(db, collections[0]!, fields)
+  for (const collection of collections) {
+    const found = await readBySourcedId(db, collection, sourcedId, selected, context, route)
+    if (found !== null) return found.record
+  }
+  return null
 }

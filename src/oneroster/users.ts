@@ -6,11 +6,11 @@
 // asked and merged; a delta's deletions (deletions.ts) are merged in the same way.
 import type { SchoolDb } from '../db/school-client.js'
 import type { ListCondition, Predicate } from '../db/typed-reads.js'
-import { readRows, readRowsCounted } from '../records/lists.js'
+import { readRowsCounted } from '../records/lists.js'
 import { compareSorted, mergedPage, sortValue, type Sorted } from './merge.js'
 import { deletedUsers, sortValueOf, tombstoneAnswer, type Tombstone } from './deletions.js'
 import { mapComparisons, simplify } from './filter.js'
-import { answerOf, readable, recordAnswer } from './records.js'
+import { answerOf, readable, readBySourcedId } from './records.js'
 import { USER_FIELDS, type AnswerContext, type BindingField, type Kind } from './kinds.js'
 import type { CollectionQuery } from './query.js'
 import { OneRosterError } from './status-info.js'
@@ -129,17 +129,8 @@ export async function pageOfUsers (db: SchoolDb, kinds: readonly Kind[], query: 
 export async function userBySourcedId (db: SchoolDb, kinds: readonly Kind[], sourcedId: string, fields: readonly string[] | undefined, context: AnswerContext): Promise<Row | null> {
   const selected = selectedUserFields(db, kinds, fields)
   for (const kind of kinds) {
-    const plan = planOf(db, kind, kinds, { filter: undefined, sort: undefined }, selected, context)
-    const [row] = await readRows<Row>(db, {
-      model: kind.model,
-      fields: plan.columns,
-      conditions: [{ kind: 'predicate', predicate: { kind: 'compare', field: 'sourcedKey', op: '=', value: sourcedId } }],
-      order: ['id'],
-      descending: false,
-      take: 1,
-      skip: 0
-    })
-    if (row !== undefined) return recordAnswer(kind, row, selected, context)
+    const found = await readBySourcedId(db, { kind, names: USER_FIELDS, noun: 'users' }, sourcedId, selected, context)
+    if (found !== null) return found.record
   }
   return null
 }
