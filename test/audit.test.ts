@@ -16,9 +16,10 @@ import { buildApp } from '../src/app.js'
 import type { Config } from '../src/config.js'
 import { openDatabase, type Database } from '../src/db/client.js'
 import { operationObserver } from '../src/db/operation-observer.js'
-import { PASSWORD, engineIndependentSkip, login, seedSchool, serverUrl, testConfig, testDatabase, testDatabaseUrl, unique, type TestDatabase } from './helper.js'
+import { PASSWORD, engineIndependentSkip, login, seedSchool, serverUrl, testConfig, testDatabase, testDatabaseUrl, unique } from './helper.js'
 import { runCli, type CliRun } from './fixtures/cli.js'
 import { clientToken, seedClient } from './fixtures/oauth.js'
+import { auditRows } from './fixtures/audit.js'
 
 // The CLI test opens an embedded database several times: slow on a busy machine.
 t.setTimeout(300_000)
@@ -37,26 +38,7 @@ interface AuditRow {
   batch: string
 }
 
-const AUDIT_SQL = `SELECT at, school_id, user_id, client_id, request_id, operation, record_type, record_count, action, xmin::text AS batch
-  FROM access_audit WHERE school_id = $1 ORDER BY id`
-
-/** The audit rows of a school, read as the administrator (the service role may not read them). */
-async function auditRows (db: TestDatabase, schoolId: string): Promise<AuditRow[]> {
-  if (db.ownerUrl !== undefined) {
-    const client = new pg.Client({ connectionString: db.ownerUrl })
-    await client.connect()
-    try {
-      return (await client.query<AuditRow>(AUDIT_SQL, [schoolId])).rows
-    } finally {
-      await client.end()
-    }
-  }
-  // The embedded database runs as the service role for the session; its session user may read.
-  return await db.prisma.$transaction(async (tx) => {
-    await tx.$executeRawUnsafe('SET LOCAL ROLE postgres')
-    return await tx.$queryRawUnsafe<AuditRow[]>(AUDIT_SQL, schoolId)
-  })
-}
+const AUDIT_COLUMNS = 'at, school_id, user_id, client_id, request_id, operation, record_type, record_count, action, xmin::text AS batch'
 
 async function appWith (t: { teardown: (fn: () => unknown) => void }, overrides: Partial<Config> = {}, database?: Database): Promise<FastifyInstance> {
   const app = await buildApp(testConfig({ auditFlushMs: 60_000, ...overrides }), { database: database ?? await testDatabase(), logger: false })
@@ -92,10 +74,10 @@ t.test('reading students writes one audit row: user, school, operation, count an
   const res = await query(app, accessToken, ROSTER, 'audit-read-1')
   t.equal(res.statusCode, 200)
   t.equal(res.body.data.students.length, 3)
-  t.same(await auditRows(db, school.schoolId), [], 'nothing is written on the request path')
+  t.same(await auditRows<AuditRow>(db, school.schoolId, AUDIT_COLUMNS), [], 'nothing is written on the request path')
 
   await app.audit.flush()
-  const rows = await auditRows(db, school.schoolId)
+  const rows = await auditRows<AuditRow>(db, school.schoolId, AUDIT_COLUMNS)
   t.equal(rows.length, 1)
   t.match(rows[0], {
     school_id: school.schoolId,
@@ -118,7 +100,7 @@ t.test("a client's reads are recorded with its client id and no user, from the r
   t.equal((await query(app, token, ROSTER, 'client-read-1')).headers['x-cache'], 'miss')
   t.equal((await query(app, token, ROSTER, 'client-read-2')).headers['x-cache'], 'hit')
   await app.audit.flush()
-  const rows = await auditRows(db, school.schoolId)
+  const rows = await auditRows<AuditRow>(db, school.schoolId, AUDIT_COLUMNS)
   t.match(rows, [
     { request_id: 'client-read-1', user_id: null, client_id: client.clientId, record_type: 'Student', record_count: 2, operation: 'Roster' },
     { request_id: 'client-read-2', user_id: null, client_id: client.clientId, record_type: 'Student', record_count: 2, operation: 'Roster' }
@@ -136,7 +118,7 @@ t.test('a request that touches no student or teacher record writes nothing', asy
   t.equal((await query(app, accessToken, { query: '{ school { name } }' })).statusCode, 200)
   t.equal((await app.inject({ method: 'POST', url: '/', payload: { query: '{ students { id } }' } })).statusCode, 200, 'no token: refused')
   await app.audit.flush()
-  t.same(await auditRows(db, school.schoolId), [])
+  t.same(await auditRows<AuditRow>(db, school.schoolId, AUDIT_COLUMNS), [])
   t.equal(app.audit.stats().written, before)
 })
 
@@ -198,7 +180,7 @@ t.test('many requests go out in few INSERTs: a batch per AUDIT_BATCH_SIZE rows',
   const { accessToken } = await login(bulk, school.username)
   for (let i = 0; i < 20; i++) t.equal((await query(bulk, accessToken, ROSTER)).statusCode, 200)
   await bulk.audit.flush()
-  let rows = await auditRows(db, school.schoolId)
+  let rows = await auditRows<AuditRow>(db, school.schoolId, AUDIT_COLUMNS)
   t.equal(rows.length, 20)
   t.equal(new Set(rows.map((r) => r.batch)).size, 1, '20 requests, one INSERT')
 
@@ -210,7 +192,7 @@ t.test('many requests go out in few INSERTs: a batch per AUDIT_BATCH_SIZE rows',
   while (small.audit.stats().written < 15 && Date.now() - started < 50_000) await new Promise((resolve) => setTimeout(resolve, 20))
   t.ok(small.audit.stats().written >= 15, 'full batches were written without a flush call')
   await small.audit.flush()
-  rows = (await auditRows(db, school.schoolId)).slice(20)
+  rows = (await auditRows<AuditRow>(db, school.schoolId, AUDIT_COLUMNS)).slice(20)
   t.equal(rows.length, 20)
   const batches = new Map<string, number>()
   for (const row of rows) batches.set(row.batch, (batches.get(row.batch) ?? 0) + 1)
@@ -226,7 +208,7 @@ t.test('closing the app writes what is queued', async (t) => {
   t.equal((await query(app, accessToken, ROSTER, 'audit-close-1')).statusCode, 200)
   t.equal(app.audit.stats().queued, 1)
   await app.close()
-  t.match(await auditRows(db, school.schoolId), [{ request_id: 'audit-close-1', record_count: 2 }])
+  t.match(await auditRows<AuditRow>(db, school.schoolId, AUDIT_COLUMNS), [{ request_id: 'audit-close-1', record_count: 2 }])
 })
 
 t.test('a full queue drops new rows, counts them and says so in the error log', async (t) => {
@@ -245,7 +227,7 @@ t.test('a full queue drops new rows, counts them and says so in the error log', 
   t.same(app.audit.stats(), { queued: 3, written: 0, dropped: 2, failedBatches: 0 })
   await app.audit.flush()
   t.equal(lines.filter((l) => /queue full \(3 rows\), 2 row\(s\) dropped \(2 in all\)/.test(l)).length, 1, 'one error line with the number dropped')
-  t.equal((await auditRows(db, school.schoolId)).length, 3)
+  t.equal((await auditRows<AuditRow>(db, school.schoolId, AUDIT_COLUMNS)).length, 3)
 })
 
 t.test('an answer from the response cache is audited for the user it serves', async (t) => {
@@ -262,7 +244,7 @@ t.test('an answer from the response cache is audited for the user it serves', as
   const hit = await query(app, second.accessToken, ROSTER, 'audit-hit')
   t.equal(hit.headers['x-cache'], 'hit', 'served from the cache, no query run')
   await app.audit.flush()
-  t.match(await auditRows(db, school.schoolId), [
+  t.match(await auditRows<AuditRow>(db, school.schoolId, AUDIT_COLUMNS), [
     { request_id: 'audit-miss', user_id: await userIdOf(app, first.accessToken), record_count: 2 },
     { request_id: 'audit-hit', user_id: await userIdOf(app, second.accessToken), record_count: 2, operation: 'Roster' }
   ])
@@ -282,7 +264,7 @@ t.test('the service role may add to the audit but not read, change or remove it'
   ]) {
     await t.rejects(db.prisma.$executeRawUnsafe(sql), /permission denied/, sql.slice(0, sql.indexOf(' ')))
   }
-  t.equal((await auditRows(db, schoolId)).length, 1, 'the row stays')
+  t.equal((await auditRows<AuditRow>(db, schoolId, AUDIT_COLUMNS)).length, 1, 'the row stays')
 })
 
 t.test('a service role that may read, change or delete the audit is named at start-up: the REVOKE of "Database roles" was left out', { skip: serverUrl === undefined ? 'needs PostgreSQL: the embedded database makes its own role' : false }, async (t) => {

@@ -2,34 +2,15 @@
 // audit as a write; it drops the school's cached answers (the response cache on) and a teacher's
 // kept classrooms, so the next read sees it; it enters the teacher's own feed; and mutations have a
 // limit of their own, per caller.
-import pg from 'pg'
 import t from 'tap'
 import { createUser } from '../src/admin/users.js'
 import { createTeacher } from '../src/records/teachers.js'
-import { build, gql, login, PASSWORD, seedSchool, testDatabase, unique, type GraphQLResponse, type TestDatabase } from './helper.js'
+import { build, gql, login, PASSWORD, seedSchool, testDatabase, unique, type GraphQLResponse } from './helper.js'
+import { auditRows } from './fixtures/audit.js'
 
 function ok (res: GraphQLResponse): Record<string, any> {
   if (res.body.errors !== undefined) throw new Error(JSON.stringify(res.body.errors))
   return res.body.data!
-}
-
-const AUDIT_SQL = 'SELECT operation, record_type, record_count, action FROM access_audit WHERE school_id = $1 ORDER BY id'
-
-/** The school's audit rows, read as the administrator (the service role may not read them). */
-async function auditRows (db: TestDatabase, schoolId: string): Promise<Array<{ operation: string, record_type: string, record_count: number, action: string }>> {
-  if (db.ownerUrl !== undefined) {
-    const client = new pg.Client({ connectionString: db.ownerUrl })
-    await client.connect()
-    try {
-      return (await client.query(AUDIT_SQL, [schoolId])).rows
-    } finally {
-      await client.end()
-    }
-  }
-  return await db.prisma.$transaction(async (tx) => {
-    await tx.$executeRawUnsafe('SET LOCAL ROLE postgres')
-    return await tx.$queryRawUnsafe(AUDIT_SQL, schoolId)
-  })
 }
 
 t.test('a mutation counts in the access audit as a write of its records', async (t) => {
@@ -39,7 +20,7 @@ t.test('a mutation counts in the access audit as a write of its records', async 
   ok(await gql(app, 'mutation Enrol { createStudent(input: { fullName: "Audited" }) { id } }', { token: accessToken }))
   ok(await gql(app, 'mutation Bulk { upsertStudents(items: [{ sourcedId: "a-1", fullName: "One" }, { sourcedId: "a-2", fullName: "Two" }]) { created } }', { token: accessToken }))
   await app.audit.flush()
-  const rows = (await auditRows(await testDatabase(), school.schoolId)).filter((r) => r.action === 'write')
+  const rows = (await auditRows<{ operation: string, record_type: string, record_count: number, action: string }>(await testDatabase(), school.schoolId, 'operation, record_type, record_count, action')).filter((r) => r.action === 'write')
   t.same(rows.map((r) => [r.operation, r.record_type, Number(r.record_count)]), [['Enrol', 'Student', 1], ['Bulk', 'Student', 2]], 'each mutation\'s records, as written')
 })
 

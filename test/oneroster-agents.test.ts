@@ -4,16 +4,16 @@
 // need roster.readonly as every user's; filter, sort and paging merge them with the students and
 // teachers; a teacher reads none of them (docs/decisions.md "A student's agents"); every answer
 // validated against the served OpenAPI description.
-import pg from 'pg'
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { createSchool } from '../src/admin/schools.js'
 import { createStudent } from '../src/records/students.js'
 import { createTeacher } from '../src/records/teachers.js'
 import { createClassroomAssignment } from './fixtures.js'
-import { build, testDatabase, unique, type TestDatabase } from './helper.js'
+import { build, testDatabase, unique } from './helper.js'
 import { schoolCallers, type SchoolCallers } from './oneroster/callers.js'
 import { type Answer, checkedAnswers, refused } from './oneroster/answers.js'
+import { auditRows } from './fixtures/audit.js'
 
 interface School extends SchoolCallers { schoolId: string, students: Record<string, string> }
 
@@ -185,24 +185,6 @@ t.test("an agent deleted is tobedeleted in /users' deltas (its role and names as
   const again = (await get(app, `/users?${since}`, s.admin)).body.users as Array<Record<string, unknown>>
   t.same(again.filter((user) => user.sourcedId === 'g-1').map((user) => user.status), ['active'], 'imported again: live, no deletion')
 })
-
-/** The access audit rows of a school, read as the administrator (the service role may not read them). */
-async function auditRows (db: TestDatabase, schoolId: string): Promise<Array<Record<string, unknown>>> {
-  const sql = 'SELECT operation, record_type, record_count, action FROM access_audit WHERE school_id = $1 ORDER BY id'
-  if (db.ownerUrl !== undefined) {
-    const client = new pg.Client({ connectionString: db.ownerUrl })
-    await client.connect()
-    try {
-      return (await client.query(sql, [schoolId])).rows
-    } finally {
-      await client.end()
-    }
-  }
-  return await db.prisma.$transaction(async (tx) => {
-    await tx.$executeRawUnsafe('SET LOCAL ROLE postgres')
-    return await tx.$queryRawUnsafe<Array<Record<string, unknown>>>(sql, schoolId)
-  })
-}
 
 t.test('reads of agents are written to the access audit (record type Agent)', async (t) => {
   const app = await build(t)

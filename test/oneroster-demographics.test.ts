@@ -6,17 +6,17 @@
 // GraphQL); filter, sort, fields and paging as the other collections; 404 unknownobject for a
 // student or teacher without demographics or an unknown sourcedId; the access audit of the students
 // and teachers handed over; every answer validated against the served OpenAPI description.
-import pg from 'pg'
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { createSchool } from '../src/admin/schools.js'
 import { createStudent } from '../src/records/students.js'
 import { createTeacher } from '../src/records/teachers.js'
 import { createClassroomAssignment } from './fixtures.js'
-import { build, gql, testDatabase, unique, type TestDatabase } from './helper.js'
+import { build, gql, testDatabase, unique } from './helper.js'
 import { clientToken, seedClient } from './fixtures/oauth.js'
 import { schoolCallers } from './oneroster/callers.js'
 import { type Answer, checkedAnswers, refused } from './oneroster/answers.js'
+import { auditRows } from './fixtures/audit.js'
 
 interface School {
   schoolId: string
@@ -186,24 +186,6 @@ t.test('only a caller holding roster-demographics.readonly reads demographics; a
   t.equal(herself.statusCode, 200)
   t.notOk('birthDate' in herself.body.user || 'sex' in herself.body.user, 'the teacher reads her own user record, no demographics')
 })
-
-/** The access audit rows of a school, read as the administrator (the service role may not read them). */
-async function auditRows (db: TestDatabase, schoolId: string): Promise<Array<Record<string, unknown>>> {
-  const sql = 'SELECT user_id, client_id, operation, record_type, record_count, action FROM access_audit WHERE school_id = $1 ORDER BY id'
-  if (db.ownerUrl !== undefined) {
-    const client = new pg.Client({ connectionString: db.ownerUrl })
-    await client.connect()
-    try {
-      return (await client.query(sql, [schoolId])).rows
-    } finally {
-      await client.end()
-    }
-  }
-  return await db.prisma.$transaction(async (tx) => {
-    await tx.$executeRawUnsafe('SET LOCAL ROLE postgres')
-    return await tx.$queryRawUnsafe<Array<Record<string, unknown>>>(sql, schoolId)
-  })
-}
 
 t.test('reads of demographics are written to the access audit as reads of students and teachers', async (t) => {
   const app = await build(t)

@@ -2,7 +2,6 @@
 // administrator, a teacher and roster-core.readonly / roster.readonly clients; the filter grammar;
 // sort, fields and paging by offset with X-Total-Count and Link; every refusal in imsx_StatusInfo;
 // the rate limits and the access audit of the GraphQL endpoint on these routes too.
-import pg from 'pg'
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { createSchool } from '../src/admin/schools.js'
@@ -11,9 +10,10 @@ import { createStudent } from '../src/records/students.js'
 import { createTeacher } from '../src/records/teachers.js'
 import { createClassroomAssignment } from './fixtures.js'
 import { clientToken, seedClient } from './fixtures/oauth.js'
-import { build, login, PASSWORD, testDatabase, unique, type TestDatabase } from './helper.js'
+import { build, login, PASSWORD, testDatabase, unique } from './helper.js'
 import { type Answer, answeredByScope, BASE, checkedAnswers, type Endpoint, refused } from './oneroster/answers.js'
 import { DESCRIPTION_PATH, oneRosterDescription } from '../src/oneroster/openapi.js'
+import { auditRows } from './fixtures/audit.js'
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
@@ -326,24 +326,6 @@ t.test('the rate limits of the GraphQL endpoint: 429 server_busy with Retry-Afte
   refused(t, res, 429, 'server_busy', 'over the limit')
   t.ok(Number(res.headers['retry-after']) >= 1, 'Retry-After')
 })
-
-/** The access audit rows of a school, read as the administrator (the service role may not read them). */
-async function auditRows (db: TestDatabase, schoolId: string): Promise<Array<Record<string, unknown>>> {
-  const sql = 'SELECT user_id, client_id, operation, record_type, record_count, action FROM access_audit WHERE school_id = $1 ORDER BY id'
-  if (db.ownerUrl !== undefined) {
-    const client = new pg.Client({ connectionString: db.ownerUrl })
-    await client.connect()
-    try {
-      return (await client.query(sql, [schoolId])).rows
-    } finally {
-      await client.end()
-    }
-  }
-  return await db.prisma.$transaction(async (tx) => {
-    await tx.$executeRawUnsafe('SET LOCAL ROLE postgres')
-    return await tx.$queryRawUnsafe<Array<Record<string, unknown>>>(sql, schoolId)
-  })
-}
 
 t.test('the access audit records what these routes hand over, by operation', async (t) => {
   const app = await build(t)
