@@ -790,12 +790,15 @@ function conditionsSql (model: TypedModel, alias: string, conditions: readonly L
         parts.push(`${KEYS.sourcedKey!.sql(a, reach)} = ANY(${next(condition.keys)}::text[])`)
         break
       case 'inClass':
-        // Uncorrelated (the school joined by the row, not by a reference to the outer record): one
-        // semi-join of the school's classes, not a subquery for each record (PostgreSQL's CPU for a
-        // page of enrollments and its count, BENCHMARKS.md).
+        // Uncorrelated: the school's classes read once (an InitPlan), each record's classroom
+        // looked up in them, so that a page still stops at LIMIT by its order's index and the
+        // count reads the classroom index only; not a subquery for each record (PostgreSQL's CPU
+        // for a page of enrollments and its count, BENCHMARKS.md). As a semi-join (IN) the planner
+        // misjudged a class's students (the school and classroom estimated independent) and
+        // sorted the school's every enrollment for a page.
         columnType(model, 'classroomId')
-        parts.push(`(${a}.school_id, ${a}.classroom_id) IN (SELECT ci.school_id, ci.id FROM classrooms ci WHERE ${confined('classrooms', 'ci', reach)} AND ci.course_id IS NOT NULL ` +
-          `AND EXISTS (SELECT 1 FROM academic_sessions ai WHERE ${confined('academic_sessions', 'ai', reach)} AND ai.school_id = ci.school_id AND ai.id = ANY(ci.term_ids)))`)
+        parts.push(`${a}.classroom_id = ANY(ARRAY(SELECT ci.id FROM classrooms ci WHERE ${confined('classrooms', 'ci', reach)} AND ci.course_id IS NOT NULL ` +
+          `AND EXISTS (SELECT 1 FROM academic_sessions ai WHERE ${confined('academic_sessions', 'ai', reach)} AND ai.school_id = ci.school_id AND ai.id = ANY(ci.term_ids))))`)
         break
       case 'teaches':
         parts.push(`EXISTS (SELECT 1 FROM teacher_classrooms tc WHERE ${confined('teacher_classrooms', 'tc', reach)} AND tc.school_id = ${a}.school_id AND tc.teacher_id = ${a}.id AND tc.classroom_id = ${next(condition.classroomId)}::uuid)`)
