@@ -7,6 +7,7 @@
 // or not a student (from an agent's row), is refused with its line: the model keeps a student's
 // agents only.
 import type { Row, Table } from './bundle.js'
+import type { UserDetails } from './oneroster.js'
 
 /** OneRoster 1.2's roles of a student's agents (RoleEnum), the only ones kept as agents. */
 export const AGENT_ROLES = ['guardian', 'parent', 'relative'] as const
@@ -17,7 +18,7 @@ export function isAgentRole (role: string): role is AgentRole {
 }
 
 /** An agent as the import writes it (the fields of users.csv, as a teacher's). */
-export interface AgentRecord {
+export interface AgentRecord extends UserDetails {
   id: string
   sourcedId: string
   role: AgentRole
@@ -26,14 +27,6 @@ export interface AgentRecord {
   preferredName: string | null
   email: string | null
   status: 'ACTIVE' | 'INACTIVE'
-  middleName: string | null
-  preferredMiddleName: string | null
-  preferredLastName: string | null
-  pronouns: string | null
-  username: string | null
-  userIds: string[]
-  sms: string | null
-  phone: string | null
   /** The students it is an agent of (their ids), in the order of their sourcedIds. */
   studentIds: string[]
 }
