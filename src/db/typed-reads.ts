@@ -514,12 +514,16 @@ const sessionKey = (alias: string, reach: StatementReach, a: string, id: string)
 /**
  * Values a statement reads, filters or orders by that are not one column: `sourcedKey` is a
  * record's sourcedId, or its id when it has none (OneRoster's sourcedId of a record entered by hand,
- * docs/api/oneroster.md); the others are the sourcedKeys of the academic sessions a record refers
- * to (a session's parent and children, a course's school year), each read by a subquery that takes
- * the school, and a teacher's reach, as every table does.
+ * docs/api/oneroster.md); `modifiedAt` its updated_at as OneRoster writes it; the others are the
+ * sourcedKeys of the academic sessions a record refers to (a session's parent and children, a
+ * course's school year), each read by a subquery that takes the school, and a teacher's reach, as
+ * every table does.
  */
 const KEYS: Readonly<Record<string, Key>> = {
   sourcedKey: { columns: ['sourcedId', 'id'], sql: (a) => sourcedSql(a) },
+  // A record's last write as OneRoster's dateLastModified writes it (ISO 8601, milliseconds, UTC),
+  // as text: the driver makes no Date of it for the answer to write again.
+  modifiedAt: { columns: ['updatedAt'], sql: (a) => `to_char(${a}.updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')` },
   parentKey: { model: 'AcademicSession', columns: ['parentId'], sql: (a, reach) => sessionKey('ap', reach, a, 'parent_id') },
   childKeys: {
     model: 'AcademicSession',
