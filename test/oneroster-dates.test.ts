@@ -1,13 +1,23 @@
-// dateLastModified as the binding writes it (ISO 8601, milliseconds, UTC), written by the statement
-// (src/db/typed-reads.ts modifiedAt): a record's updated_at to the millisecond, whatever its
-// fraction (none, one to three digits), long ago or now, on a page, one record and a sorted page.
+// dateLastModified as the binding writes it (ISO 8601, milliseconds, UTC) from the UTC text the
+// statement reads (src/db/typed-reads.ts modifiedAt, src/oneroster/kinds.ts isoOfUtcText): every
+// fraction PostgreSQL may print (none, one to three digits, more), and through the API a record's
+// updated_at to the millisecond, on a page, one record, a sorted page and a filter.
 import t from 'tap'
 import { createSchool } from '../src/admin/schools.js'
+import { isoOfUtcText } from '../src/oneroster/kinds.js'
 import { createStudent } from '../src/records/students.js'
 import { createTeacher } from '../src/records/teachers.js'
 import { build, testDatabase, unique } from './helper.js'
 import { checkedAnswers } from './oneroster/answers.js'
 import { schoolCallers } from './oneroster/callers.js'
+
+t.test("isoOfUtcText writes PostgreSQL's UTC text as ISO 8601 with milliseconds", async (t) => {
+  t.equal(isoOfUtcText('2026-01-31 08:00:00'), '2026-01-31T08:00:00.000Z', 'no fraction')
+  t.equal(isoOfUtcText('2026-01-31 08:00:00.1'), '2026-01-31T08:00:00.100Z', 'one digit')
+  t.equal(isoOfUtcText('2026-01-31 08:00:00.12'), '2026-01-31T08:00:00.120Z', 'two digits')
+  t.equal(isoOfUtcText('2026-01-31 08:00:00.123'), '2026-01-31T08:00:00.123Z', 'three digits')
+  t.equal(isoOfUtcText('2026-01-31 08:00:00.123456'), '2026-01-31T08:00:00.123Z', 'microseconds (a timestamptz without (3))')
+})
 
 t.test("a record's dateLastModified is its updated_at to the millisecond", async (t) => {
   const app = await build(t)
