@@ -7,7 +7,7 @@
 // or not a student (from an agent's row), is refused with its line: the model keeps a student's
 // agents only.
 import type { Row, Table } from './bundle.js'
-import type { UserDetails } from './oneroster.js'
+import type { UserDetails } from './user-details.js'
 
 /** OneRoster 1.2's roles of a student's agents (RoleEnum), the only ones kept as agents. */
 export const AGENT_ROLES = ['guardian', 'parent', 'relative'] as const

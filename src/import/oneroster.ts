@@ -22,6 +22,9 @@ import { v7 as uuidv7 } from 'uuid'
 import { DEMOGRAPHIC_COLUMNS } from '../db/typed-reads.js'
 import { planAgents, isAgentRole, type AgentLinks, type AgentRecord, type AgentRole, type ExistingAgent } from './agents.js'
 import { ImportError, readTable, type Bundle, type Row, type Table } from './bundle.js'
+import type { UserDetails } from './user-details.js'
+
+export type { UserDetails }
 
 export type GradeLevel =
   | 'PRE_KINDERGARTEN' | 'KINDERGARTEN' | 'GRADE_1' | 'GRADE_2' | 'GRADE_3' | 'GRADE_4' | 'GRADE_5'
@@ -94,21 +97,6 @@ const NO_DEMOGRAPHICS: Demographics = demographicsOf(() => null)
 const demographicsIn = (values: Demographics): Demographics => demographicsOf((field) => values[field])
 
 const sameDemographics = (a: Demographics, b: Demographics): boolean => DEMOGRAPHIC_COLUMNS.every((field) => a[field] === b[field])
-
-/**
- * What users.csv gives of a user beyond the names, status and email (UserDType): kept as given,
- * null (no identifiers) when the file has none; userIds each as `type:identifier`.
- */
-export interface UserDetails {
-  middleName: string | null
-  preferredMiddleName: string | null
-  preferredLastName: string | null
-  pronouns: string | null
-  username: string | null
-  userIds: string[]
-  sms: string | null
-  phone: string | null
-}
 
 export interface StudentRecord extends Demographics, UserDetails {
   id: string
