@@ -4,16 +4,15 @@
 // agents), as users with status `tobedeleted` and dateLastModified the time of the deletion, for as
 // long as their tombstones are kept (90 days). A tombstone keeps what UserDType requires (migrations
 // change_feed_deleted_users, agent_tombstones): the sourcedId, the names, the status the record had
-// (enabledUser), and the role (its table's, an agent's own); a student's number too (identifier). Nothing else of the record is
-// kept, so nothing else is sent, and a comparison on a field it does not keep holds as on a record
-// without that value (only `!=`).
+// (enabledUser), and the role (its table's, an agent's own); a student's number too (identifier).
+// Nothing else of the record is kept, so nothing else is sent, and a comparison on a field it does
+// not keep holds as on a record without that value (only `!=`).
 //
 // The tombstones are read through the caller's school client (the Change model, or a teacher's
 // TeacherChange: her feed, where a record that left her reach is deleted for her; an agent's from
-// RosterTombstone; both walls), all
-// those after the bound at once (the feed keeps 90 days), one per sourcedId that no live record
-// holds again (a typed statement of the kind), and filtered and ordered here as the
-// database orders the live records (users.ts merges them), so that the pages and X-Total-Count
+// RosterTombstone; both walls), all those after the bound at once (kept 90 days), one per sourcedId
+// that no live record holds again (a typed statement of the kind), and filtered and ordered here as
+// the database orders the live records (users.ts merges them), so that the pages and X-Total-Count
 // count them with the rest.
 import type { SchoolDb } from '../db/school-client.js'
 import type { Comparison, Predicate } from '../db/typed-reads.js'

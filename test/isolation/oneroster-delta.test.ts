@@ -3,7 +3,8 @@
 // whose tombstones keep their names, each marked with the record's id; an administrator, a teacher
 // (whose own feed holds the student, of her classroom) and a roster-core.readonly client of each school probe the deltas of users, students and teachers
 // (alone, ANDed with the colliding sourcedIds or the mark, by offset past the end, a page at a
-// time) and never see the other school's tombstones, nor count them; with both walls, with wall 1
+// time) and never see the other school's tombstones, nor count them; each school's deleted guardian
+// (agent-gone, marked with its id) likewise, which no teacher reads; with both walls, with wall 1
 // alone, with wall 2 alone, and, as the control that shows the probes can fail, with neither.
 // Likewise the deltas of enrollments, classes, sessions and courses (src/oneroster/record-deletions.ts):
 // each school ends enrollments, deletes a class, a course and a grading period with the same
@@ -72,6 +73,16 @@ async function endColliding (db: Database, school: MirrorSchool): Promise<string
   return [roomX.id, gone.id, goneCourse.id, term.id, course.id, ...links]
 }
 
+/** A guardian with a colliding sourcedId (agent-gone), marked with its id, deleted: its tombstone in roster_tombstones (kind AGENT). Answers its id (the school's own, for an administrator and a client; no teacher reads an agent). */
+async function deleteAgent (db: Database, school: MirrorSchool): Promise<string> {
+  const { schoolId } = school
+  const tenant = db.forSchool(schoolId)
+  const agent = await tenant.agent.create({ data: { schoolId, sourcedId: 'agent-gone', role: 'guardian', givenName: 'Gia', familyName: 'Guard', studentIds: [school.studentIds[0]!] } })
+  await tenant.agent.updateMany({ where: { id: agent.id }, data: { givenName: `mark:${agent.id}` } })
+  await tenant.agent.deleteMany({ where: { id: agent.id } })
+  return agent.id
+}
+
 /** The tombstones of the other kinds each school's callers read: all but the teacher's (Ms Same: not Mr Same's Room 2 link, hers). */
 const ENDED = ['enr-0:tobedeleted', 'tenr-1:tobedeleted', 'tenr-x:tobedeleted']
 
@@ -91,6 +102,7 @@ async function leaks (app: FastifyInstance, caller: Caller, own: MirrorSchool, o
     `/users?${filter(`${SINCE} AND givenName~'mark'`)}`, `/users?${filter(`${SINCE} AND status='tobedeleted'`)}`,
     `/users?${filter(`status='tobedeleted' AND ${SINCE} AND roles.org.sourcedId='${other.schoolId}'`)}`,
     `/users?${filter(`${SINCE} AND givenName='mark:${other.studentIds[1]!}'`)}`,
+    `/users?${filter(`${SINCE} AND roles.role='guardian'`)}`, `/users?${filter(`${SINCE} AND sourcedId='agent-gone'`)}`,
     `/users?${filter(SINCE)}&sort=givenName&orderBy=desc`, `/users?${filter(SINCE)}&sort=dateLastModified`,
     `/users?${filter(SINCE)}&offset=7`, `/users?${filter(SINCE)}&offset=9`, `/students?${filter(SINCE)}&offset=5`,
     ...Array.from({ length: 12 }, (_, i) => `/users?${filter(SINCE)}&limit=1&offset=${i}&sort=sourcedId`),
@@ -138,8 +150,11 @@ for (const config of CONFIGURATIONS) {
         school.ids.add(id)
         school.teacherReach.add(id)
       }
+      // Not the teacher's: she reads no agent, deleted or not.
+      school.ids.add(await deleteAgent(db, school))
     }
-    const users = m.a.studentIds.length + m.a.teacherIds.length
+    // Its live users, and the deleted student, teacher and guardian.
+    const users = m.a.studentIds.length + m.a.teacherIds.length + 1
     const found: string[] = []
     for (const [own, other] of [[m.a, m.b], [m.b, m.a]] as const) {
       const callers: Caller[] = [
@@ -156,6 +171,7 @@ for (const config of CONFIGURATIONS) {
     if (config.leaks) {
       // A filter on status tobedeleted answers deletions only: its leak is a tombstone's.
       t.ok(found.some((probe) => probe.includes(encodeURIComponent("status='tobedeleted'"))), `without either wall, the probes find the other school's deletions (${found.length} answers)`)
+      t.ok(found.some((probe) => probe.includes(encodeURIComponent("roles.role='guardian'"))), 'and the other school\'s deleted guardian')
       for (const collection of ['/enrollments?', '/classes?', '/courses?', '/gradingPeriods?']) {
         t.ok(found.some((probe) => probe.startsWith(collection)), `and the other school's tombstones on ${collection.slice(0, -1)}`)
       }
@@ -167,7 +183,8 @@ for (const config of CONFIGURATIONS) {
           headers: { authorization: `Bearer ${school.token}` }
         })
         t.same(res.json().users.map((user: { sourcedId: string, givenName: string }) => [user.sourcedId, user.givenName]),
-          [['stu-1', `mark:${school.studentIds[1]!}`], ['tea-2', `mark:${school.teacherIds[2]!}`]], 'the school\'s own deletions, and only they')
+          [['agent-gone', `mark:${[...school.ids].find((id) => res.json().users[0]?.givenName === `mark:${id}`) ?? 'none'}`], ['stu-1', `mark:${school.studentIds[1]!}`], ['tea-2', `mark:${school.teacherIds[2]!}`]],
+          'the school\'s own deletions (its guardian too), and only they')
         // Its teacher (Ms Same, Rooms 1 and 2) reads her own: the student of Room 1; Dr Same was no colleague.
         const mine = await m.app.inject({
           url: `${BASE}/users?filter=${encodeURIComponent(`${SINCE} AND status='tobedeleted'`)}`,
