@@ -98,11 +98,6 @@ export function answerOf (kind: Kind, selected: readonly string[], context: Answ
   }
 }
 
-/** A row as the binding's record (answerOf, for one row). */
-export function recordAnswer (kind: Kind, row: Row, selected: readonly string[], context: AnswerContext): Row {
-  return answerOf(kind, selected, context)(row)
-}
-
 /**
  * A page of a collection's records (those that meet the route's conditions and the filter) and how
  * many there are in all; with `deletions` and a delta's filter, what ended since its bound among
@@ -159,7 +154,7 @@ export async function readBySourcedId (
     take: 1,
     skip: 0
   })
-  return row === undefined ? null : { id: row.id as string, record: recordAnswer(collection.kind, row, selected, context) }
+  return row === undefined ? null : { id: row.id as string, record: answerOf(collection.kind, selected, context)(row) }
 }
 
 /** The record of a collection with this sourcedId that meets the route's conditions, with the fields asked (`fields`), or null. */
