@@ -308,8 +308,10 @@ t.test('a teacher\'s page reads the classroom of the page\'s students only, afte
   const unsharded = unshardedName(db.citus)
   const below = (node: any): any[] => (node.Plans ?? []).flatMap((child: any) => [child, ...below(child)])
   const sorts = nodes.filter((n) => n['Node Type'] === 'Sort')
-  t.equal(sorts.length, 1, 'her students are read by classroom and sorted for the page')
-  t.notOk(below(sorts[0]).some((n) => unsharded(n['Relation Name']) === 'classrooms'), 'no classroom is read before the sort')
+  // PostgreSQL's plan of this school (a worker's shard on Citus may read her students in the
+  // page's order instead, and then stops at the LIMIT with or without the subquery).
+  if (!db.citus) t.equal(sorts.length, 1, 'her students are read by classroom and sorted for the page')
+  t.notOk(sorts.some((sort) => below(sort).some((n) => unsharded(n['Relation Name']) === 'classrooms')), 'no classroom is read before the sort')
   const classrooms = nodes.filter((n) => unsharded(n['Relation Name']) === 'classrooms').reduce((sum, n) => sum + n['Actual Rows'] * n['Actual Loops'], 0)
   t.equal(classrooms, 20, 'the classroom is read for the page\'s 20 students only')
   const rows = await db.forSchool(seeded.schoolId, { teacherId }).$queryRawUnsafe<Array<{ 'classroom.name': string }>>(statement.sql, ...values)
