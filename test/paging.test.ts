@@ -236,29 +236,9 @@ t.test('a page deep in 100,000 students is an index range scan that reads only t
   t.same(page.rows.map((r) => r.id), expected, 'the page after the cursor')
   t.notMatch(page.statement.sql, /OFFSET/i, 'no OFFSET in the statement')
 
-  // On a Citus coordinator the plan is Citus's, with each task's plan on its worker inside: the
-  // read must be one task (one shard, the school's), and that task's plan is checked as PostgreSQL's.
-  const tasks: number[] = []
-  const explain = async (statement: { sql: string, params: unknown[] }) => {
-    const { rows } = await owner.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement.sql}`, statement.params)
-    const nodes: any[] = []
-    const visit = (node: any): void => {
-      nodes.push(node)
-      for (const child of node.Plans ?? []) visit(child)
-      const job = node['Distributed Query']?.Job
-      if (job !== undefined) {
-        tasks.push(job['Task Count'])
-        for (const task of job.Tasks ?? []) for (const remote of task['Remote Plan'] ?? []) for (const plan of remote) visit(plan.Plan)
-      }
-    }
-    visit(rows[0]['QUERY PLAN'][0].Plan)
-    return nodes
-  }
-  // A shard's relations and indexes carry its number (students_102008): named as the table's.
-  const unsharded = (name: string | undefined): string | undefined => db.citus ? name?.replace(/_\d+$/, '') : name
+  const unsharded = unshardedName(db.citus)
   for (const [name, statement] of [['first page', first.statement], ['deep page', page.statement]] as const) {
-    tasks.length = 0
-    const nodes = await explain(statement)
+    const { nodes, tasks } = await explain(owner, statement)
     if (db.citus) t.same(tasks, [1], `${name}: one task on Citus, routed to the school's shard`)
     const scan = nodes.find((n) => unsharded(n['Relation Name']) === 'students')
     t.match(scan?.['Node Type'], /^Index (Only )?Scan$/, `${name}: an index scan of students`)
@@ -268,6 +248,73 @@ t.test('a page deep in 100,000 students is an index range scan that reads only t
     t.ok(read <= 101 + 20, `${name}: reads ${read} index entries for a page of 101 (ties of the cursor's family name at most 20)`)
     if (name === 'deep page') t.match(scan?.['Index Cond'], /family_name >= /, 'the scan starts at the cursor')
   }
+})
+
+/**
+ * The plan of `statement` as run (EXPLAIN ANALYZE): every node, and the task count of each
+ * distributed job. On a Citus coordinator the plan is Citus's, with each task's plan on its worker
+ * inside: a school's read must be one task (one shard, the school's), and that task's plan is
+ * checked as PostgreSQL's.
+ */
+async function explain (owner: pg.Client, statement: { sql: string, params: unknown[] }): Promise<{ nodes: any[], tasks: number[] }> {
+  const { rows } = await owner.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement.sql}`, statement.params)
+  const nodes: any[] = []
+  const tasks: number[] = []
+  const visit = (node: any): void => {
+    nodes.push(node)
+    for (const child of node.Plans ?? []) visit(child)
+    const job = node['Distributed Query']?.Job
+    if (job !== undefined) {
+      tasks.push(job['Task Count'])
+      for (const task of job.Tasks ?? []) for (const remote of task['Remote Plan'] ?? []) for (const plan of remote) visit(plan.Plan)
+    }
+  }
+  visit(rows[0]['QUERY PLAN'][0].Plan)
+  return { nodes, tasks }
+}
+
+/** A shard's relations and indexes carry its number on Citus (students_102008): named as the table's. */
+const unshardedName = (citus: boolean) => (name: string | undefined): string | undefined => citus ? name?.replace(/_\d+$/, '') : name
+
+t.test('a teacher\'s page reads the classroom of the page\'s students only, after its LIMIT', {
+  skip: serverUrl === undefined ? 'PostgreSQL only: EXPLAIN ANALYZE (TEST_DATABASE_URL)' : false
+}, async (t) => {
+  const db = await testDatabase()
+  const seeded = await seedSchool('Plan School')
+  const teacherId = await createTeacher(db, { schoolId: seeded.schoolId, fullName: 'Page Teacher' })
+  for (const room of ['Room 01', 'Room 21']) await createClassroomAssignment(db, seeded.schoolId, teacherId, room)
+  const owner = new pg.Client({ connectionString: db.ownerUrl })
+  await owner.connect()
+  t.teardown(() => owner.end())
+  // 40 classrooms, the teacher's two among them, and 2,000 students spread over them by id (as
+  // the bench's schools): her 100 are read by classroom and sorted for the page.
+  await owner.query(`INSERT INTO classrooms (school_id, id, name, updated_at)
+    SELECT $1, gen_random_uuid(), 'Room ' || lpad(i::text, 2, '0'), now() FROM generate_series(1, 40) AS i WHERE i NOT IN (1, 21)`, [seeded.schoolId])
+  await owner.query(`
+    INSERT INTO students (school_id, id, given_name, family_name, classroom_id, updated_at)
+    SELECT $1, gen_random_uuid(), 'Given ' || i, 'Family ' || i, (SELECT array_agg(id ORDER BY name) FROM classrooms WHERE school_id = $1)[1 + i % 40], now()
+    FROM generate_series(1, 2000) AS i`, [seeded.schoolId])
+  // And the school's other teachers, two classrooms each, as its assignments' statistics.
+  await owner.query('INSERT INTO teachers (school_id, id, full_name, updated_at) SELECT $1, gen_random_uuid(), \'Teacher \' || i, now() FROM generate_series(1, 60) AS i', [seeded.schoolId])
+  await owner.query(`INSERT INTO teacher_classrooms (school_id, teacher_id, classroom_id)
+    SELECT t.school_id, t.id, c.id FROM (SELECT *, row_number() OVER (ORDER BY id) AS n FROM teachers WHERE school_id = $1 AND id <> $2) t
+    JOIN (SELECT *, row_number() OVER (ORDER BY name) AS n FROM classrooms WHERE school_id = $1) c ON c.n IN (1 + t.n % 40, 1 + (t.n + 20) % 40)`, [seeded.schoolId, teacherId])
+  await owner.query('ANALYZE students, classrooms, teachers, teacher_classrooms')
+  const { statement, values } = listRead({
+    model: 'Student', fields: ['fullName'], classroom: ['name'], conditions: [], order: ['id'], descending: false, take: 20, reach: 'teacher'
+  })
+  const { nodes, tasks } = await explain(owner, { sql: statement.sql, params: [seeded.schoolId, teacherId, ...values] })
+  if (db.citus) t.same(tasks, [1], 'one task on Citus, routed to the school\'s shard')
+  const unsharded = unshardedName(db.citus)
+  const below = (node: any): any[] => (node.Plans ?? []).flatMap((child: any) => [child, ...below(child)])
+  const sorts = nodes.filter((n) => n['Node Type'] === 'Sort')
+  t.equal(sorts.length, 1, 'her students are read by classroom and sorted for the page')
+  t.notOk(below(sorts[0]).some((n) => unsharded(n['Relation Name']) === 'classrooms'), 'no classroom is read before the sort')
+  const classrooms = nodes.filter((n) => unsharded(n['Relation Name']) === 'classrooms').reduce((sum, n) => sum + n['Actual Rows'] * n['Actual Loops'], 0)
+  t.equal(classrooms, 20, 'the classroom is read for the page\'s 20 students only')
+  const rows = await db.forSchool(seeded.schoolId, { teacherId }).$queryRawUnsafe<Array<{ 'classroom.name': string }>>(statement.sql, ...values)
+  t.equal(rows.length, 20, 'the page')
+  t.ok(rows.every((row) => row['classroom.name'] === 'Room 01' || row['classroom.name'] === 'Room 21'), 'each with its classroom, one of hers')
 })
 
 t.test('a name search finds % and _ literally', async (t) => {
