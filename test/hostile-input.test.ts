@@ -18,10 +18,11 @@ import { build, gql, login, seedSchool, testConfig, testDatabase, type GraphQLRe
 const LISTS = {
   students: ['FAMILY_NAME', 'GIVEN_NAME', 'CREATED_AT', 'UPDATED_AT', 'ID'],
   teachers: ['FAMILY_NAME', 'GIVEN_NAME', 'CREATED_AT', 'UPDATED_AT', 'ID'],
-  classrooms: ['NAME', 'CREATED_AT', 'UPDATED_AT', 'ID']
+  classrooms: ['NAME', 'CREATED_AT', 'UPDATED_AT', 'ID'],
+  contacts: ['FAMILY_NAME', 'GIVEN_NAME', 'CREATED_AT', 'UPDATED_AT', 'ID']
 } as const
 type List = keyof typeof LISTS
-const TYPE: Record<List, string> = { students: 'Student', teachers: 'Teacher', classrooms: 'Classroom' }
+const TYPE: Record<List, string> = { students: 'Student', teachers: 'Teacher', classrooms: 'Classroom', contacts: 'Contact' }
 
 const cursor = (body: unknown): string => Buffer.from(JSON.stringify(body)).toString('base64url')
 
@@ -56,7 +57,7 @@ function cursorArb (list: List): fc.Arbitrary<{ text: string, order: string, dir
       fc.string(),
       fc.base64String(),
       fc.jsonValue().map(cursor),
-      fc.record({ l: fc.constantFrom('students', 'teachers', 'classrooms', 'x'), o: fc.string(), d: fc.string(), v: fc.anything() }).map(cursor)
+      fc.record({ l: fc.constantFrom('students', 'teachers', 'classrooms', 'contacts', 'x'), o: fc.string(), d: fc.string(), v: fc.anything() }).map(cursor)
     )
   })
   return fc.oneof({ arbitrary: body, weight: 4 }, { arbitrary: foreign, weight: 1 })

@@ -30,7 +30,7 @@ export function identify (tokens: AccessTokens, authorization: string | undefine
 }
 
 const ADMIN: Access = { scopes: ROLE_SCOPES.admin, user: true }
-const TEACHER: Access = { scopes: ROLE_SCOPES.teacher, user: true }
+const TEACHER: Access = { scopes: ROLE_SCOPES.teacher, user: true, teacher: true }
 
 /** What the caller may read and do (docs/api/access.md); null without a valid token. */
 export function accessOf (identity: Identity): Access | null {

@@ -88,10 +88,29 @@ export type Role = keyof typeof ROLE_SCOPES
  */
 export type Requirement = Scope | 'none' | 'user'
 
-/** What a caller may do: the scopes it holds, and whether it is a user. */
+/** What a caller may do: the scopes it holds, whether it is a user, and whether a teacher. */
 export interface Access {
   readonly scopes: readonly Scope[]
   readonly user: boolean
+  /** A teacher, who reads only their reach (src/db/reach.ts) whatever their scopes: not TEACHER_UNREACHABLE. */
+  readonly teacher?: boolean
+}
+
+/**
+ * The fields a teacher may not select whatever the scopes: the ways to a student's contacts, which
+ * a teacher's reach holds none of (docs/decisions.md "A student's agents"; wall 1's `teacherReach`
+ * and wall 2's policy of `agents` admit none). An operation selecting one is refused before it runs,
+ * as a field outside the caller's scopes is (src/graphql/scope-check.ts), not answered with an empty
+ * list that would say the student has no contact.
+ */
+export const TEACHER_UNREACHABLE: Readonly<Record<string, readonly string[]>> = {
+  Query: ['contacts', 'contactsPage', 'contact'],
+  Student: ['contacts']
+}
+
+/** Whether `Type.field` is one of TEACHER_UNREACHABLE. */
+export function outsideTeacherReach (type: string, field: string): boolean {
+  return TEACHER_UNREACHABLE[type]?.includes(field) === true
 }
 
 export function holds (access: Access, requirement: Requirement): boolean {
@@ -131,7 +150,7 @@ const same = (requirement: Requirement, ...fields: string[]): Fields =>
 export const FIELD_SCOPES: Readonly<Record<string, Fields>> = {
   Query: same(CORE,
     'school', 'students', 'studentsPage', 'student', 'teachers', 'teachersPage', 'teacher',
-    'classrooms', 'classroomsPage', 'classroom', 'changes', 'latestChangeCursor'),
+    'classrooms', 'classroomsPage', 'classroom', 'contacts', 'contactsPage', 'contact', 'changes', 'latestChangeCursor'),
   Subscription: same(CORE, 'changes'),
   Mutation: {
     login: 'none',
@@ -152,7 +171,7 @@ export const FIELD_SCOPES: Readonly<Record<string, Fields>> = {
   },
   Student: {
     ...same(CORE, 'id', 'sourcedId', 'fullName', 'givenName', 'familyName', 'preferredName', 'gradeLevel', 'status',
-      'enrollmentStartDate', 'enrollmentEndDate', 'classroomName', 'classroom', 'version', 'createdAt', 'updatedAt'),
+      'enrollmentStartDate', 'enrollmentEndDate', 'classroomName', 'classroom', 'contacts', 'version', 'createdAt', 'updatedAt'),
     ...same(FULL, 'studentNumber', 'email'),
     ...same(DEMOGRAPHICS, 'dateOfBirth')
   },
@@ -163,9 +182,15 @@ export const FIELD_SCOPES: Readonly<Record<string, Fields>> = {
   },
   Classroom: same(CORE, 'id', 'sourcedId', 'name', 'gradeLevel', 'subject', 'students', 'teachers', 'teacherAssignments', 'version', 'createdAt', 'updatedAt'),
   ClassroomAssignment: same(CORE, 'role', 'teacher', 'classroom'),
+  // A student's agents: the same columns need the same scopes as on REST's /users (COLUMN_SCOPES.Agent).
+  Contact: {
+    ...same(CORE, 'id', 'sourcedId', 'role', 'givenName', 'familyName', 'preferredName', 'status', 'students', 'version', 'createdAt', 'updatedAt'),
+    ...same(FULL, 'email', 'phone', 'sms')
+  },
   StudentPage: same(CORE, 'nodes', 'pageInfo'),
   TeacherPage: same(CORE, 'nodes', 'pageInfo'),
   ClassroomPage: same(CORE, 'nodes', 'pageInfo'),
+  ContactPage: same(CORE, 'nodes', 'pageInfo'),
   PageInfo: same(CORE, 'endCursor', 'hasNextPage'),
   ChangeFeed: same(CORE, 'changes', 'nextCursor', 'hasMore'),
   Change: {

@@ -475,6 +475,8 @@ export type ListCondition =
   | { readonly kind: 'taughtBy', readonly teacherId: string }
   /** Any of these records (ids). */
   | { readonly kind: 'ids', readonly ids: readonly string[] }
+  /** A record whose list `field` (an array column: an agent's student_ids) holds `value`, by `@>` (the list's GIN index). */
+  | { readonly kind: 'holds', readonly field: string, readonly value: string }
   /** Any of the records with these sourcedKeys (a sourcedId, or the id of a record without one). */
   | { readonly kind: 'sourcedKeys', readonly keys: readonly string[] }
   /** A record whose classroom (its classroom_id) is a OneRoster class: it has a course and a term that exists (as classKey). */
@@ -792,6 +794,12 @@ function conditionsSql (model: TypedModel, alias: string, conditions: readonly L
       case 'ids':
         parts.push(`${a}.id = ANY(${next(condition.ids)}::uuid[])`)
         break
+      case 'holds': {
+        const type = columnType(model, condition.field)
+        if (!type.startsWith('_')) throw new Error(`${model}.${condition.field} is not a list`)
+        parts.push(`${a}.${columnOf(condition.field)} @> ARRAY[${next(condition.value)}::${type.slice(1)}]`)
+        break
+      }
       case 'sourcedKeys':
         parts.push(`${KEYS.sourcedKey!.sql(a, reach)} = ANY(${next(condition.keys)}::text[])`)
         break
@@ -822,7 +830,7 @@ function conditionsSql (model: TypedModel, alias: string, conditions: readonly L
 
 /** The shape of a list's conditions (kinds and fields, not values). */
 const conditionsShape = (conditions: readonly ListCondition[]): unknown[] => conditions.map((c) =>
-  c.kind === 'contains' ? [c.kind, c.fields] : c.kind === 'teaches' || c.kind === 'taughtBy' || c.kind === 'ids' || c.kind === 'sourcedKeys' || c.kind === 'inClass' ? [c.kind] : c.kind === 'predicate' ? [c.kind, predicateShape(c.predicate)] : [c.kind, c.field])
+  c.kind === 'contains' ? [c.kind, c.fields] : c.kind === 'holds' ? [c.kind, c.field] : c.kind === 'teaches' || c.kind === 'taughtBy' || c.kind === 'ids' || c.kind === 'sourcedKeys' || c.kind === 'inClass' ? [c.kind] : c.kind === 'predicate' ? [c.kind, predicateShape(c.predicate)] : [c.kind, c.field])
 
 /** The fields a list's conditions read. */
 const conditionsFields = (conditions: readonly ListCondition[]): string[] => conditions.flatMap((c) =>
@@ -924,7 +932,7 @@ export function countRead (read: CountRead): Read {
 }
 
 /** The relations of a page read as one statement each, for all of the page's rows (loaders). */
-export type RelationName = 'Classroom.teachers' | 'Teacher.classrooms' | 'Classroom.students'
+export type RelationName = 'Classroom.teachers' | 'Teacher.classrooms' | 'Classroom.students' | 'Student.contacts' | 'Contact.students'
 
 /**
  * The relations through the assignments (teacher_classrooms tc): the related model, its table and
@@ -939,29 +947,64 @@ const THROUGH_ASSIGNMENTS = {
 /**
  * The statement of a relation for parents `ids`: each row is a record of the related model with the
  * parent's id as `$parent`, in the relation's order. `fields` of the related model (`id` always);
- * Classroom.students also reads the student's classroom's `classroom` fields, when given.
+ * Classroom.students and Contact.students also read the student's classroom's `classroom` fields, when given.
  */
 export function relationRead (relation: RelationName, fields: readonly string[], ids: readonly string[], reach: StatementReach, classroom?: readonly string[]): Read {
   const { values, next } = parameters(reach)
   const parents = next(ids)
   const shape = JSON.stringify(['relation', reach, relation, fields, classroom])
   const statement = kept(shape, () => {
-    if (relation === 'Classroom.students') {
+    // Students (s), with their classroom (c) when asked: the select list, the joined record and its columns.
+    const students = (): { select: string[], join: string, joined: Joined[], columns: string[] } => {
       const select = selectList('Student', 's', fields)
-      let from = 'students s'
-      const joined: Joined[] = []
-      if (classroom !== undefined) {
-        select.push(...selectList('Classroom', 'c', classroom, 'classroom.'))
-        from += ` LEFT JOIN classrooms c ON ${confined('classrooms', 'c', reach)} AND c.school_id = s.school_id AND c.id = s.classroom_id`
-        joined.push({ name: 'classroom', model: 'Classroom', fields: joinedFields(classroom) })
-      }
+      if (classroom === undefined) return { select, join: '', joined: [], columns: [] }
+      select.push(...selectList('Classroom', 'c', classroom, 'classroom.'))
       return {
-        sql: `SELECT s.classroom_id AS "$parent", ${select.join(', ')} FROM ${from} ` +
-          `WHERE ${confined('students', 's', reach)} AND s.classroom_id = ANY(${parents}::uuid[]) ORDER BY s.full_name ASC, s.id ASC`,
-        model: 'Student',
-        joined,
-        reach,
-        columns: [...qualified('Student', [...withId(fields), 'classroomId', 'fullName']), ...qualified('Classroom', classroom === undefined ? [] : joinedFields(classroom))]
+        select,
+        join: ` LEFT JOIN classrooms c ON ${confined('classrooms', 'c', reach)} AND c.school_id = s.school_id AND c.id = s.classroom_id`,
+        joined: [{ name: 'classroom', model: 'Classroom', fields: joinedFields(classroom) }],
+        columns: qualified('Classroom', joinedFields(classroom))
+      }
+    }
+    // An agent (g) and its students (s), joined by the agent's student_ids: the students the school
+    // holds only (an id left by a student removed joins none).
+    const agentStudents = `agents g JOIN students s ON ${confined('students', 's', reach)} AND s.school_id = g.school_id AND s.id = ANY(g.student_ids)`
+    switch (relation) {
+      case 'Classroom.students': {
+        const { select, join, joined, columns } = students()
+        return {
+          sql: `SELECT s.classroom_id AS "$parent", ${select.join(', ')} FROM students s${join} ` +
+            `WHERE ${confined('students', 's', reach)} AND s.classroom_id = ANY(${parents}::uuid[]) ORDER BY s.full_name ASC, s.id ASC`,
+          model: 'Student',
+          joined,
+          reach,
+          columns: [...qualified('Student', [...withId(fields), 'classroomId', 'fullName']), ...columns]
+        }
+      }
+      // A student's contacts: the agents whose student_ids overlap the parents (`&&`, which the
+      // agents' GIN index answers, migration agents_by_student), each once per student of theirs
+      // among the parents.
+      case 'Student.contacts':
+        return {
+          sql: `SELECT s.id AS "$parent", ${selectList('Agent', 'g', fields).join(', ')} FROM ${agentStudents} ` +
+            `WHERE ${confined('agents', 'g', reach)} AND g.student_ids && ${parents}::uuid[] AND s.id = ANY(${parents}::uuid[]) ` +
+            'ORDER BY g.family_name ASC, g.given_name ASC, g.id ASC',
+          model: 'Agent',
+          joined: [],
+          reach,
+          columns: [...qualified('Agent', [...withId(fields), 'studentIds', 'familyName', 'givenName']), 'Student.id']
+        }
+      // A contact's students, by full name.
+      case 'Contact.students': {
+        const { select, join, joined, columns } = students()
+        return {
+          sql: `SELECT g.id AS "$parent", ${select.join(', ')} FROM ${agentStudents}${join} ` +
+            `WHERE ${confined('agents', 'g', reach)} AND g.id = ANY(${parents}::uuid[]) ORDER BY s.full_name ASC, s.id ASC`,
+          model: 'Student',
+          joined,
+          reach,
+          columns: [...qualified('Student', [...withId(fields), 'fullName']), 'Agent.id', 'Agent.studentIds', ...columns]
+        }
       }
     }
     const { model, table, alias, parent, related, order } = THROUGH_ASSIGNMENTS[relation]

@@ -58,7 +58,8 @@ const NEEDS: Readonly<Record<OutOfScopeField['needs'], string>> = {
   'roster.delete': 'the scope roster.delete',
   user: 'a user (clients may not)',
   none: 'nothing',
-  unassigned: 'a scope nobody holds (the field is missing from the scope table)'
+  unassigned: 'a scope nobody holds (the field is missing from the scope table)',
+  school: 'a caller who reads the whole school (a teacher reads no contact)'
 }
 
 /**

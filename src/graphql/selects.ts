@@ -1,13 +1,18 @@
 // What each GraphQL field of the record types reads from the database (see selection.ts): root
 // lists, batched relations and joined relations read only the columns below the fields a query
-// selects. Fields read in batches of their own (Classroom.students, Teacher.classrooms, ...:
-// batches.ts) read nothing here: the batch needs the row's `id`, which every select includes.
+// selects. Fields read in batches of their own (Classroom.students, Teacher.classrooms,
+// Student.contacts, ...: batches.ts) read nothing here: the batch needs the row's `id`, which every
+// select includes.
 import { columns, type SelectionMap } from './selection.js'
 
 export const CLASSROOM_SELECT: SelectionMap = columns('sourcedId', 'name', 'gradeLevel', 'subject', 'version', 'createdAt', 'updatedAt')
 
 export const TEACHER_SELECT: SelectionMap = columns(
   'sourcedId', 'fullName', 'givenName', 'familyName', 'preferredName', 'email', 'title', 'status', 'version', 'createdAt', 'updatedAt'
+)
+
+export const CONTACT_SELECT: SelectionMap = columns(
+  'sourcedId', 'role', 'givenName', 'familyName', 'preferredName', 'email', 'phone', 'sms', 'status', 'version', 'createdAt', 'updatedAt'
 )
 
 export const STUDENT_SELECT: SelectionMap = {

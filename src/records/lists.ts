@@ -2,7 +2,7 @@
 // for every caller: the columns a query selects (never one outside the caller's scopes: the
 // GraphQL layer refuses such a query, wall 1 such a statement), the kind's filter, order and cursor
 // (paging.ts), the school and, for a teacher, the teacher's reach bound by wall 1's step. A record
-// kind (students.ts, teachers.ts, classrooms.ts) declares its list once; these read it.
+// kind (students.ts, teachers.ts, classrooms.ts, contacts.ts) declares its list once; these read it.
 import type { SchoolDb } from '../db/school-client.js'
 import {
   assignmentsRead, byParent, countRead, listRead, relationRead, rowsOf,
@@ -102,6 +102,15 @@ export async function readByIds<T> (db: SchoolDb, model: TypedModel, ids: readon
   }))
 }
 
+/** The record of `model` with this id that the caller reaches, with the selected columns; null when none. */
+export async function readOne<T> (db: SchoolDb, model: TypedModel, id: string, select: Selection): Promise<T | null> {
+  const { fields, classroom } = selectedColumns(db, model, select)
+  const [row] = await run<T>(db, listRead({
+    model, fields, classroom, conditions: [{ kind: 'ids', ids: [id] }], order: ['id'], descending: false, take: 1, reach: db.$statementReach()
+  }))
+  return row ?? null
+}
+
 /**
  * Rows of a record kind for a caller that pages by offset (OneRoster's collections,
  * src/oneroster/): `fields` (columns the caller may read; `id` always), the records that meet the
@@ -145,7 +154,9 @@ export async function countRows (db: SchoolDb, model: TypedModel, conditions: re
 const RELATED: Readonly<Record<RelationName, TypedModel>> = {
   'Classroom.students': 'Student',
   'Classroom.teachers': 'Teacher',
-  'Teacher.classrooms': 'Classroom'
+  'Teacher.classrooms': 'Classroom',
+  'Student.contacts': 'Agent',
+  'Contact.students': 'Student'
 }
 
 /** A relation of the parents `ids` in one statement, grouped by parent in their order. */

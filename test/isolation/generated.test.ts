@@ -2,7 +2,8 @@
 // to three levels, aliases, inline fragments and arguments drawn from both schools' ids. The
 // oracle: no object in any response belongs to another school than the caller's; for a teacher,
 // none lies outside her reach. Each caller (an administrator, a teacher, a client with the core
-// scope only) is asked only fields its scopes hold, and no answer may carry an error.
+// scope only) is asked only fields its scopes hold (a teacher no contact: outsideTeacherReach),
+// and no answer may carry an error. Both schools have contacts with colliding sourcedIds.
 import fc from 'fast-check'
 import {
   getNamedType,
@@ -16,9 +17,9 @@ import {
   type GraphQLObjectType
 } from 'graphql'
 import t from 'tap'
-import { holds, requirementOf, ROLE_SCOPES, type Access } from '../../src/auth/scopes.js'
+import { holds, outsideTeacherReach, requirementOf, ROLE_SCOPES, type Access } from '../../src/auth/scopes.js'
 import { createTestDatabase, testDatabase, type TestDatabaseOptions } from '../helper.js'
-import { foreignIds, gql, mirror, outOfReachIds, type Mirror, type MirrorSchool } from './mirror.js'
+import { foreignIds, gql, mirror, outOfReachIds, seedContacts, type Mirror, type MirrorSchool } from './mirror.js'
 
 const MISSING = '00000000-0000-4000-8000-000000000000'
 
@@ -33,7 +34,7 @@ interface Caller {
 
 const CALLERS: Caller[] = [
   { name: 'an administrator', access: { scopes: ROLE_SCOPES.admin, user: true }, token: (s) => s.token, leaked: foreignIds, runs: 300 },
-  { name: 'a teacher', access: { scopes: ROLE_SCOPES.teacher, user: true }, token: (s) => s.teacherToken, leaked: outOfReachIds, runs: 200 },
+  { name: 'a teacher', access: { scopes: ROLE_SCOPES.teacher, user: true, teacher: true }, token: (s) => s.teacherToken, leaked: outOfReachIds, runs: 200 },
   { name: 'a client with the core scope', access: { scopes: ['roster-core.readonly'], user: false }, token: (s) => s.coreClientToken, leaked: foreignIds, runs: 100 }
 ]
 
@@ -57,13 +58,23 @@ for (const walls of WALLS) {
       // One pair of mirrored schools per configuration, closed when the file ends.
       let shared = mirrors.get(walls.name)
       if (shared === undefined) {
-        shared = (walls.options === null ? testDatabase() : createTestDatabase(walls.options)).then(async (database) => await mirror(root, database))
+        shared = (walls.options === null ? testDatabase() : createTestDatabase(walls.options)).then(async (database) => {
+          const made = await mirror(root, database)
+          await seedContacts(database, made)
+          return made
+        })
         mirrors.set(walls.name, shared)
       }
       const m = await shared
       const schema = m.app.graphql.schema
       const allIds = [...m.a.ids, ...m.b.ids, MISSING]
       let alias = 0
+
+      /** Whether the caller may select `type.field`: its scopes hold it, and a teacher's reach too. */
+      const selectable = (type: string, field: string): boolean => {
+        const need = requirementOf(type, field)
+        return need !== undefined && holds(caller.access, need) && !(caller.access.teacher === true && outsideTeacherReach(type, field))
+      }
 
       /** A value of an input type (ids of both schools, enum values, filters built of those), or '' for none. */
       function valueArb (type: GraphQLInputType, where: string): fc.Arbitrary<string> {
@@ -95,7 +106,7 @@ for (const walls of WALLS) {
       function selectionArb (type: GraphQLObjectType, depth: number): fc.Arbitrary<string> {
         const fields = Object.values(type.getFields())
           .filter((f) => depth > 0 || isLeafType(getNamedType(f.type)))
-          .filter((f) => { const need = requirementOf(type.name, f.name); return need !== undefined && holds(caller.access, need) })
+          .filter((f) => selectable(type.name, f.name))
         return fc.subarray(fields, { minLength: 1 }).chain((chosen) =>
           fc.tuple(...chosen.map((field) => fieldArb(field, depth))).map((parts) => parts.join(' '))
         ).chain((body) => fc.boolean().map((inline) => (inline ? `... on ${type.name} { ${body} }` : body)))
@@ -112,10 +123,7 @@ for (const walls of WALLS) {
       }
 
       const query = schema.getQueryType()!
-      const roots = Object.values(query.getFields()).filter((f) => {
-        const need = requirementOf('Query', f.name)
-        return need !== undefined && holds(caller.access, need)
-      })
+      const roots = Object.values(query.getFields()).filter((f) => selectable('Query', f.name))
       const documentArb = fc.subarray(roots, { minLength: 1, maxLength: 3 }).chain((chosen) =>
         fc.tuple(...chosen.map((field) => fieldArb(field, 3)))
       ).map((parts) => `{ ${parts.map((p, i) => (p.includes(':') && /^f\d+: /.test(p) ? p : `r${i}: ${p}`)).join(' ')} }`)

@@ -3,6 +3,7 @@
 // in a response (anything with an `id`) must belong to the caller's school. Each school also has a
 // teacher login (Ms Same: Rooms 1 and 2, which she shares with Mr Same), whose oracle is narrower:
 // every object must be in her reach (her classrooms, their students, her colleagues, the school).
+// seedContacts gives both schools contacts (agents) with colliding sourcedIds, which no teacher reads.
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../src/app.js'
 import { createSchool } from '../../src/admin/schools.js'
@@ -28,6 +29,8 @@ export interface MirrorSchool {
   studentIds: string[]
   teacherIds: string[]
   classroomIds: string[]
+  /** The school's contacts (agents), once seedContacts has made them; none in a teacher's reach. */
+  contactIds: string[]
   /** Every id of this school's records, the school's own included. */
   ids: Set<string>
 }
@@ -83,6 +86,7 @@ async function seed (db: Database, app: FastifyInstance): Promise<MirrorSchool> 
     studentIds,
     teacherIds,
     classroomIds,
+    contactIds: [],
     ids: new Set([schoolId, ...studentIds, ...teacherIds, ...classroomIds])
   }
 }
@@ -95,6 +99,27 @@ export async function mirror (test: { teardown: (fn: () => unknown) => void }, d
   const a = await seed(db, app)
   const b = await seed(db, app)
   return { app, a, b }
+}
+
+/**
+ * Two contacts in each school, with the same sourcedIds in both: a guardian ag-1 of the school's
+ * first two students, and a relative ag-2 of its third student whose student_ids also hold the other
+ * school's first student (the column is a list of ids, which the database does not check against
+ * students: the walls must not follow it across schools).
+ */
+export async function seedContacts (db: Database, m: Mirror): Promise<void> {
+  for (const [school, other] of [[m.a, m.b], [m.b, m.a]] as const) {
+    const tenant = db.forSchool(school.schoolId)
+    const contacts = [
+      { sourcedId: 'ag-1', role: 'guardian', givenName: 'Gia', familyName: 'Same', email: 'same@example.org', studentIds: school.studentIds.slice(0, 2) },
+      { sourcedId: 'ag-2', role: 'relative', givenName: 'Rex', familyName: 'Same', studentIds: [school.studentIds[2]!, other.studentIds[0]!] }
+    ]
+    for (const data of contacts) {
+      const { id } = await tenant.agent.create({ data: { schoolId: school.schoolId, ...data }, select: { id: true } })
+      school.contactIds.push(id)
+      school.ids.add(id)
+    }
+  }
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i

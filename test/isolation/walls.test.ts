@@ -1,6 +1,7 @@
 // Each wall on its own stops the leaks: the same probes run with both walls, with wall 1 alone
 // (a role that bypasses row-level security), with wall 2 alone (the extension's filters off), and,
-// as the control that shows the probes can fail, with neither.
+// as the control that shows the probes can fail, with neither. Contacts (agents) too: each school's
+// have the other's sourcedIds, and one lists a student of the other school, which no wall follows.
 import pg from 'pg'
 import t from 'tap'
 import type { PGlite } from '@electric-sql/pglite'
@@ -8,7 +9,7 @@ import { setLocalStatements } from '../../src/db/school-session.js'
 import { withoutSchoolConditions } from '../../src/db/typed-reads.js'
 import { insertStudents, studentsBySourcedId, updateStudents } from '../../src/db/typed-writes.js'
 import { createTestDatabase, testDatabase, type TestDatabaseOptions } from '../helper.js'
-import { foreignIds, gql, mirror, outOfReachIds, type Mirror, type MirrorSchool } from './mirror.js'
+import { foreignIds, gql, mirror, outOfReachIds, seedContacts, type Mirror, type MirrorSchool } from './mirror.js'
 
 /** Responses to school A's probes that hold records of school B. */
 async function leaks (m: Mirror, caller: MirrorSchool, other: MirrorSchool): Promise<number> {
@@ -19,7 +20,12 @@ async function leaks (m: Mirror, caller: MirrorSchool, other: MirrorSchool): Pro
     '{ classrooms(limit: 1000) { id students { id } teachers { id } } }',
     ...other.studentIds.map((id) => `{ student(id: "${id}") { id classroom { id } } }`),
     ...other.teacherIds.map((id) => `{ teacher(id: "${id}") { id classrooms { id } } }`),
-    ...other.classroomIds.map((id) => `{ classroom(id: "${id}") { id students { id } } }`)
+    ...other.classroomIds.map((id) => `{ classroom(id: "${id}") { id students { id } } }`),
+    '{ contacts(limit: 1000) { id students { id contacts { id } } } contactsPage(limit: 1000) { nodes { id } } }',
+    '{ students(limit: 1000) { id contacts { id students { id } } } }',
+    '{ contacts(filter: { role: RELATIVE }) { id students { id classroom { id } } } }',
+    ...other.contactIds.map((id) => `{ contact(id: "${id}") { id students { id } } }`),
+    ...other.studentIds.map((id) => `{ contacts(filter: { studentId: "${id}" }) { id } student(id: "${id}") { id contacts { id } } }`)
   ]
   let leaked = 0
   for (const query of queries) {
@@ -47,6 +53,22 @@ async function teacherLeaks (m: Mirror, caller: MirrorSchool, other: MirrorSchoo
   for (const query of queries) {
     const res = await gql(m.app, query, { token: caller.teacherToken })
     if (outOfReachIds(res, caller).length > 0) leaked += 1
+  }
+  return leaked
+}
+
+/** A teacher's operations selecting contacts (her own school's or the other's) that are not refused before they run. */
+async function teacherContactLeaks (m: Mirror, caller: MirrorSchool, other: MirrorSchool): Promise<number> {
+  const queries = [
+    '{ contacts(limit: 1000) { id } }',
+    '{ contactsPage { nodes { id } } }',
+    '{ students(limit: 1000) { id contacts { id } } }',
+    ...[...caller.contactIds, ...other.contactIds].map((id) => `{ contact(id: "${id}") { id } }`)
+  ]
+  let leaked = 0
+  for (const query of queries) {
+    const res = await gql(m.app, query, { token: caller.teacherToken })
+    if (res.body.data != null || res.body.errors?.[0]?.extensions?.code !== 'FORBIDDEN') leaked += 1
   }
   return leaked
 }
@@ -126,6 +148,7 @@ for (const config of CONFIGURATIONS) {
     const db = await createTestDatabase(config.options)
     t.equal(db.rowSecurity, config.rowSecurity, 'row-level security applies as configured')
     const m = await mirror(t, db)
+    await seedContacts(db, m)
     const found = (await leaks(m, m.a, m.b)) + (await leaks(m, m.b, m.a))
     if (config.leaks) t.ok(found > 0, `without either wall, B's records reach A (${found} probes leaked)`)
     else t.equal(found, 0, 'no probe returns a record of the other school')
@@ -133,6 +156,8 @@ for (const config of CONFIGURATIONS) {
     const teacherFound = (await teacherLeaks(m, m.a, m.b)) + (await teacherLeaks(m, m.b, m.a))
     if (config.leaks) t.ok(teacherFound > 0, `without either wall, records outside a teacher's reach reach her (${teacherFound} probes leaked)`)
     else t.equal(teacherFound, 0, 'no probe returns a record outside the teacher\'s reach')
+    // Contacts: refused to a teacher before anything runs, whatever the walls.
+    t.equal((await teacherContactLeaks(m, m.a, m.b)) + (await teacherContactLeaks(m, m.b, m.a)), 0, 'every teacher\'s operation selecting a contact is refused')
     // Mutations: the same walls stop a write naming another school's record, each alone.
     const writesFound = (await writeLeaks(m, m.a, m.b)) + (await writeLeaks(m, m.b, m.a))
     if (config.leaks) t.ok(writesFound > 0, `without either wall, mutations reach B's records (${writesFound} probes leaked)`)
@@ -161,6 +186,13 @@ for (const config of CONFIGURATIONS) {
     // Positive control in every configuration: each school reads its own records.
     const own = await gql(m.app, '{ students(limit: 1000) { id } }', { token: m.a.token })
     t.ok(m.a.studentIds.every((id) => own.body.data?.students.some((s: { id: string }) => s.id === id)), 'A reads all of A')
+    if (!config.leaks) {
+      const contacts = await gql(m.app, '{ contacts { id students { id } } }', { token: m.a.token })
+      t.same(contacts.body.data?.contacts, [
+        { id: m.a.contactIds[0], students: m.a.studentIds.slice(0, 2).map((id) => ({ id })) },
+        { id: m.a.contactIds[1], students: [{ id: m.a.studentIds[2] }] }
+      ], 'A reads its contacts, and of their students only its own')
+    }
   })
 }
 
@@ -301,6 +333,7 @@ t.test('wall 2 at the database: the bulk upsert\'s statements with another schoo
 t.test('wall 2 at the database: with a teacher set, only her reach can be read or written', async (t) => {
   const db = await testDatabase()
   const m = await mirror(t, db)
+  await seedContacts(db, m)
   const sql = await serviceSql()
   t.teardown(() => sql.close())
   const teacherId = m.a.teacherIds[0]!
@@ -319,6 +352,8 @@ t.test('wall 2 at the database: with a teacher set, only her reach can be read o
     t.equal(colleagues.rows.length, 1, "a colleague's assignments: only the classroom they share")
     const feed = await sql.query('SELECT count(*)::int AS n FROM changes')
     t.equal(feed.rows[0].n, 0, "the school's change feed is not hers")
+    const agents = await sql.query('SELECT count(*)::int AS n FROM agents')
+    t.equal(agents.rows[0].n, 0, 'no contact (agent) is hers, not even her students\'')
     const outside = m.a.studentIds.filter((id) => !m.a.teacherReach.has(id))
     const updated = await sql.query("UPDATE students SET full_name = 'Hacked' WHERE id = ANY($1::uuid[])", [outside])
     t.equal(updated.count, 0, 'a student outside her reach cannot be updated')
@@ -333,6 +368,8 @@ t.test('wall 2 at the database: with a teacher set, only her reach can be read o
     await sql.setSchool(m.a.schoolId)
     const { rows } = await sql.query('SELECT count(*)::int AS n FROM students')
     t.equal(rows[0].n, m.a.studentIds.length, 'after her transaction, the school alone reads every student')
+    const agents = await sql.query('SELECT id FROM agents ORDER BY id')
+    t.same(agents.rows.map((r) => r.id), [...m.a.contactIds].sort(), 'and its own contacts only')
   } finally {
     await sql.query('ROLLBACK')
   }

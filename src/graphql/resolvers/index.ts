@@ -4,6 +4,7 @@ import type { Resolvers } from '../generated.js'
 import { authMutations } from './auth.js'
 import { Change, changeQueries } from './changes.js'
 import { Classroom, classroomQueries } from './classrooms.js'
+import { Contact, contactQueries } from './contacts.js'
 import { recordMutations } from './mutations.js'
 import { dateCoercion, dateTimeCoercion, implementScalar } from './scalars.js'
 import { schoolQueries } from './school.js'
@@ -16,13 +17,14 @@ import { Teacher, teacherQueries } from './teachers.js'
  */
 export function buildResolvers (schema: GraphQLSchema): Resolvers {
   return checkingArguments(schema, {
-    Query: { ...schoolQueries, ...studentQueries, ...teacherQueries, ...classroomQueries, ...changeQueries },
+    Query: { ...schoolQueries, ...studentQueries, ...teacherQueries, ...classroomQueries, ...contactQueries, ...changeQueries },
     Mutation: { ...authMutations, ...recordMutations },
     Date: implementScalar(schema, 'Date', dateCoercion),
     DateTime: implementScalar(schema, 'DateTime', dateTimeCoercion),
     Student,
     Teacher,
     Classroom,
+    Contact,
     Change
   } satisfies Resolvers)
 }
