@@ -869,7 +869,7 @@ export function listRead (read: ListRead): Read {
         // A teacher's page is her classrooms' students sorted (PostgreSQL reads them by classroom,
         // then sorts for the LIMIT): a join reads the classroom of every one of them before the
         // sort, a subquery in the select list is postponed after the LIMIT (`flat`: 20 classroom
-        // reads instead of 80, PostgreSQL's CPU per request 553 to 359 µs, BENCHMARKS.md "A
+        // reads instead of 80, PostgreSQL's CPU per request 482-499 to 313-342 µs, BENCHMARKS.md "A
         // teacher's and a client's reads"). A subquery per field: with two (`nested`'s id and
         // name, all 80 rows kept) the join costs less. The school's page stops at LIMIT by the
         // index, so its join reads as few rows and costs less than a subquery.
