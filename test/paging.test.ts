@@ -190,6 +190,32 @@ t.test('teachers and classrooms page, order and filter the same way', async (t) 
   t.same(rooms.body.data!.classroomsPage, { nodes: [{ name: 'Room Three' }, { name: 'Room 1' }], pageInfo: { hasNextPage: true } })
 })
 
+/**
+ * The plan of `statement` as run (EXPLAIN ANALYZE): every node, and the task count of each
+ * distributed job. On a Citus coordinator the plan is Citus's, with each task's plan on its worker
+ * inside: a school's read must be one task (one shard, the school's), and that task's plan is
+ * checked as PostgreSQL's.
+ */
+async function explain (owner: pg.Client, statement: { sql: string, params: unknown[] }): Promise<{ nodes: any[], tasks: number[] }> {
+  const { rows } = await owner.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement.sql}`, statement.params)
+  const nodes: any[] = []
+  const tasks: number[] = []
+  const visit = (node: any): void => {
+    nodes.push(node)
+    for (const child of node.Plans ?? []) visit(child)
+    const job = node['Distributed Query']?.Job
+    if (job !== undefined) {
+      tasks.push(job['Task Count'])
+      for (const task of job.Tasks ?? []) for (const remote of task['Remote Plan'] ?? []) for (const plan of remote) visit(plan.Plan)
+    }
+  }
+  visit(rows[0]['QUERY PLAN'][0].Plan)
+  return { nodes, tasks }
+}
+
+/** A shard's relations and indexes carry its number on Citus (students_102008): named as the table's. */
+const unshardedName = (citus: boolean) => (name: string | undefined): string | undefined => citus ? name?.replace(/_\d+$/, '') : name
+
 t.test('a page deep in 100,000 students is an index range scan that reads only the page (no OFFSET)', {
   skip: serverUrl === undefined ? 'PostgreSQL only: EXPLAIN of a 100,000-student school (TEST_DATABASE_URL)' : false
 }, async (t) => {
@@ -250,32 +276,6 @@ t.test('a page deep in 100,000 students is an index range scan that reads only t
   }
 })
 
-/**
- * The plan of `statement` as run (EXPLAIN ANALYZE): every node, and the task count of each
- * distributed job. On a Citus coordinator the plan is Citus's, with each task's plan on its worker
- * inside: a school's read must be one task (one shard, the school's), and that task's plan is
- * checked as PostgreSQL's.
- */
-async function explain (owner: pg.Client, statement: { sql: string, params: unknown[] }): Promise<{ nodes: any[], tasks: number[] }> {
-  const { rows } = await owner.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement.sql}`, statement.params)
-  const nodes: any[] = []
-  const tasks: number[] = []
-  const visit = (node: any): void => {
-    nodes.push(node)
-    for (const child of node.Plans ?? []) visit(child)
-    const job = node['Distributed Query']?.Job
-    if (job !== undefined) {
-      tasks.push(job['Task Count'])
-      for (const task of job.Tasks ?? []) for (const remote of task['Remote Plan'] ?? []) for (const plan of remote) visit(plan.Plan)
-    }
-  }
-  visit(rows[0]['QUERY PLAN'][0].Plan)
-  return { nodes, tasks }
-}
-
-/** A shard's relations and indexes carry its number on Citus (students_102008): named as the table's. */
-const unshardedName = (citus: boolean) => (name: string | undefined): string | undefined => citus ? name?.replace(/_\d+$/, '') : name
-
 t.test('a teacher\'s page reads the classroom of the page\'s students only, after its LIMIT', {
   skip: serverUrl === undefined ? 'PostgreSQL only: EXPLAIN ANALYZE (TEST_DATABASE_URL)' : false
 }, async (t) => {
@@ -308,9 +308,11 @@ t.test('a teacher\'s page reads the classroom of the page\'s students only, afte
   const unsharded = unshardedName(db.citus)
   const below = (node: any): any[] => (node.Plans ?? []).flatMap((child: any) => [child, ...below(child)])
   const sorts = nodes.filter((n) => n['Node Type'] === 'Sort')
-  // PostgreSQL's plan of this school (a worker's shard on Citus may read her students in the
-  // page's order instead, and then stops at the LIMIT with or without the subquery).
-  if (!db.citus) t.equal(sorts.length, 1, 'her students are read by classroom and sorted for the page')
+  // PostgreSQL's plan of this school in this database (after the 100,000 students above) reads her
+  // students by classroom and sorts them: a join would read the 100 classrooms before the sort.
+  // Another plan (a Citus shard's, or other statistics) reads her students in the page's order
+  // and stops at the LIMIT with a join or a subquery alike: the assertions hold for every plan.
+  if (sorts.length === 0) t.comment('this plan reads her students in the page\'s order (no sort)')
   t.notOk(sorts.some((sort) => below(sort).some((n) => unsharded(n['Relation Name']) === 'classrooms')), 'no classroom is read before the sort')
   const classrooms = nodes.filter((n) => unsharded(n['Relation Name']) === 'classrooms').reduce((sum, n) => sum + n['Actual Rows'] * n['Actual Loops'], 0)
   t.equal(classrooms, 20, 'the classroom is read for the page\'s 20 students only')
