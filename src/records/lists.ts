@@ -93,10 +93,13 @@ export async function readPage<T extends Record<string, unknown>, O extends stri
   return toPage(rows, plan)
 }
 
-/** The records of `model` with these ids that the caller reaches (whole rows: every column it may read), in id order. */
-export async function readByIds<T> (db: SchoolDb, model: TypedModel, ids: readonly string[]): Promise<T[]> {
+/**
+ * The records of `model` with these ids that the caller reaches, in id order: the selected columns,
+ * or whole rows (every column it may read) by default.
+ */
+export async function readByIds<T> (db: SchoolDb, model: TypedModel, ids: readonly string[], select: Selection = true): Promise<T[]> {
   if (ids.length === 0) return []
-  const { fields, classroom } = selectedColumns(db, model, true)
+  const { fields, classroom } = selectedColumns(db, model, select)
   return await run<T>(db, listRead({
     model, fields, classroom, conditions: [{ kind: 'ids', ids }], order: ['id'], descending: false, take: ids.length, reach: db.$statementReach()
   }))
@@ -104,10 +107,7 @@ export async function readByIds<T> (db: SchoolDb, model: TypedModel, ids: readon
 
 /** The record of `model` with this id that the caller reaches, with the selected columns; null when none. */
 export async function readOne<T> (db: SchoolDb, model: TypedModel, id: string, select: Selection): Promise<T | null> {
-  const { fields, classroom } = selectedColumns(db, model, select)
-  const [row] = await run<T>(db, listRead({
-    model, fields, classroom, conditions: [{ kind: 'ids', ids: [id] }], order: ['id'], descending: false, take: 1, reach: db.$statementReach()
-  }))
+  const [row] = await readByIds<T>(db, model, [id], select)
   return row ?? null
 }
 
