@@ -1117,8 +1117,12 @@ async function main () {
   const targets = [
     target('flat >= 0.8 x ceiling', flat && flatCeiling, flat?.ceilingRatio >= 0.8,
       `${flat?.rps.toFixed(0)} req/s = ${flat?.ceilingRatio?.toFixed(2)} x the ceiling's ${flatCeiling?.rps.toFixed(0)} req/s (its median in the interleaved rounds)`),
-    target('nested p50 <= 2 x flat p50', flat && nested, nested?.p50 <= 2 * flat?.p50,
-      `nested p50 ${f1(nested?.p50)} ms vs flat p50 ${f1(flat?.p50)} ms (${(nested?.p50 / flat?.p50).toFixed(2)} x)`),
+    // autocannon measures latency in whole milliseconds: a p50 of 0 is below its resolution, and no
+    // ratio to it says anything (a cached flat read on Citus).
+    flat?.p50 === 0
+      ? { name: 'nested p50 <= 2 x flat p50', status: 'SKIP', detail: `flat p50 below autocannon's 1 ms resolution (nested p50 ${f1(nested?.p50)} ms)` }
+      : target('nested p50 <= 2 x flat p50', flat && nested, nested?.p50 <= 2 * flat?.p50,
+        `nested p50 ${f1(nested?.p50)} ms vs flat p50 ${f1(flat?.p50)} ms (${(nested?.p50 / flat?.p50).toFixed(2)} x)`),
     target('flat p99 < 30 ms', flat, flat?.p99 < 30, `flat p99 ${f1(flat?.p99)} ms`),
     target('peak RSS < 200 MB', peakRssMb.service !== undefined, peakRssMb.service < 200, `service peak RSS ${f1(peakRssMb.service)} MB over the whole run`),
     target('ready < 1 s', ready.service !== undefined, ready.service < 1000, `${ready.service?.toFixed(0)} ms from process start to the first 200 from /ready`),
