@@ -729,12 +729,17 @@ function joinedFields (fields: readonly string[]): string[] {
  * `"<name>.<field>"`; a key of the record (KEYS) as its SQL, for a caller of `reach`.
  */
 function selectList (model: TypedModel, alias: string, fields: readonly string[], prefix = '', reach: StatementReach = 'school'): string[] {
+  return selected(model, alias, fields, prefix, reach).map(({ value, name }) => `${value} AS "${name}"`)
+}
+
+/** selectList's items apart: each field's SQL value and the name it is answered as. */
+function selected (model: TypedModel, alias: string, fields: readonly string[], prefix = '', reach: StatementReach = 'school'): Array<{ value: string, name: string }> {
   return (prefix === '' ? withId(fields) : joinedFields(fields)).map((field) => {
-    if (prefix === '' && isKey(field)) return `${valueSql(model, alias, field, reach)} AS "${field}"`
+    if (prefix === '' && isKey(field)) return { value: valueSql(model, alias, field, reach), name: field }
     const type = columnType(model, field)
     // Enums as text: the answer's strings, whatever the driver makes of a type it does not know.
-    const column = ENUM_TYPES.has(type) ? `${alias}.${columnOf(field)}::text` : `${alias}.${columnOf(field)}`
-    return `${column} AS "${prefix}${field}"`
+    const value = ENUM_TYPES.has(type) ? `${alias}.${columnOf(field)}::text` : `${alias}.${columnOf(field)}`
+    return { value, name: prefix + field }
   })
 }
 
@@ -873,10 +878,8 @@ export function listRead (read: ListRead): Read {
         // teacher's and a client's reads"). A subquery per field: with two (`nested`'s id and
         // name, all 80 rows kept) the join costs less. The school's page stops at LIMIT by the
         // index, so its join reads as few rows and costs less than a subquery.
-        select.push(...selectList('Classroom', 'c', classroom, 'classroom.').map((item) => {
-          const [column, name] = item.split(' AS ')
-          return `(SELECT ${column!} FROM classrooms c WHERE ${studentsClassroom}) AS ${name!}`
-        }))
+        select.push(...selected('Classroom', 'c', classroom, 'classroom.').map(({ value, name }) =>
+          `(SELECT ${value} FROM classrooms c WHERE ${studentsClassroom}) AS "${name}"`))
       } else {
         select.push(...selectList('Classroom', 'c', classroom, 'classroom.'))
         from += ` LEFT JOIN classrooms c ON ${studentsClassroom}`
