@@ -393,10 +393,11 @@ t.test('the import\'s upserts update with no function and no parameter in DO UPD
     }
   }
   const one = [{}] as never[]
-  // A classroom's lists (and a user's identifiers) are written as array literals: made of its lists, empty here.
+  // A classroom's lists (and a user's identifiers and roles) are written as array literals and JSON: made of its lists, empty here.
   const classroom = [{ termIds: [], periods: [], grades: [], subjects: [], subjectCodes: [] }] as never[]
-  const user = [{ userIds: [] }] as never[]
-  await writePlan(recording, '00000000-0000-4000-8000-000000000001', { ...emptyPlan(), classrooms: classroom, students: user, teachers: user, assignments: one, studentUpdates: one }, () => {})
+  const user = [{ userIds: [], secondaryRoles: [] }] as never[]
+  const update = [{ secondaryRoles: [] }] as never[]
+  await writePlan(recording, '00000000-0000-4000-8000-000000000001', { ...emptyPlan(), classrooms: classroom, students: user, teachers: user, assignments: one, studentUpdates: update }, () => {})
   const upserts = sent.filter((sql) => /ON CONFLICT/.test(sql))
   t.equal(upserts.length, 5, 'one statement per table, and one for the students the users file does not hold')
   for (const sql of upserts) {

@@ -435,14 +435,15 @@ export function buildProgram (io: CliIo = PROCESS_IO): Command {
     .description('import a OneRoster 1.1/1.2 CSV bundle (folder or zip) into a school: all of it in one transaction, or nothing')
     .argument('<path>', 'folder or zip file with manifest.csv, users.csv, classes.csv, enrollments.csv, ...')
     .requiredOption('--school <schoolId>', 'school id')
+    .option('--org <sourcedId>', "the bundle's org that is this school: roles.csv's rows of other orgs are not its roles (needed when roles.csv names several)")
     .option('--dry-run', 'check and plan everything, write nothing: print what would be created, changed and removed')
     .option('--json', 'print the summary as one JSON object')
-    .action(async (path: string, options: { school: string, dryRun?: boolean, json?: boolean }) => {
+    .action(async (path: string, options: { school: string, org?: string, dryRun?: boolean, json?: boolean }) => {
       // Loaded on use: the CSV, zip and progress libraries are not needed by other commands.
       const { importOneRoster, formatSummary } = await import('../import/index.js')
       const config = loadConfig(io.env, { needsSecret: false })
       const summary = await importOneRoster({
-        path, schoolId: options.school, dryRun: options.dryRun, databaseUrl: config.databaseUrl, dataDir: config.dataDir, progress: io.stderr
+        path, schoolId: options.school, org: options.org, dryRun: options.dryRun, databaseUrl: config.databaseUrl, dataDir: config.dataDir, progress: io.stderr
       })
       io.stdout.write(options.json === true ? JSON.stringify(summary) + '\n' : formatSummary(summary))
     })

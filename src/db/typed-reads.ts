@@ -56,6 +56,13 @@ const PERSON_NAMES = {
   userIds: '_text'
 } as const
 
+/** A user's roles in the school (OneRoster's roles.csv): the same columns on students, teachers and agents. */
+const ROLE_TYPES = {
+  roleBeginDate: 'date',
+  roleEndDate: 'date',
+  secondaryRoles: 'jsonb'
+} as const
+
 /** OneRoster's demographics: the same columns on students and teachers (DEMOGRAPHIC_COLUMNS). */
 const DEMOGRAPHIC_TYPES = {
   dateOfBirth: 'date',
@@ -82,6 +89,7 @@ export const COLUMN_TYPES = {
     ...PERSON_NAMES,
     sms: 'text',
     phone: 'text',
+    ...ROLE_TYPES,
     studentNumber: 'text',
     email: 'text',
     ...DEMOGRAPHIC_TYPES,
@@ -103,6 +111,7 @@ export const COLUMN_TYPES = {
     ...PERSON_NAMES,
     sms: 'text',
     phone: 'text',
+    ...ROLE_TYPES,
     email: 'text',
     title: 'text',
     ...DEMOGRAPHIC_TYPES,
@@ -180,6 +189,7 @@ export const COLUMN_TYPES = {
     email: 'text',
     sms: 'text',
     phone: 'text',
+    ...ROLE_TYPES,
     status: 'TeacherStatus',
     studentIds: '_uuid',
     version: 'int4',
@@ -588,6 +598,20 @@ const KEYS: Readonly<Record<string, Key>> = {
     list: true,
     sql: (a, reach) => `ARRAY(SELECT ${sourcedSql('sg')} FROM students sg WHERE ${confined('students', 'sg', reach)} ` +
       `AND sg.school_id = ${a}.school_id AND sg.id = ANY(${a}.student_ids) ORDER BY 1)`
+  },
+  // A user's roles in the school beside its primary one (migration user_roles): the secondary
+  // roles' names, and the role types it has (primary always, secondary with any), as lists a
+  // filter asks whether they hold a value (src/oneroster/kinds.ts roles). Read from the row's own
+  // JSON: no other table.
+  secondaryRoleNames: {
+    columns: ['secondaryRoles'],
+    list: true,
+    sql: (a) => `ARRAY(SELECT jsonb_array_elements(${a}.secondary_roles) ->> 'role')`
+  },
+  roleTypes: {
+    columns: ['secondaryRoles'],
+    list: true,
+    sql: (a) => `(CASE WHEN jsonb_array_length(${a}.secondary_roles) > 0 THEN ARRAY['primary', 'secondary'] ELSE ARRAY['primary'] END)`
   },
   termKeys: {
     model: 'Classroom',

@@ -7,7 +7,7 @@
 // or not a student (from an agent's row), is refused with its line: the model keeps a student's
 // agents only.
 import type { Row, Table } from './bundle.js'
-import type { UserDetails } from './user-details.js'
+import type { RoleDetails, UserDetails } from './user-details.js'
 
 /** OneRoster 1.2's roles of a student's agents (RoleEnum), the only ones kept as agents. */
 export const AGENT_ROLES = ['guardian', 'parent', 'relative'] as const
@@ -18,7 +18,7 @@ export function isAgentRole (role: string): role is AgentRole {
 }
 
 /** An agent as the import writes it (the fields of users.csv, as a teacher's). */
-export interface AgentRecord extends UserDetails {
+export interface AgentRecord extends UserDetails, RoleDetails {
   id: string
   sourcedId: string
   role: AgentRole

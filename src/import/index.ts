@@ -1,11 +1,11 @@
 // `school-data import oneroster PATH --school ID`: read the bundle, check all of it against itself
 // and the school's records, then write everything in one transaction (or nothing).
 import cliProgress from 'cli-progress'
-import { readBundle } from './bundle.js'
+import { readBundle, type Bundle } from './bundle.js'
 import { inSchoolTransaction, type ConnectionOptions } from './connection.js'
 import { planCalendar, type CalendarPlan } from './calendar.js'
-import { bundleHolds, planImport, resolveClassReferences, type Removals } from './oneroster.js'
-import { readExisting, rowsToWrite, writePlan, type WriteSummary } from './write.js'
+import { bundleHolds, planImport, resolveClassReferences, type PlanOptions, type Removals } from './oneroster.js'
+import { readExisting, rowsToWrite, writePlan, type Sql, type WriteSummary } from './write.js'
 import { calendarRowsToWrite, readExistingCalendar, writeCalendar, type CalendarSummary } from './write-calendar.js'
 import { parseUuid } from '../validators.js'
 
@@ -15,6 +15,8 @@ export { SchoolNotFoundError } from './connection.js'
 export interface ImportOptions extends ConnectionOptions {
   path: string
   schoolId: string
+  /** The bundle's org that is the school (its sourcedId): roles.csv's rows of other orgs are not the school's roles. */
+  org?: string | undefined
   /** Check and write, then roll back: the summary of what an import would do, and what it would remove. */
   dryRun?: boolean
   /** Where the progress bar goes; shown only on a terminal. */
@@ -44,24 +46,43 @@ export async function importOneRoster (options: ImportOptions): Promise<ImportSu
     bar?.start(1, 0, { phase: 'Reading and checking' })
     const bundle = await readBundle(options.path)
     return await inSchoolTransaction(options, schoolId, async (sql) => {
-      const plan = planImport(bundle, await readExisting(sql))
-      const existingCalendar = await readExistingCalendar(sql)
-      const calendar = planCalendar(bundle, existingCalendar)
-      resolveClassReferences(plan, keptKeys(existingCalendar.courses, calendar.courses, calendar.removed.courses),
-        keptKeys(existingCalendar.academicSessions, calendar.academicSessions, calendar.removed.academicSessions),
-        { courses: bundleHolds(bundle, 'courses.csv'), terms: bundleHolds(bundle, 'academicSessions.csv') })
-      bar?.setTotal(rowsToWrite(plan) + calendarRowsToWrite(calendar))
-      bar?.update(0, { phase: 'Writing' })
-      // Courses and sessions first: removing a classroom or a person never depends on them.
-      const calendarWritten = await writeCalendar(sql, schoolId, calendar, (n) => bar?.increment(n))
-      const written = await writePlan(sql, schoolId, plan, (n) => bar?.increment(n))
+      const { summary, removals } = await importBundle(sql, schoolId, bundle, { org: options.org }, {
+        planned: (rows) => {
+          bar?.setTotal(rows)
+          bar?.update(0, { phase: 'Writing' })
+        },
+        progress: (n) => bar?.increment(n)
+      })
       bar?.update({ phase: 'Committing' })
-      const summary: ImportSummary = { ...written, ...calendarWritten, skippedUsers: plan.skippedUsers, skippedEnrollments: plan.skippedEnrollments, dryRun: options.dryRun === true }
-      if (summary.dryRun) summary.removals = { ...plan.removed, ...calendar.removed }
-      return summary
+      return { ...summary, dryRun: options.dryRun === true, ...(options.dryRun === true ? { removals } : {}) }
     }, options.dryRun === true)
   } finally {
     bar?.stop()
+  }
+}
+
+/**
+ * Plans the whole bundle against the school's records and writes it, on the import's connection
+ * (in its school transaction): the calendar (courses, sessions) first, then the people, classes
+ * and enrollments. Shared by the CLI and the tests that import an export.
+ */
+export async function importBundle (sql: Sql, schoolId: string, bundle: Bundle, options: PlanOptions,
+  report: { planned?: (rows: number) => void, progress?: (n: number) => void } = {}
+): Promise<{ summary: Omit<ImportSummary, 'dryRun' | 'removals'>, removals: Removals & CalendarPlan['removed'] }> {
+  const plan = planImport(bundle, await readExisting(sql), options)
+  const existingCalendar = await readExistingCalendar(sql)
+  const calendar = planCalendar(bundle, existingCalendar)
+  resolveClassReferences(plan, keptKeys(existingCalendar.courses, calendar.courses, calendar.removed.courses),
+    keptKeys(existingCalendar.academicSessions, calendar.academicSessions, calendar.removed.academicSessions),
+    { courses: bundleHolds(bundle, 'courses.csv'), terms: bundleHolds(bundle, 'academicSessions.csv') })
+  report.planned?.(rowsToWrite(plan) + calendarRowsToWrite(calendar))
+  const progress = report.progress ?? (() => {})
+  // Courses and sessions first: removing a classroom or a person never depends on them.
+  const calendarWritten = await writeCalendar(sql, schoolId, calendar, progress)
+  const written = await writePlan(sql, schoolId, plan, progress)
+  return {
+    summary: { ...written, ...calendarWritten, skippedUsers: plan.skippedUsers, skippedEnrollments: plan.skippedEnrollments },
+    removals: { ...plan.removed, ...calendar.removed }
   }
 }
 

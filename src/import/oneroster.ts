@@ -22,9 +22,9 @@ import { v7 as uuidv7 } from 'uuid'
 import { DEMOGRAPHIC_COLUMNS } from '../db/typed-reads.js'
 import { planAgents, isAgentRole, type AgentLinks, type AgentRecord, type AgentRole, type ExistingAgent } from './agents.js'
 import { ImportError, readTable, type Bundle, type Row, type Table } from './bundle.js'
-import type { UserDetails } from './user-details.js'
+import { NO_ROLE_DETAILS, ONEROSTER_ROLES, roleDetailsIn, sameRoleDetails, secondaryRole, type RoleDetails, type UserDetails } from './user-details.js'
 
-export type { UserDetails }
+export type { RoleDetails, UserDetails }
 
 export type GradeLevel =
   | 'PRE_KINDERGARTEN' | 'KINDERGARTEN' | 'GRADE_1' | 'GRADE_2' | 'GRADE_3' | 'GRADE_4' | 'GRADE_5'
@@ -98,7 +98,7 @@ const demographicsIn = (values: Demographics): Demographics => demographicsOf((f
 
 const sameDemographics = (a: Demographics, b: Demographics): boolean => DEMOGRAPHIC_COLUMNS.every((field) => a[field] === b[field])
 
-export interface StudentRecord extends Demographics, UserDetails {
+export interface StudentRecord extends Demographics, UserDetails, RoleDetails {
   id: string
   sourcedId: string
   givenName: string
@@ -115,7 +115,7 @@ export interface StudentRecord extends Demographics, UserDetails {
   classroomId: string | null
 }
 
-export interface TeacherRecord extends Demographics, UserDetails {
+export interface TeacherRecord extends Demographics, UserDetails, RoleDetails {
   id: string
   sourcedId: string
   givenName: string
@@ -135,8 +135,8 @@ export interface AssignmentRecord {
   endDate: string | null
 }
 
-/** A student the users file does not hold, whose classroom, enrollment dates or birth date change. */
-export interface StudentUpdate extends Demographics {
+/** A student the users file does not hold, whose classroom, enrollment dates, demographics or roles change. */
+export interface StudentUpdate extends Demographics, RoleDetails {
   id: string
   classroomId: string | null
   enrollmentStartDate: string | null
@@ -144,8 +144,13 @@ export interface StudentUpdate extends Demographics {
   enrollmentSourcedId: string | null
 }
 
-/** A teacher the users file does not hold, whose demographics change. */
-export interface TeacherUpdate extends Demographics {
+/** A teacher the users file does not hold, whose demographics or roles change. */
+export interface TeacherUpdate extends Demographics, RoleDetails {
+  id: string
+}
+
+/** An agent the users file does not hold, whose roles change (roles.csv). */
+export interface AgentRoleUpdate extends RoleDetails {
   id: string
 }
 
@@ -176,8 +181,10 @@ export interface ImportPlan {
   assignments: AssignmentRecord[]
   /** Students kept but not in users.csv whose enrollment or birth date the bundle changes. */
   studentUpdates: StudentUpdate[]
-  /** Teachers kept but not in users.csv whose demographics the bundle changes. */
+  /** Teachers kept but not in users.csv whose demographics or roles the bundle changes. */
   teacherUpdates: TeacherUpdate[]
+  /** Agents kept but not in users.csv whose roles the bundle changes. */
+  agentRoleUpdates: AgentRoleUpdate[]
   removed: Removals
   /** Users of other roles (aides, administrators, ...) and their enrollments, not imported. */
   skippedUsers: number
@@ -195,6 +202,7 @@ export function emptyPlan (): ImportPlan {
     assignments: [],
     studentUpdates: [],
     teacherUpdates: [],
+    agentRoleUpdates: [],
     removed: { classrooms: [], teachers: [], students: [], agents: [], assignments: [], enrollments: [] },
     skippedUsers: 0,
     skippedEnrollments: 0
@@ -205,7 +213,7 @@ export function emptyPlan (): ImportPlan {
 export interface Existing {
   classrooms: Array<{ id: string, sourcedId: string | null, name: string }>
   /** Every student of the school; dates as YYYY-MM-DD. */
-  students: Array<Demographics & {
+  students: Array<Demographics & RoleDetails & {
     id: string
     sourcedId: string | null
     studentNumber: string | null
@@ -215,9 +223,9 @@ export interface Existing {
     enrollmentSourcedId: string | null
   }>
   /** The teachers with a sourcedId (the others are not the import's); dates as YYYY-MM-DD. */
-  teachers: Array<Demographics & { id: string, sourcedId: string | null }>
-  /** Every agent of the school, with its role and students. */
-  agents: Array<ExistingAgent & { role: string }>
+  teachers: Array<Demographics & RoleDetails & { id: string, sourcedId: string | null }>
+  /** Every agent of the school, with its role, students and role details. */
+  agents: Array<ExistingAgent & RoleDetails & { role: string }>
   assignments: Array<{ teacherId: string, classroomId: string }>
 }
 
@@ -487,7 +495,46 @@ interface Candidate extends Placement {
  * to remove. A file absent from the bundle changes nothing; a bulk file is the whole truth of its
  * kind for the import's records (those with a sourcedId); a delta file changes the records it lists.
  */
-export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
+export interface PlanOptions {
+  /** The sourcedId of the bundle's org that is the school (`--org`): roles.csv's rows of other orgs are no roles in the school. */
+  org?: string | undefined
+}
+
+/** roles.csv's rows of a user in the school's org, in the file's order. */
+interface RoleRow {
+  row: Row
+  /** As the file gives it: '' for none (1.2 requires one; a row without one is read as a primary role). */
+  roleType: 'primary' | 'secondary' | ''
+  deleted: boolean
+}
+
+/**
+ * The org of roles.csv that is the school: `--org`, else the one org its rows name (none when they
+ * name none). A file naming several is refused without `--org`: the import does not guess which
+ * roles are the school's.
+ */
+function schoolOrgOf (table: Table, org: string | undefined): string | undefined {
+  const orgs = [...new Set(table.rows.map((row) => row.get('orgSourcedId')).filter((o) => o !== ''))]
+  const named = orgs.slice(0, 5).map((o) => `"${o}"`).join(', ') + (orgs.length > 5 ? ', ...' : '')
+  if (org !== undefined) {
+    if (orgs.length > 0 && !orgs.includes(org)) fail(table, undefined, `--org "${org}" is not an org of roles.csv (it names ${named})`)
+    return org
+  }
+  if (orgs.length > 1) fail(table, undefined, `roles.csv names ${orgs.length} orgs (${named}): say which one is this school with --org`)
+  return orgs[0]
+}
+
+const ROLE_NAMES = new Map<string, string>(ONEROSTER_ROLES.map((role) => [role.toLowerCase(), role]))
+
+/** A secondary role's name in 1EdTech's spelling (RoleEnum), or an extension (ext:name) as given. */
+function roleName (table: Table, row: Row): string {
+  const given = row.get('role').trim()
+  const name = ROLE_NAMES.get(given.toLowerCase()) ?? (/^ext:[a-zA-Z0-9.\-_]+$/.test(given) ? given : undefined)
+  if (name === undefined) fail(table, row.line, `role "${given}" is not a OneRoster 1.2 role (${ONEROSTER_ROLES.join(', ')}, or ext:name)`)
+  return name!
+}
+
+export function planImport (bundle: Bundle, existing: Existing, options: PlanOptions = {}): ImportPlan {
   const manifest = manifestOf(bundle)
   const users = fileOf(bundle, manifest, 'users.csv', ['sourcedId'])
   const classes = fileOf(bundle, manifest, 'classes.csv', ['sourcedId', 'title'])
@@ -496,24 +543,80 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
   const demographics = fileOf(bundle, manifest, 'demographics.csv', ['sourcedId'])
   // academicSessions.csv and courses.csv are planned by calendar.ts; a bundle of them alone is an import too.
   const calendar = ['file.academicsessions', 'file.courses'].some((p) => [...manifest].some(([k, v]) => k.toLowerCase() === p && (v === 'bulk' || v === 'delta')))
-  if (users === undefined && classes === undefined && enrollments === undefined && demographics === undefined && !calendar) {
-    fail('manifest.csv', undefined, 'users.csv, classes.csv, enrollments.csv, demographics.csv, academicSessions.csv and courses.csv are all absent: nothing to import')
+  if (users === undefined && classes === undefined && enrollments === undefined && roles === undefined && demographics === undefined && !calendar) {
+    fail('manifest.csv', undefined, 'users.csv, classes.csv, enrollments.csv, roles.csv, demographics.csv, academicSessions.csv and courses.csv are all absent: nothing to import')
   }
 
-  // --- Roles: 1.2's roles.csv (the primary role of each user), else 1.1's users.role column.
+  // --- Roles: 1.2's roles.csv (the primary role of each user, in any org, is its kind), else 1.1's
+  // users.role column. The rows in the school's org are also the user's roles in the school.
   const userRole = new Map<string, Role>()
+  const roleRows = new Map<string, RoleRow[]>()
   if (roles !== undefined) {
     const primary = new Set<string>()
+    const schoolOrg = schoolOrgOf(roles.table, options.org)
+    const roleLines = new Map<string, number>()
     for (const row of roles.table.rows) {
       const user = row.get('userSourcedId')
       if (user === '') fail(roles.table, row.line, 'userSourcedId is empty')
       if (row.get('role') === '') fail(roles.table, row.line, 'role is empty')
+      const roleType = row.get('roleType').trim().toLowerCase()
+      if (roleType !== '' && roleType !== 'primary' && roleType !== 'secondary') fail(roles.table, row.line, `roleType "${row.get('roleType')}" is not primary or secondary`)
+      const key = row.get('sourcedId')
+      if (key !== '') {
+        const other = roleLines.get(key)
+        if (other !== undefined) fail(roles.table, row.line, `sourcedId "${key}" is already the role on line ${other}`)
+        roleLines.set(key, row.line)
+      }
+      const deleted = rowDeleted(roles.table, row, roles.mode)
+      const org = row.get('orgSourcedId')
+      if (org === '' || org === schoolOrg) {
+        const list = roleRows.get(user) ?? []
+        list.push({ row, roleType: roleType as RoleRow['roleType'], deleted })
+        roleRows.set(user, list)
+      }
       // A role taken away (delta) is no role of the user's.
-      if (rowDeleted(roles.table, row, roles.mode)) continue
-      const isPrimary = row.get('roleType').toLowerCase() === 'primary'
+      if (deleted) continue
+      const isPrimary = roleType === 'primary'
       if (!userRole.has(user) || (isPrimary && !primary.has(user))) userRole.set(user, roleOf(row.get('role')))
       if (isPrimary) primary.add(user)
     }
+  }
+  /**
+   * A user's roles in the school (RoleDetails): what roles.csv's rows of the user in the school's
+   * org say. A bulk file is the whole truth of them (a user without a row has none); a delta changes
+   * what it names (the primary role's dates; a secondary role by its sourcedId: added, changed, or
+   * taken away by a row tobedeleted); without roles.csv they stay. The primary row is the first one
+   * of roleType primary, else the first without a roleType (the one that gives the kind above).
+   */
+  const roleDetailsOf = (sourcedId: string, before: RoleDetails): RoleDetails => {
+    const rows = roleRows.get(sourcedId)
+    if (roles === undefined || (rows === undefined && roles.mode === 'delta')) return roleDetailsIn(before)
+    const table = roles.table
+    let details = roles.mode === 'bulk' ? NO_ROLE_DETAILS : roleDetailsIn(before)
+    const primaryRow = rows?.find((r) => r.roleType === 'primary') ?? rows?.find((r) => r.roleType === '')
+    for (const { row, roleType, deleted } of rows ?? []) {
+      if (roleType !== 'secondary' && row !== primaryRow?.row) continue
+      const begin = day(table, row, 'beginDate')
+      const end = day(table, row, 'endDate')
+      if (begin !== null && end !== null && end < begin) fail(table, row.line, `endDate ${end} is before beginDate ${begin}`)
+      if (roleType !== 'secondary') {
+        details = { ...details, roleBeginDate: deleted ? null : begin, roleEndDate: deleted ? null : end }
+        continue
+      }
+      const key = row.get('sourcedId')
+      if (key === '') fail(table, row.line, 'sourcedId is empty: a secondary role is kept by it')
+      const at = details.secondaryRoles.findIndex((r) => r.sourcedId === key)
+      const list = details.secondaryRoles.slice()
+      if (deleted) {
+        if (at >= 0) list.splice(at, 1)
+      } else {
+        const role = secondaryRole(key, roleName(table, row), begin, end)
+        if (at >= 0) list[at] = role
+        else list.push(role)
+      }
+      details = { ...details, secondaryRoles: list }
+    }
+    return details
   }
   const roleColumn = users !== undefined && (users.table.columns.has('role') || users.table.columns.has('roles'))
   if (users !== undefined && users.mode === 'bulk' && roles === undefined && !roleColumn) {
@@ -654,7 +757,7 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
   const skippedUsers = new Set<string>()
   const numbers = new Map<string, number>()
   const removedAgentIds = new Set(removedAgents.map((a) => a.id))
-  const existingAgent = new Map(existing.agents.filter((a) => a.sourcedId !== null && !removedAgentIds.has(a.id)).map((a) => [a.sourcedId!, a.id]))
+  const existingAgentRow = new Map(existing.agents.filter((a) => a.sourcedId !== null && !removedAgentIds.has(a.id)).map((a) => [a.sourcedId!, a]))
   const agentRows: Parameters<typeof planAgents>[0]['agents'] = []
   const studentAgents = new Map<string, Parameters<typeof planAgents>[0]['students'][number]['named']>() // student sourcedId → its agentSourcedIds
   for (const { sourcedId, row, deleted } of userRows) {
@@ -675,7 +778,11 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
     const details = userDetails(table, row)
     const named = { table, row, sourcedIds: listOf(table, row, 'agentSourcedIds', 255) }
     if (isAgentRole(role)) {
-      agentRows.push({ record: { id: existingAgent.get(sourcedId) ?? uuidv7(), sourcedId, role, givenName, familyName, preferredName, email: mail, status, ...details }, named })
+      const before = existingAgentRow.get(sourcedId)
+      agentRows.push({
+        record: { id: before?.id ?? uuidv7(), sourcedId, role, givenName, familyName, preferredName, email: mail, status, ...details, ...roleDetailsOf(sourcedId, before ?? NO_ROLE_DETAILS) },
+        named
+      })
       continue
     }
     if (role === 'student') studentAgents.set(sourcedId, named)
@@ -689,7 +796,8 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
         email: mail,
         status,
         ...details,
-        ...demographicsOf(sourcedId, existingTeacherRow.get(sourcedId) ?? NO_DEMOGRAPHICS)
+        ...demographicsOf(sourcedId, existingTeacherRow.get(sourcedId) ?? NO_DEMOGRAPHICS),
+        ...roleDetailsOf(sourcedId, existingTeacherRow.get(sourcedId) ?? NO_ROLE_DETAILS)
       })
       continue
     }
@@ -720,6 +828,7 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
       email: mail,
       ...details,
       ...demographicsOf(sourcedId, before ?? NO_DEMOGRAPHICS),
+      ...roleDetailsOf(sourcedId, before ?? NO_ROLE_DETAILS),
       gradeLevel: gradeList[0] ?? null,
       status,
       // The placement below decides these.
@@ -856,20 +965,30 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
     const managed = s.sourcedId !== null
     const placement = place(s.id, managed, s)
     const kept = managed ? demographicsOf(s.sourcedId!, s) : demographicsIn(s)
+    const roleDetails = managed ? roleDetailsOf(s.sourcedId!, s) : roleDetailsIn(s)
     endedIf(s.id, s.sourcedId ?? s.id, s.classroomId, placement.classroomId)
-    const update: StudentUpdate = { id: s.id, ...placement, ...kept }
+    const update: StudentUpdate = { id: s.id, ...placement, ...kept, ...roleDetails }
     if (update.classroomId !== s.classroomId || update.enrollmentStartDate !== s.enrollmentStartDate ||
-        update.enrollmentEndDate !== s.enrollmentEndDate || update.enrollmentSourcedId !== s.enrollmentSourcedId || !sameDemographics(update, s)) {
+        update.enrollmentEndDate !== s.enrollmentEndDate || update.enrollmentSourcedId !== s.enrollmentSourcedId || !sameDemographics(update, s) ||
+        !sameRoleDetails(update, s)) {
       studentUpdates.push(update)
     }
   }
 
-  // --- Teachers the users file does not hold: their demographics only.
+  // --- Teachers the users file does not hold: their demographics and roles only; agents: their roles.
   const teacherUpdates: TeacherUpdate[] = []
   for (const s of keptTeachers) {
     if (teachers.has(s.sourcedId!)) continue
     const kept = demographicsOf(s.sourcedId!, s)
-    if (!sameDemographics(kept, s)) teacherUpdates.push({ id: s.id, ...kept })
+    const roleDetails = roleDetailsOf(s.sourcedId!, s)
+    if (!sameDemographics(kept, s) || !sameRoleDetails(roleDetails, s)) teacherUpdates.push({ id: s.id, ...kept, ...roleDetails })
+  }
+  const agentsInFile = new Set(agentRows.map((a) => a.record.sourcedId))
+  const agentRoleUpdates: AgentRoleUpdate[] = []
+  for (const [sourcedId, a] of existingAgentRow) {
+    if (agentsInFile.has(sourcedId)) continue
+    const roleDetails = roleDetailsOf(sourcedId, a)
+    if (!sameRoleDetails(roleDetails, a)) agentRoleUpdates.push({ id: a.id, ...roleDetails })
   }
 
   // --- Assignments ended: a bulk enrollments.csv ends those of the import's teachers in the
@@ -897,6 +1016,7 @@ export function planImport (bundle: Bundle, existing: Existing): ImportPlan {
     assignments: [...assignments.values()],
     studentUpdates,
     teacherUpdates,
+    agentRoleUpdates,
     removed: {
       classrooms: removedClassrooms.map((c) => ({ id: c.id, sourcedId: c.sourcedId!, name: c.name })),
       teachers: removedTeachers.map((s) => ({ id: s.id, sourcedId: s.sourcedId! })),

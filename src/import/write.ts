@@ -5,7 +5,7 @@
 // the rows written after them; the triggers write their change feed entries (DELETED tombstones).
 import { COLUMN_TYPES, columnOf, DEMOGRAPHIC_COLUMNS } from '../db/typed-reads.js'
 import type { AgentRecord } from './agents.js'
-import type { Demographics, Existing, ImportPlan, StudentRecord, StudentUpdate, TeacherRecord, TeacherUpdate, UserDetails } from './oneroster.js'
+import type { Demographics, Existing, ImportPlan, RoleDetails, StudentRecord, StudentUpdate, TeacherRecord, TeacherUpdate, UserDetails } from './oneroster.js'
 
 /** The one connection of an import: a pg client or the embedded PGlite. */
 export interface Sql {
@@ -58,6 +58,15 @@ function detailColumns<R extends UserDetails> (): Array<Column<R>> {
     { name: 'user_ids', type: 'text', cast: 'text[]', value: (r) => r.userIds.length === 0 ? null : arrayLiteral(r.userIds) },
     { name: 'sms', type: 'text', value: (r) => r.sms },
     { name: 'phone', type: 'text', value: (r) => r.phone }
+  ]
+}
+
+/** A user's roles in the school (RoleDetails, roles.csv): the primary role's dates, the secondary roles as JSON (NULL without any). */
+function roleColumns<R extends RoleDetails> (): Array<Column<R>> {
+  return [
+    { name: 'role_begin_date', type: 'date', value: (r) => r.roleBeginDate },
+    { name: 'role_end_date', type: 'date', value: (r) => r.roleEndDate },
+    { name: 'secondary_roles', type: 'jsonb', value: (r) => r.secondaryRoles.length === 0 ? null : JSON.stringify(r.secondaryRoles) }
   ]
 }
 
@@ -120,6 +129,9 @@ export async function removeById (sql: Sql, table: string, schoolId: string, ids
   return removed
 }
 
+/** A user's roles as the plan compares them: dates as YYYY-MM-DD, no secondary role as none. */
+const ROLES_SELECT = '"role_begin_date"::text AS "roleBeginDate", "role_end_date"::text AS "roleEndDate", COALESCE("secondary_roles", \'[]\'::jsonb) AS "secondaryRoles"'
+
 /** The school's records that an import matches against (natural keys and names) and may change. */
 export async function readExisting (sql: Sql): Promise<Existing> {
   // Row-level security limits these to the transaction's school (and the WHERE does on its own).
@@ -131,13 +143,14 @@ export async function readExisting (sql: Sql): Promise<Existing> {
     'SELECT "id", "sourced_id" AS "sourcedId", "student_number" AS "studentNumber", "classroom_id" AS "classroomId", ' +
     '"enrollment_start_date"::text AS "enrollmentStartDate", "enrollment_end_date"::text AS "enrollmentEndDate", ' +
     '"enrollment_sourced_id" AS "enrollmentSourcedId", ' +
-    demographicsSelect + ' ' +
+    demographicsSelect + ', ' + ROLES_SELECT + ' ' +
     'FROM "students" WHERE "school_id" = current_setting(\'app.school_id\')::uuid')
   const teachers = await sql.query<Existing['teachers'][number]>(
-    `SELECT "id", "sourced_id" AS "sourcedId", ${demographicsSelect} ` +
+    `SELECT "id", "sourced_id" AS "sourcedId", ${demographicsSelect}, ${ROLES_SELECT} ` +
     'FROM "teachers" WHERE "school_id" = current_setting(\'app.school_id\')::uuid AND "sourced_id" IS NOT NULL')
   const agents = await sql.query<Existing['agents'][number]>(
-    'SELECT "id", "sourced_id" AS "sourcedId", "role", COALESCE("student_ids", \'{}\')::text[] AS "studentIds" FROM "agents" WHERE "school_id" = current_setting(\'app.school_id\')::uuid')
+    `SELECT "id", "sourced_id" AS "sourcedId", "role", COALESCE("student_ids", '{}')::text[] AS "studentIds", ${ROLES_SELECT} ` +
+    'FROM "agents" WHERE "school_id" = current_setting(\'app.school_id\')::uuid')
   const assignments = await sql.query<{ teacherId: string, classroomId: string }>(
     'SELECT "teacher_id" AS "teacherId", "classroom_id" AS "classroomId" FROM "teacher_classrooms" WHERE "school_id" = current_setting(\'app.school_id\')::uuid')
   return { classrooms, students, teachers, agents, assignments }
@@ -146,7 +159,7 @@ export async function readExisting (sql: Sql): Promise<Existing> {
 export function rowsToWrite (plan: ImportPlan): number {
   const { removed } = plan
   return plan.classrooms.length + plan.students.length + plan.teachers.length + plan.assignments.length + plan.studentUpdates.length + plan.teacherUpdates.length +
-    plan.agents.length + plan.agentLinks.length +
+    plan.agents.length + plan.agentLinks.length + plan.agentRoleUpdates.length +
     removed.classrooms.length * 2 + removed.teachers.length + removed.students.length + removed.agents.length + removed.assignments.length
 }
 
@@ -216,12 +229,14 @@ export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, o
     { name: 'email', type: 'text', value: (r) => r.email },
     { name: 'status', type: '"TeacherStatus"', value: (r) => r.status },
     ...detailColumns<TeacherRecord>(),
-    ...demographicColumns<TeacherRecord>()
+    ...demographicColumns<TeacherRecord>(),
+    ...roleColumns<TeacherRecord>()
   ], options)
-  // Teachers the users file does not hold: their demographics only (each exists, as the students' updates below).
+  // Teachers the users file does not hold: their demographics and roles only (each exists, as the students' updates below).
   const teacherUpdates = await upsert(sql, 'teachers', schoolId, plan.teacherUpdates, ['id'], [
     { name: 'id', type: 'uuid', value: (r) => r.id },
-    ...demographicColumns<TeacherUpdate>()
+    ...demographicColumns<TeacherUpdate>(),
+    ...roleColumns<TeacherUpdate>()
   ], options)
   if (teacherUpdates.created > 0) throw new Error('A teacher of the school went while the import ran: nothing was written')
   const written = await upsert(sql, 'students', schoolId, plan.students, ['id'], [
@@ -234,6 +249,7 @@ export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, o
     { name: 'email', type: 'text', value: (r) => r.email },
     ...demographicColumns<StudentRecord>(),
     ...detailColumns<StudentRecord>(),
+    ...roleColumns<StudentRecord>(),
     { name: 'grade_level', type: '"GradeLevel"', value: (r) => r.gradeLevel },
     { name: 'status', type: '"StudentStatus"', value: (r) => r.status },
     { name: 'enrollment_start_date', type: 'date', value: (r) => r.enrollmentStartDate },
@@ -241,7 +257,7 @@ export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, o
     { name: 'enrollment_sourced_id', type: 'text', value: (r) => r.enrollmentSourcedId },
     { name: 'classroom_id', type: 'uuid', value: (r) => r.classroomId }
   ], { ...options, updatedIds: updatedStudents })
-  // Students the users file does not hold: their classroom, enrollment dates and birth date only
+  // Students the users file does not hold: their classroom, enrollment dates, demographics and roles only
   // (each of them exists: the import holds the school's lock since it read them).
   const updates = await upsert(sql, 'students', schoolId, plan.studentUpdates, ['id'], [
     { name: 'id', type: 'uuid', value: (r) => r.id },
@@ -249,7 +265,8 @@ export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, o
     { name: 'enrollment_start_date', type: 'date', value: (r) => r.enrollmentStartDate },
     { name: 'enrollment_end_date', type: 'date', value: (r) => r.enrollmentEndDate },
     { name: 'enrollment_sourced_id', type: 'text', value: (r) => r.enrollmentSourcedId },
-    ...demographicColumns<StudentUpdate>()
+    ...demographicColumns<StudentUpdate>(),
+    ...roleColumns<StudentUpdate>()
   ], { ...options, updatedIds: updatedStudents })
   if (updates.created > 0) throw new Error('A student of the school went while the import ran: nothing was written')
   const teacherAssignments = await upsert(sql, 'teacher_classrooms', schoolId, plan.assignments, ['teacher_id', 'classroom_id'], [
@@ -272,6 +289,7 @@ export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, o
     { name: 'email', type: 'text', value: (r) => r.email },
     { name: 'status', type: '"TeacherStatus"', value: (r) => r.status },
     ...detailColumns<AgentRecord>(),
+    ...roleColumns<AgentRecord>(),
     { name: 'student_ids', type: 'text', cast: 'uuid[]', value: (r) => r.studentIds.length === 0 ? null : arrayLiteral(r.studentIds) }
   ], options)
   // The students of agents the file does not hold (an UPDATE: an upsert's insert would want the whole row).
@@ -288,12 +306,28 @@ export async function writePlan (sql: Sql, schoolId: string, plan: ImportPlan, o
     agentLinksUpdated += rows.length
     onProgress(chunk.length)
   }
+  // The roles of agents the file does not hold, as their students above.
+  let agentRolesUpdated = 0
+  const rolesAt = plan.agentRoleUpdates.length === 0 ? undefined : (await sql.query<{ now: string }>('SELECT now()::text AS "now"'))[0]!.now
+  for (let start = 0; start < plan.agentRoleUpdates.length; start += CHUNK) {
+    const chunk = plan.agentRoleUpdates.slice(start, start + CHUNK)
+    const columns = roleColumns<typeof chunk[number]>()
+    const rows = await sql.query(`
+      UPDATE "agents" SET ${columns.map((c) => `"${c.name}" = u."${c.name}"`).join(', ')}, "updated_at" = $6::timestamptz
+      FROM unnest($2::uuid[], ${columns.map((c, i) => `$${i + 3}::${c.type}[]`).join(', ')}) AS u("id", ${columns.map((c) => `"${c.name}"`).join(', ')})
+      WHERE "agents"."school_id" = $1::uuid AND "agents"."id" = u."id"
+        AND (${columns.map((c) => `"agents"."${c.name}"`).join(', ')}) IS DISTINCT FROM (${columns.map((c) => `u."${c.name}"`).join(', ')})
+      RETURNING "agents"."id"`,
+    [schoolId, chunk.map((r) => r.id), ...columns.map((c) => chunk.map(c.value)), rolesAt])
+    agentRolesUpdated += rows.length
+    onProgress(chunk.length)
+  }
   const inFile = new Set(plan.students.map((s) => s.id))
   const updatedInFile = [...updatedStudents].filter((id) => inFile.has(id)).length
   return {
     classrooms: { ...classrooms, removed: classroomsRemoved },
     teachers: { ...teachers, updated: teachers.updated + teacherUpdates.updated, removed: teachersRemoved },
-    agents: { ...agents, updated: agents.updated + agentLinksUpdated, removed: agentsRemoved },
+    agents: { ...agents, updated: agents.updated + agentLinksUpdated + agentRolesUpdated, removed: agentsRemoved },
     students: {
       created: written.created,
       updated: updatedStudents.size,

@@ -167,17 +167,50 @@ function agentRefs (key: string): BindingField {
   }
 }
 
-/** The roles of a user, one primary role in the caller's school: the kind's (a constant), or its `role` column's. */
+/** A role's dates (RoleDType's beginDate and endDate), each left out without one. */
+function roleDates (begin: unknown, end: unknown): { beginDate?: string, endDate?: string } {
+  const dayOf = (value: unknown): string | undefined => value instanceof Date ? value.toISOString().slice(0, 10) : typeof value === 'string' ? value.slice(0, 10) : undefined
+  const beginDate = dayOf(begin)
+  const endDate = dayOf(end)
+  return { ...(beginDate === undefined ? {} : { beginDate }), ...(endDate === undefined ? {} : { endDate }) }
+}
+
+/**
+ * The roles of a user in the caller's school: its primary role (the kind's, a constant, or its
+ * `role` column's: an agent) with the dates roles.csv gave it, then its secondary roles in the
+ * school as the import kept them (migration user_roles), in the file's order. A filter on
+ * `roles.role` with = or != asks whether any of its roles is (none is) the value; `~` and the
+ * orderings compare the primary role. `roles.roleType` asks whether it has a role of that type.
+ */
 function roleFields (role: string | undefined): Record<string, BindingField> {
-  if (role !== undefined) {
-    return {
-      roles: { ...constant(() => role, false), answer: (_row, context) => [{ roleType: 'primary', role, org: context.school }] },
-      'roles.role': constant(() => role, false)
-    }
-  }
+  const primary = (op: Comparison, value: string): Predicate =>
+    role !== undefined ? { kind: 'constant', value: compareValues(role, op, value) } : { kind: 'compare', field: 'role', op, value }
+  const compareRole = (op: Comparison, value: string): Predicate =>
+    op === '=' || op === '!='
+      ? { kind: op === '=' ? 'any' : 'all', parts: [primary(op, value), { kind: 'compare', field: 'secondaryRoleNames', op, value }] }
+      : primary(op, value)
+  const columns = [...(role === undefined ? ['role'] : []), 'roleBeginDate', 'roleEndDate', 'secondaryRoles']
   return {
-    roles: { columns: ['role'], answer: (row, context) => [{ roleType: 'primary', role: row.role, org: context.school }], compare: compare('role'), sort: 'id' },
-    'roles.role': { columns: ['role'], compare: compare('role'), sort: 'role' }
+    roles: {
+      columns,
+      answer: (row, context) => {
+        const secondary = row.secondaryRoles as Array<{ role: string, beginDate?: string, endDate?: string }> | null
+        const roles: unknown[] = [{ roleType: 'primary', role: role ?? row.role, org: context.school, ...roleDates(row.roleBeginDate, row.roleEndDate) }]
+        for (const other of secondary ?? []) roles.push({ roleType: 'secondary', role: other.role, org: context.school, ...roleDates(other.beginDate, other.endDate) })
+        return roles
+      },
+      compare: compareRole,
+      sort: 'id'
+    },
+    'roles.role': { columns: [...(role === undefined ? ['role'] : []), 'secondaryRoles'], compare: compareRole, sort: role === undefined ? 'role' : 'id' },
+    'roles.roleType': {
+      columns: ['secondaryRoles'],
+      compare (op, value) {
+        if (op !== '=' && op !== '!=') throw badValue('roles.roleType', `is compared with = or != (got ${op})`)
+        return { kind: 'compare', field: 'roleTypes', op, value }
+      },
+      sort: 'id'
+    }
   }
 }
 
@@ -198,7 +231,6 @@ function userFields (role: 'student' | 'teacher' | undefined): Record<string, Bi
     preferredLastName: text('preferredLastName'),
     pronouns: text('pronouns'),
     ...roleFields(role),
-    'roles.roleType': constant(() => 'primary', false),
     'roles.org.sourcedId': constant((context) => context.schoolId, false),
     primaryOrg: { ...constant((context) => context.schoolId, false), answer: (_row, context) => context.school },
     'primaryOrg.sourcedId': constant((context) => context.schoolId, false),
