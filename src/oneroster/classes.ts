@@ -65,8 +65,12 @@ export function registerClassRoutes (get: (url: string, operationId: string, han
     const id = await classOf(request, caller)
     return await records(request, reply, caller, TEACHER_RECORDS, 'users', [{ kind: 'teaches', classroomId: id }])
   }
-  /** The classes of a user of the path: a student's classroom (one), a teacher's assignments. */
-  const classesOfUser = async (request: FastifyRequest, reply: FastifyReply, caller: Caller, roles: ReadonlyArray<'student' | 'teacher'>, what: string): Answer => {
+  /**
+   * The classes of a user of the path: a student's classroom (one), a teacher's assignments, none of
+   * an agent (a guardian, parent or relative is enrolled in no class; one the caller may not read,
+   * as a teacher reads no agent, is no user of hers: 404 as on /users/{sourcedId}).
+   */
+  const classesOfUser = async (request: FastifyRequest, reply: FastifyReply, caller: Caller, roles: ReadonlyArray<'student' | 'teacher' | 'agent'>, what: string): Answer => {
     const { userSourcedId } = request.params as Params
     for (const role of roles) {
       if (role === 'student') {
@@ -74,6 +78,11 @@ export function registerClassRoutes (get: (url: string, operationId: string, han
           model: 'Student', fields: ['classroomId'], conditions: [sourcedIs(userSourcedId!)], order: ['id'], descending: false, take: 1, skip: 0
         })
         if (student !== undefined) return await classes(request, reply, caller, [student.classroomId === null ? NONE : { kind: 'ids', ids: [student.classroomId] }])
+      } else if (role === 'agent') {
+        const [agent] = await readRows<{ id: string }>(caller.db, {
+          model: 'Agent', fields: [], conditions: [sourcedIs(userSourcedId!)], order: ['id'], descending: false, take: 1, skip: 0
+        })
+        if (agent !== undefined) return await classes(request, reply, caller, [NONE])
       } else {
         const [teacher] = await readRows<{ id: string }>(caller.db, {
           model: 'Teacher', fields: [], conditions: [sourcedIs(userSourcedId!)], order: ['id'], descending: false, take: 1, skip: 0
@@ -105,7 +114,7 @@ export function registerClassRoutes (get: (url: string, operationId: string, han
   })
   get('/students/:userSourcedId/classes', 'getClassesForStudent', async (request, reply, caller) => await classesOfUser(request, reply, caller, ['student'], 'student'))
   get('/teachers/:userSourcedId/classes', 'getClassesForTeacher', async (request, reply, caller) => await classesOfUser(request, reply, caller, ['teacher'], 'teacher'))
-  get('/users/:userSourcedId/classes', 'getClassesForUser', async (request, reply, caller) => await classesOfUser(request, reply, caller, ['student', 'teacher'], 'user'))
+  get('/users/:userSourcedId/classes', 'getClassesForUser', async (request, reply, caller) => await classesOfUser(request, reply, caller, ['student', 'teacher', 'agent'], 'user'))
   get('/classes/:classSourcedId/students', 'getStudentsForClass', studentsOf)
   get('/classes/:classSourcedId/teachers', 'getTeachersForClass', teachersOf)
   get('/schools/:schoolSourcedId/classes/:classSourcedId/students', 'getStudentsForClassInSchool', async (request, reply, caller) => {
