@@ -603,6 +603,14 @@ const KEYS: Readonly<Record<string, Key>> = {
   // roles' names, and the role types it has (primary always, secondary with any), as lists a
   // filter asks whether they hold a value (src/oneroster/kinds.ts roles). Read from the row's own
   // JSON: no other table.
+  // The same roles as one value for an answer (src/oneroster/kinds.ts roles): NULL for a user
+  // without any (most; the driver then makes one NULL of the row, not three), else {b, e, s}: the
+  // primary role's begin and end days (YYYY-MM-DD) and the secondary roles.
+  roleDetails: {
+    columns: ['roleBeginDate', 'roleEndDate', 'secondaryRoles'],
+    sql: (a) => `(CASE WHEN ${a}.role_begin_date IS NULL AND ${a}.role_end_date IS NULL AND ${a}.secondary_roles IS NULL THEN NULL ` +
+      `ELSE jsonb_build_object('b', ${a}.role_begin_date, 'e', ${a}.role_end_date, 's', ${a}.secondary_roles) END)`
+  },
   secondaryRoleNames: {
     columns: ['secondaryRoles'],
     list: true,

@@ -10,6 +10,9 @@
 //     its begin and end dates; a teacher's classrooms, `primary` true → PRIMARY, false → ASSISTANT,
 //     with its begin and end dates; each kept with the enrollment's sourcedId (OneRoster's
 //     enrollments, src/oneroster/enrollments.ts).
+//   roles.csv (1.2) → each user's kind (its primary role, in any org) and its roles in the school:
+//     the primary role's dates and the secondary roles, rows of the school's org only (--org, or
+//     the one org the file names), kept on the user's row (RoleDetails, user-details.ts).
 //   demographics.csv → a student's or a teacher's demographics: birthDate, sex, the race and
 //     ethnicity flags, the place of birth and the public school residence status (rows of users of
 //     other roles are skipped; a row of a user that is neither in users.csv nor in the school is refused).
@@ -490,11 +493,6 @@ interface Candidate extends Placement {
   homeroom: boolean
 }
 
-/**
- * Checks the whole bundle against itself and the school's records; returns what to write and what
- * to remove. A file absent from the bundle changes nothing; a bulk file is the whole truth of its
- * kind for the import's records (those with a sourcedId); a delta file changes the records it lists.
- */
 export interface PlanOptions {
   /** The sourcedId of the bundle's org that is the school (`--org`): roles.csv's rows of other orgs are no roles in the school. */
   org?: string | undefined
@@ -534,6 +532,11 @@ function roleName (table: Table, row: Row): string {
   return name!
 }
 
+/**
+ * Checks the whole bundle against itself and the school's records; returns what to write and what
+ * to remove. A file absent from the bundle changes nothing; a bulk file is the whole truth of its
+ * kind for the import's records (those with a sourcedId); a delta file changes the records it lists.
+ */
 export function planImport (bundle: Bundle, existing: Existing, options: PlanOptions = {}): ImportPlan {
   const manifest = manifestOf(bundle)
   const users = fileOf(bundle, manifest, 'users.csv', ['sourcedId'])

@@ -167,12 +167,12 @@ function agentRefs (key: string): BindingField {
   }
 }
 
-/** A role's dates (RoleDType's beginDate and endDate), each left out without one. */
-function roleDates (begin: unknown, end: unknown): { beginDate?: string, endDate?: string } {
-  const dayOf = (value: unknown): string | undefined => value instanceof Date ? value.toISOString().slice(0, 10) : typeof value === 'string' ? value.slice(0, 10) : undefined
-  const beginDate = dayOf(begin)
-  const endDate = dayOf(end)
-  return { ...(beginDate === undefined ? {} : { beginDate }), ...(endDate === undefined ? {} : { endDate }) }
+/** A role of RoleDType in the caller's school, with its dates when it has them. */
+function roleOf (roleType: 'primary' | 'secondary', role: unknown, context: AnswerContext, beginDate: string | null | undefined, endDate: string | null | undefined): Row {
+  const out: Record<string, unknown> = { roleType, role, org: context.school }
+  if (beginDate != null) out.beginDate = beginDate
+  if (endDate != null) out.endDate = endDate
+  return out
 }
 
 /**
@@ -189,15 +189,16 @@ function roleFields (role: string | undefined): Record<string, BindingField> {
     op === '=' || op === '!='
       ? { kind: op === '=' ? 'any' : 'all', parts: [primary(op, value), { kind: 'compare', field: 'secondaryRoleNames', op, value }] }
       : primary(op, value)
-  const columns = [...(role === undefined ? ['role'] : []), 'roleBeginDate', 'roleEndDate', 'secondaryRoles']
+  const columns = [...(role === undefined ? ['role'] : []), 'roleDetails']
   return {
     roles: {
       columns,
       answer: (row, context) => {
-        const secondary = row.secondaryRoles as Array<{ role: string, beginDate?: string, endDate?: string }> | null
-        const roles: unknown[] = [{ roleType: 'primary', role: role ?? row.role, org: context.school, ...roleDates(row.roleBeginDate, row.roleEndDate) }]
-        for (const other of secondary ?? []) roles.push({ roleType: 'secondary', role: other.role, org: context.school, ...roleDates(other.beginDate, other.endDate) })
-        return roles
+        // The key roleDetails (typed-reads.ts): null for a user without dates or secondary roles.
+        const details = row.roleDetails as { b: string | null, e: string | null, s: Array<{ role: string, beginDate?: string, endDate?: string }> | null } | null
+        const primary = roleOf('primary', role ?? row.role, context, details?.b, details?.e)
+        if (details?.s == null) return [primary]
+        return [primary, ...details.s.map((other) => roleOf('secondary', other.role, context, other.beginDate, other.endDate))]
       },
       compare: compareRole,
       sort: 'id'
