@@ -3,9 +3,7 @@
 // `changes` query's feed from a cursor on (nothing lost or twice at the seam, during writes); what a
 // teacher and a client may see; the token in connection_init, and the socket closed when it expires
 // or is revoked; the limits, keep-alive and origin check; the shutdown's going-away close.
-import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
-import { createClient, type Client } from 'graphql-ws'
 import pg from 'pg'
 import t from 'tap'
 import WebSocket from 'ws'
@@ -14,10 +12,10 @@ import { revokeClient } from '../src/admin/clients.js'
 import { createSchool } from '../src/admin/schools.js'
 import { createStudent } from '../src/records/students.js'
 import { createTeacher } from '../src/records/teachers.js'
-import type { Config } from '../src/config.js'
 import { SUBSCRIPTION_CLOSE } from '../src/plugins/subscriptions.js'
 import { createClassroomAssignment } from './fixtures.js'
 import { clientToken, seedClient } from './fixtures/oauth.js'
+import { serve, Subscriber, wsClient } from './fixtures/subscriptions.js'
 import { build, gql, login, PASSWORD, seedSchool, serverUrl, testClock, testDatabase, unique } from './helper.js'
 
 const CHANGES = `subscription ($since: String) {
@@ -29,76 +27,6 @@ const FEED = `query ($since: String) {
 }`
 
 interface Pushed { cursor: string, type: string, recordType: string, id: string, sourcedId?: string | null }
-
-/** An app listening on a free port, closed when the test ends; its subscriptions' URL. */
-async function serve (
-  t: { teardown: (fn: () => unknown) => void },
-  overrides: Partial<Config> = {},
-  options: { now?: () => number } = {}
-): Promise<{ app: FastifyInstance, url: string }> {
-  const app = await build(t, overrides, options)
-  await app.listen({ port: 0, host: '127.0.0.1' })
-  const { port } = app.server.address() as AddressInfo
-  return { app, url: `ws://127.0.0.1:${port}/subscriptions` }
-}
-
-/** A graphql-ws client with `token` in connection_init, no retries, disposed when the test ends. */
-function wsClient (t: { teardown: (fn: () => unknown) => void }, url: string, token: string | undefined, extra: { params?: Record<string, unknown> } = {}): Client {
-  const client = createClient({
-    url,
-    webSocketImpl: WebSocket,
-    retryAttempts: 0,
-    lazy: true,
-    connectionParams: extra.params ?? (token === undefined ? {} : { authorization: `Bearer ${token}` })
-  })
-  t.teardown(async () => { await client.dispose() })
-  return client
-}
-
-/** One subscription's pushes and how it ended; `until` waits for a condition on them (no sleep). */
-class Subscriber {
-  readonly pushed: any[] = []
-  readonly errors: unknown[] = []
-  ended: 'complete' | 'error' | undefined
-  closeCode: number | undefined
-  private readonly waiters: Array<() => void> = []
-  readonly stop: () => void
-
-  constructor (client: Client, query: string, variables: Record<string, unknown> = {}) {
-    this.stop = client.subscribe({ query, variables }, {
-      next: (result) => {
-        if (result.errors !== undefined) this.errors.push(...result.errors)
-        if (result.data != null) this.pushed.push(result.data.changes)
-        this.wake()
-      },
-      error: (err) => {
-        this.ended = 'error'
-        const code = (err as { code?: unknown }).code
-        if (typeof code === 'number') this.closeCode = code
-        else this.errors.push(...(Array.isArray(err) ? err : [err]))
-        this.wake()
-      },
-      complete: () => {
-        this.ended ??= 'complete'
-        this.wake()
-      }
-    })
-  }
-
-  private wake (): void {
-    for (const waiter of this.waiters.splice(0)) waiter()
-  }
-
-  async until (condition: () => boolean): Promise<void> {
-    while (!condition()) {
-      if (this.ended !== undefined && !condition()) throw new Error(`ended (${this.ended}, ${String(this.closeCode)}) before the condition: ${JSON.stringify(this.errors)}`)
-      await new Promise<void>((resolve) => { this.waiters.push(resolve) })
-    }
-  }
-
-  async count (n: number): Promise<void> { await this.until(() => this.pushed.length >= n) }
-  async end (): Promise<void> { await this.until(() => this.ended !== undefined) }
-}
 
 async function feed (app: FastifyInstance, token: string, since: string | null): Promise<{ changes: Pushed[], nextCursor: string }> {
   const res = await gql(app, FEED, { token, variables: { since } })
