@@ -4,13 +4,14 @@
 // school is; a file naming several is refused without it); a delta adds, changes and takes away
 // roles by their sourcedId and moves the user's dateLastModified, for users the delta's users.csv
 // does not hold too (students, teachers, agents); filters on roles.role and roles.roleType; bad rows
-// refused with their line. Every answer validated against the served OpenAPI description.
+// refused with their line. Every answer validated against the served OpenAPI description. The same
+// roles in GraphQL (`roles` of Student, Teacher and Contact).
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { createSchool } from '../src/admin/schools.js'
 import type { Files } from './fixtures/csv-bundle.js'
 import { importRoster } from './fixtures/roster-import.js'
-import { build, testDatabase, unique } from './helper.js'
+import { build, gql, testDatabase, unique } from './helper.js'
 import { schoolCallers, type SchoolCallers } from './oneroster/callers.js'
 import { type Answer, checkedAnswers, refused } from './oneroster/answers.js'
 
@@ -143,4 +144,26 @@ t.test('bad roles are refused with their line, and several orgs without --org', 
   await refusal(bundle(row({ 0: '' })), /roles\.csv:4: sourcedId is empty: a secondary role is kept by it/, 'a secondary role without its sourcedId')
   await refusal(bundle(row({ 0: 'r-s1' })), /roles\.csv:4: sourcedId "r-s1" is already the role on line 2/, 'a sourcedId twice')
   t.equal(await db.forSchool(schoolId).teacher.count(), 0, 'nothing written')
+})
+
+t.test('GraphQL answers the same roles: Student, Teacher and Contact `roles`, primary first', async (t) => {
+  const app = await build(t)
+  const s = await school(app)
+  const roles = '{ roleType role beginDate endDate }'
+  const res = await gql(app, `{ students { sourcedId roles ${roles} } teachers { sourcedId roles ${roles} } contacts { sourcedId roles ${roles} } }`, { token: s.admin })
+  t.same(res.body.errors, undefined)
+  t.same(res.body.data, {
+    students: [{ sourcedId: 's-1', roles: [{ roleType: 'PRIMARY', role: 'student', beginDate: '2026-09-01', endDate: '2027-06-30' }] }],
+    teachers: [{
+      sourcedId: 't-1',
+      roles: [
+        { roleType: 'PRIMARY', role: 'teacher', beginDate: '2020-08-15', endDate: null },
+        { roleType: 'SECONDARY', role: 'counselor', beginDate: '2026-09-01', endDate: '2027-06-30' },
+        { roleType: 'SECONDARY', role: 'siteAdministrator', beginDate: null, endDate: null }
+      ]
+    }],
+    contacts: [{ sourcedId: 'g-1', roles: [{ roleType: 'PRIMARY', role: 'guardian', beginDate: null, endDate: null }] }]
+  }, 'as /users answers them, in GraphQL\'s types')
+  const teacher = await gql(app, '{ teachers { roles { role } } }', { token: s.teacher })
+  t.same(teacher.body.data, { teachers: [{ roles: [{ role: 'teacher' }, { role: 'counselor' }, { role: 'siteAdministrator' }] }] }, 'a teacher reads her own roles (the core scope)')
 })

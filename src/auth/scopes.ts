@@ -171,22 +171,23 @@ export const FIELD_SCOPES: Readonly<Record<string, Fields>> = {
   },
   Student: {
     ...same(CORE, 'id', 'sourcedId', 'fullName', 'givenName', 'familyName', 'preferredName', 'gradeLevel', 'status',
-      'enrollmentStartDate', 'enrollmentEndDate', 'classroomName', 'classroom', 'contacts', 'version', 'createdAt', 'updatedAt'),
+      'enrollmentStartDate', 'enrollmentEndDate', 'classroomName', 'classroom', 'contacts', 'roles', 'version', 'createdAt', 'updatedAt'),
     ...same(FULL, 'studentNumber', 'email'),
     ...same(DEMOGRAPHICS, 'dateOfBirth')
   },
   Teacher: {
     ...same(CORE, 'id', 'sourcedId', 'fullName', 'givenName', 'familyName', 'preferredName', 'status',
-      'classrooms', 'classroomAssignments', 'version', 'createdAt', 'updatedAt'),
+      'classrooms', 'classroomAssignments', 'roles', 'version', 'createdAt', 'updatedAt'),
     ...same(FULL, 'email', 'title')
   },
   Classroom: same(CORE, 'id', 'sourcedId', 'name', 'gradeLevel', 'subject', 'students', 'teachers', 'teacherAssignments', 'version', 'createdAt', 'updatedAt'),
   ClassroomAssignment: same(CORE, 'role', 'teacher', 'classroom'),
   // A student's agents: the same columns need the same scopes as on REST's /users (COLUMN_SCOPES.Agent).
   Contact: {
-    ...same(CORE, 'id', 'sourcedId', 'role', 'givenName', 'familyName', 'preferredName', 'status', 'students', 'version', 'createdAt', 'updatedAt'),
+    ...same(CORE, 'id', 'sourcedId', 'role', 'givenName', 'familyName', 'preferredName', 'status', 'students', 'roles', 'version', 'createdAt', 'updatedAt'),
     ...same(FULL, 'email', 'phone', 'sms')
   },
+  UserRole: same(CORE, 'roleType', 'role', 'beginDate', 'endDate'),
   StudentPage: same(CORE, 'nodes', 'pageInfo'),
   TeacherPage: same(CORE, 'nodes', 'pageInfo'),
   ClassroomPage: same(CORE, 'nodes', 'pageInfo'),

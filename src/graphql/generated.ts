@@ -206,6 +206,11 @@ export type Contact = {
   preferredName?: Maybe<Scalars['String']['output']>;
   /** The contact's relation to their students. */
   role: ContactRole;
+  /**
+   * The contact's roles in the school, the primary one first (its kind, with the dates the school's
+   * OneRoster export gave it), then the secondary ones in the export's order.
+   */
+  roles: Array<UserRole>;
   /** Number for text messages (SMS). */
   sms?: Maybe<Scalars['String']['output']>;
   /** OneRoster `sourcedId` of the contact; null when not imported. */
@@ -903,6 +908,12 @@ export type Student = {
   id: Scalars['ID']['output'];
   /** The name the student prefers to be called, when recorded. */
   preferredName?: Maybe<Scalars['String']['output']>;
+  /**
+   * The student's roles in the school, the primary one first (its kind, with the dates the school's
+   * OneRoster export gave it), then the secondary ones in the export's order. Records made through
+   * the API have their primary role only.
+   */
+  roles: Array<UserRole>;
   /** OneRoster `sourcedId` of the student (the identifier in the school's student information system); null when not imported. */
   sourcedId?: Maybe<Scalars['String']['output']>;
   /** Enrollment status. */
@@ -1147,6 +1158,12 @@ export type Teacher = {
   id: Scalars['ID']['output'];
   /** The name the teacher prefers to be called, when recorded. */
   preferredName?: Maybe<Scalars['String']['output']>;
+  /**
+   * The teacher's roles in the school, the primary one first (its kind, with the dates the school's
+   * OneRoster export gave it), then the secondary ones in the export's order. Records made through
+   * the API have their primary role only.
+   */
+  roles: Array<UserRole>;
   /** OneRoster `sourcedId` of the teacher; null when not imported. */
   sourcedId?: Maybe<Scalars['String']['output']>;
   /** Employment status. */
@@ -1272,6 +1289,35 @@ export type UpsertOutcome =
   | 'CREATED'
   /** The student existed with these fields already: nothing was written. */
   | 'UNCHANGED';
+
+/**
+ * A role of a student, teacher or contact in the caller's school, as the school's OneRoster export
+ * gives it (`roles.csv`, kept by the import): the primary role is the record's kind, the others are
+ * secondary (a teacher who is also the school's counselor). Every role is in the caller's school: the
+ * roles a user holds in other schools are not kept.
+ */
+export type UserRole = {
+  __typename?: 'UserRole';
+  /** First day of the role, when the export gave one. */
+  beginDate?: Maybe<Scalars['Date']['output']>;
+  /** Last day of the role (OneRoster: the role ends before it), when the export gave one. */
+  endDate?: Maybe<Scalars['Date']['output']>;
+  /**
+   * The role in OneRoster 1.2's spelling: `student`, `teacher`, `guardian`, `parent`, `relative`,
+   * `aide`, `counselor`, `principal`, `proctor`, `siteAdministrator`, `districtAdministrator`,
+   * `systemAdministrator`, or an extension `ext:name`.
+   */
+  role: Scalars['String']['output'];
+  /** Primary (the record's kind: one per record) or secondary. */
+  roleType: UserRoleType;
+};
+
+/** Whether a role is a record's kind or one more role of the same person. */
+export type UserRoleType =
+  /** The record's own kind (a student's `student`, a teacher's `teacher`, a contact's role). */
+  | 'PRIMARY'
+  /** Another role of the same person in the school. */
+  | 'SECONDARY';
 
 
 
@@ -1404,6 +1450,8 @@ export type ResolversTypes = {
   TeacherRole: TeacherRole;
   TeacherStatus: TeacherStatus;
   UpsertOutcome: UpsertOutcome;
+  UserRole: ResolverTypeWrapper<UserRole>;
+  UserRoleType: UserRoleType;
 };
 
 /** Mapping between all available schema types and the resolvers parents */
@@ -1453,6 +1501,7 @@ export type ResolversParentTypes = {
   TeacherOrder: TeacherOrder;
   TeacherPage: Omit<TeacherPage, 'nodes'> & { nodes: Array<ResolversParentTypes['Teacher']> };
   TeacherRef: TeacherRef;
+  UserRole: UserRole;
 };
 
 export type ChangeResolvers<ContextType = MercuriusContext, ParentType extends ResolversParentTypes['Change'] = ResolversParentTypes['Change']> = {
@@ -1508,6 +1557,7 @@ export type ContactResolvers<ContextType = MercuriusContext, ParentType extends 
   phone?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   preferredName?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   role?: Resolver<ResolversTypes['ContactRole'], ParentType, ContextType>;
+  roles?: Resolver<Array<ResolversTypes['UserRole']>, ParentType, ContextType>;
   sms?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   sourcedId?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   status?: Resolver<ResolversTypes['TeacherStatus'], ParentType, ContextType>;
@@ -1616,6 +1666,7 @@ export type StudentResolvers<ContextType = MercuriusContext, ParentType extends 
   gradeLevel?: Resolver<Maybe<ResolversTypes['GradeLevel']>, ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   preferredName?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  roles?: Resolver<Array<ResolversTypes['UserRole']>, ParentType, ContextType>;
   sourcedId?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   status?: Resolver<ResolversTypes['StudentStatus'], ParentType, ContextType>;
   studentNumber?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
@@ -1656,6 +1707,7 @@ export type TeacherResolvers<ContextType = MercuriusContext, ParentType extends 
   givenName?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   preferredName?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  roles?: Resolver<Array<ResolversTypes['UserRole']>, ParentType, ContextType>;
   sourcedId?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   status?: Resolver<ResolversTypes['TeacherStatus'], ParentType, ContextType>;
   title?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
@@ -1666,6 +1718,13 @@ export type TeacherResolvers<ContextType = MercuriusContext, ParentType extends 
 export type TeacherPageResolvers<ContextType = MercuriusContext, ParentType extends ResolversParentTypes['TeacherPage'] = ResolversParentTypes['TeacherPage']> = {
   nodes?: Resolver<Array<ResolversTypes['Teacher']>, ParentType, ContextType>;
   pageInfo?: Resolver<ResolversTypes['PageInfo'], ParentType, ContextType>;
+};
+
+export type UserRoleResolvers<ContextType = MercuriusContext, ParentType extends ResolversParentTypes['UserRole'] = ResolversParentTypes['UserRole']> = {
+  beginDate?: Resolver<Maybe<ResolversTypes['Date']>, ParentType, ContextType>;
+  endDate?: Resolver<Maybe<ResolversTypes['Date']>, ParentType, ContextType>;
+  role?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  roleType?: Resolver<ResolversTypes['UserRoleType'], ParentType, ContextType>;
 };
 
 export type Resolvers<ContextType = MercuriusContext> = {
@@ -1692,5 +1751,6 @@ export type Resolvers<ContextType = MercuriusContext> = {
   Subscription?: SubscriptionResolvers<ContextType>;
   Teacher?: TeacherResolvers<ContextType>;
   TeacherPage?: TeacherPageResolvers<ContextType>;
+  UserRole?: UserRoleResolvers<ContextType>;
 };
 

@@ -5,6 +5,7 @@ import type { ContactResolvers, QueryResolvers } from '../generated.js'
 import type { ContactRow, StudentRow } from '../models.js'
 import { contactById, contactRole, listContacts, pageOfContacts, studentsOfContacts } from '../../records/contacts.js'
 import { batched } from '../batches.js'
+import { userRoles } from './roles.js'
 import { prismaSelect, relationSelect } from '../selection.js'
 import { CONTACT_SELECT, STUDENT_SELECT } from '../selects.js'
 
@@ -28,5 +29,6 @@ const contactStudents = batched<ContactRow, StudentRow[]>('Contact.students', as
 
 export const Contact: ContactResolvers = {
   role: (contact) => contactRole(contact.role!),
-  students: contactStudents
+  students: contactStudents,
+  roles: (contact) => userRoles(contact.role!, contact)
 }

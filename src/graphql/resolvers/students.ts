@@ -5,6 +5,7 @@ import type { ContactRow, StudentRow } from '../models.js'
 import { contactsOfStudents } from '../../records/contacts.js'
 import { listStudents, pageOfStudents, studentById } from '../../records/students.js'
 import { batched } from '../batches.js'
+import { userRoles } from './roles.js'
 import { prismaSelect, relationSelect } from '../selection.js'
 import { CONTACT_SELECT, STUDENT_SELECT } from '../selects.js'
 
@@ -29,5 +30,6 @@ const studentContacts = batched<StudentRow, ContactRow[]>('Student.contacts', as
 export const Student: StudentResolvers = {
   classroomName: (student) => student.classroom?.name ?? null,
   classroom: (student) => student.classroom ?? null,
-  contacts: studentContacts
+  contacts: studentContacts,
+  roles: (student) => userRoles('student', student)
 }

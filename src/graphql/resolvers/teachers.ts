@@ -5,6 +5,7 @@ import type { AssignmentRow, ClassroomRow, TeacherRow } from '../models.js'
 import { classroomsOfTeachers } from '../../records/classrooms.js'
 import { assignmentsOfTeachers, listTeachers, pageOfTeachers, teacherById } from '../../records/teachers.js'
 import { batched } from '../batches.js'
+import { userRoles } from './roles.js'
 import { prismaSelect, relationSelect } from '../selection.js'
 import { CLASSROOM_SELECT, TEACHER_SELECT } from '../selects.js'
 
@@ -35,5 +36,6 @@ const teacherClassrooms = batched<TeacherRow, ClassroomRow[]>('Teacher.classroom
 /** A teacher's relations, each read in batches: only the columns the operation selects below the field. */
 export const Teacher = {
   classrooms: teacherClassrooms,
-  classroomAssignments: assignmentsOf
+  classroomAssignments: assignmentsOf,
+  roles: (teacher: TeacherRow) => userRoles('teacher', teacher)
 }
