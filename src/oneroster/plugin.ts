@@ -13,6 +13,7 @@
 // another plugin made before the routes ran: the shutdown's, the overload's, the timeout's).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import { LRUCache } from 'lru-cache'
 import { accessOf } from '../auth/identity.js'
 import { schoolScopeOf } from '../auth/school-access.js'
 import { holds, type Scope } from '../auth/scopes.js'
@@ -167,9 +168,18 @@ function registerRoutes (app: FastifyInstance, routes: FastifyInstance): void {
   registerDemographicsRoutes(get, { unknownObject, page })
 }
 
+/** Origins as a URL writes them, by the scheme and host a request named: a few in practice, bounded as the host is the client's to say. */
+const ORIGINS = new LRUCache<string, string>({ max: 100 })
+
 /** The scheme and host the request came to (behind a proxy TRUST_PROXY names, what it forwarded), as a URL writes them. */
 function originOf (request: FastifyRequest): string {
-  return new URL(`${request.protocol}://${request.host}`).origin
+  const given = `${request.protocol}://${request.host}`
+  let origin = ORIGINS.get(given)
+  if (origin === undefined) {
+    origin = new URL(given).origin
+    ORIGINS.set(given, origin)
+  }
+  return origin
 }
 
 /** The caller's school client; 401 without a valid token, 403 without a school or one of `scopes`. */

@@ -71,11 +71,13 @@ export function collectionQuery (query: Query): CollectionQuery {
  * request's URL with its offset (and limit) moved, the other parameters kept.
  */
 export function linkHeader (url: URL, { limit, offset }: Pick<CollectionQuery, 'limit' | 'offset'>, total: number): string {
+  // One parse of the request's URL; each link its origin and path with the parameters moved.
+  const base = `${url.origin}${url.pathname}?`
+  const params = new URLSearchParams(url.search)
+  params.set('limit', String(limit))
   const at = (to: number): string => {
-    const link = new URL(url)
-    link.searchParams.set('limit', String(limit))
-    link.searchParams.set('offset', String(to))
-    return link.toString()
+    params.set('offset', String(to))
+    return base + params.toString()
   }
   const last = total === 0 ? 0 : Math.floor((total - 1) / limit) * limit
   const links = [`<${at(0)}>; rel="first"`]
