@@ -19,7 +19,7 @@ ALTER TABLE "agents"
   ADD COLUMN "role_end_date" DATE,
   ADD COLUMN "secondary_roles" JSONB;
 
--- The import checks each role (src/import/roles.ts); the database keeps the list an array, and a
+-- The import checks each role (src/import/oneroster.ts); the database keeps the list an array, and a
 -- primary role's end not before its begin, as an enrollment's (1EdTech: the end date is excluded).
 ALTER TABLE "students" ADD CONSTRAINT "students_secondary_roles_check" CHECK (jsonb_typeof("secondary_roles") = 'array');
 ALTER TABLE "students" ADD CONSTRAINT "students_role_dates_check" CHECK ("role_end_date" >= "role_begin_date");
