@@ -8,6 +8,7 @@
 import type { OpenAPIV3 } from 'openapi-types'
 import { fullScopeName, parseScope, type Scope } from '../auth/scopes.js'
 import { TOKEN_PATH } from '../auth/token-request.js'
+import { ONEROSTER_ROLES } from '../import/user-details.js'
 
 /** Where the binding is served. */
 export const ONEROSTER_PATH = '/ims/oneroster/rostering/v1p2'
@@ -388,8 +389,7 @@ const SCHEMAS: Record<string, Schema> = {
     type: 'object',
     properties: {
       roleType: { type: 'string', enum: ['primary', 'secondary'] },
-      role: extensible(['aide', 'counselor', 'districtAdministrator', 'guardian', 'parent', 'principal', 'proctor', 'relative',
-        'siteAdministrator', 'student', 'systemAdministrator', 'teacher']),
+      role: extensible([...ONEROSTER_ROLES]),
       org: schemaRef('OrgGUIDRefDType'),
       userProfile: { type: 'string', format: 'uri' },
       beginDate: date,
